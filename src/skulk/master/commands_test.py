@@ -1,0 +1,119 @@
+import itertools
+from pathlib import Path
+
+from skulk.master.commands import CommandContext, events_for_command
+from skulk.master.reconcile import FINISHED_TASK_RETENTION_SECONDS, reconcile
+from skulk.models.catalog import ModelCatalog
+from skulk.shared.apply import apply
+from skulk.shared.types.commands import (
+    CancelTask,
+    Command,
+    DeleteInstance,
+    PlaceInstance,
+    TaskFinished,
+    TextGeneration,
+)
+from skulk.shared.types.events import (
+    CommandRejected,
+    Event,
+    IndexedEvent,
+    InstanceCreated,
+    InstanceDeleted,
+    TaskCreated,
+    TaskDeleted,
+    TaskStatusUpdated,
+)
+from skulk.shared.types.ids import CommandId, InstanceId, ModelId, NodeId, RunnerId, SessionId, TaskId
+from skulk.shared.types.state import State
+from skulk.shared.types.telemetry import NodeTelemetry
+from skulk.testing import factories as f
+
+counter = itertools.count()
+NODES = {NodeId("node-a"): NodeTelemetry(
+    node_id=NodeId("node-a"), stamp=0.0, memory_total_bytes=16 << 30,
+    memory_available_bytes=8 << 30, cpu_count=2, backends=["llama_cpp-cpu"], has_worker=True)}
+
+
+def context(nodes: dict[NodeId, NodeTelemetry] = NODES) -> CommandContext:
+    return CommandContext(catalog=ModelCatalog.builtin(Path(".")), nodes=nodes,
+                          new_runner_id=lambda: RunnerId(f"run-{next(counter)}"),
+                          new_task_id=lambda: TaskId(f"task-{next(counter)}"))
+
+
+def state_with(*events: Event) -> State:
+    state = State()
+    for event in events:
+        state = apply(state, IndexedEvent(index=state.last_event_applied_idx + 1,
+                                          session=SessionId("s"), event=event))
+    return state
+
+
+def handle(state: State, command: Command, nodes: dict[NodeId, NodeTelemetry] = NODES) -> list[Event]:
+    return events_for_command(state, command, context(nodes))
+
+
+def generation(command_id: str = "gen-1", model: str = "smollm2-135m") -> TextGeneration:
+    return TextGeneration(command_id=CommandId(command_id), owner_node=f.NODE,
+                          params=f.params().model_copy(update={"model_id": ModelId(model)}))
+
+
+def test_place_instance_creates_it_once() -> None:
+    command = PlaceInstance(command_id=CommandId("c"), instance_id=InstanceId("i1"),
+                            model_id=ModelId("HuggingFaceTB/SmolLM2-135M-Instruct"))
+    [event] = handle(State(), command)
+    assert isinstance(event, InstanceCreated) and event.instance.model_id == "smollm2-135m"
+    assert handle(state_with(event), command) == []
+
+
+def test_place_unknown_model_or_without_nodes_is_rejected() -> None:
+    unknown = PlaceInstance(command_id=CommandId("c"), instance_id=InstanceId("i"),
+                            model_id=ModelId("gpt-9"))
+    [event] = handle(State(), unknown)
+    assert isinstance(event, CommandRejected) and event.error_kind == "model_not_found"
+    known = unknown.model_copy(update={"model_id": ModelId("smollm2-135m")})
+    [event] = handle(State(), known, nodes={})
+    assert isinstance(event, CommandRejected) and event.error_kind == "placement_failed"
+
+
+def test_text_generation_becomes_a_task_on_the_least_busy_instance() -> None:
+    state = state_with(InstanceCreated(instance=f.instance("inst-1", "run-1")),
+                       InstanceCreated(instance=f.instance("inst-2", "run-2")),
+                       TaskCreated(task=f.task("t0", "inst-1", "old")))
+    [event] = handle(state, generation())
+    assert isinstance(event, TaskCreated)
+    assert event.task.instance_id == "inst-2" and event.task.command_id == "gen-1"
+
+
+def test_text_generation_without_instance_is_rejected_with_a_remedy() -> None:
+    [event] = handle(State(), generation())
+    assert isinstance(event, CommandRejected) and "place_instance" in event.message
+
+
+def test_cancel_marks_the_task_and_finish_deletes_it() -> None:
+    state = state_with(InstanceCreated(instance=f.instance()), TaskCreated(task=f.task()))
+    cancel = CancelTask(command_id=CommandId("x"), target_command_id=CommandId("cmd-1"))
+    assert handle(state, cancel) == [TaskStatusUpdated(task_id=TaskId("task-1"),
+                                                       status="cancelled")]
+    finished = TaskFinished(command_id=CommandId("y"), target_command_id=CommandId("cmd-1"))
+    assert handle(state, finished) == [TaskDeleted(task_id=TaskId("task-1"))]
+    assert handle(State(), cancel) == [] and handle(State(), finished) == []
+
+
+def test_delete_instance_fails_its_tasks_before_it_goes() -> None:
+    state = state_with(InstanceCreated(instance=f.instance()), TaskCreated(task=f.task()))
+    events = handle(state, DeleteInstance(command_id=CommandId("d"),
+                                          instance_id=InstanceId("inst-1")))
+    assert isinstance(events[0], TaskStatusUpdated) and events[0].status == "failed"
+    assert isinstance(events[1], InstanceDeleted)
+
+
+def test_reconcile_fails_orphans_and_forgets_old_finished_tasks() -> None:
+    state = state_with(TaskCreated(task=f.task("orphan", "gone", "c1")))
+    [event] = reconcile(state, {}, now=0.0)
+    assert event == TaskStatusUpdated(task_id=TaskId("orphan"), status="failed",
+                                      error="instance gone no longer exists")
+    state = state_with(TaskCreated(task=f.task("orphan", "gone", "c1")), event)
+    assert reconcile(state, {TaskId("orphan"): 0.0}, now=1.0) == []
+    late = FINISHED_TASK_RETENTION_SECONDS + 1
+    assert reconcile(state, {TaskId("orphan"): 0.0}, now=late) == [
+        TaskDeleted(task_id=TaskId("orphan"))]

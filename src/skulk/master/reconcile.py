@@ -1,0 +1,29 @@
+"""The master's reconcile rules: pure checks that turn drift into events."""
+
+from collections.abc import Mapping
+
+from skulk.shared.types.events import Event, TaskDeleted, TaskStatusUpdated
+from skulk.shared.types.ids import TaskId
+from skulk.shared.types.state import State
+from skulk.shared.types.tasks import TERMINAL_TASK_STATUSES
+
+# A finished task whose owner never said TaskFinished (the API node died, say) is
+# forgotten after this long, so State does not grow without bound.
+FINISHED_TASK_RETENTION_SECONDS = 300.0
+
+
+def reconcile(
+    state: State, terminal_since: Mapping[TaskId, float], now: float
+) -> list[Event]:
+    """Fail tasks orphaned by a vanished instance; forget long-finished tasks."""
+    events: list[Event] = []
+    for task in state.tasks.values():
+        if task.status in TERMINAL_TASK_STATUSES:
+            since = terminal_since.get(task.task_id)
+            if since is not None and now - since > FINISHED_TASK_RETENTION_SECONDS:
+                events.append(TaskDeleted(task_id=task.task_id))
+        elif task.instance_id not in state.instances:
+            events.append(TaskStatusUpdated(
+                task_id=task.task_id, status="failed",
+                error=f"instance {task.instance_id} no longer exists"))
+    return events

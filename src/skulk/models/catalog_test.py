@@ -1,0 +1,46 @@
+from pathlib import Path
+
+from skulk.models.catalog import ModelCatalog, load_cards
+from skulk.shared.types.model_cards import ModelCard, ModelSource
+
+
+def test_builtin_smollm2_resolves_by_id_and_upstream_alias(tmp_path: Path) -> None:
+    catalog = ModelCatalog.builtin(tmp_path)
+    card = catalog.resolve("smollm2-135m")
+    assert card is not None
+    assert catalog.resolve("HuggingFaceTB/SmolLM2-135M-Instruct") == card
+    assert card.n_layers == 30 and card.num_key_value_heads == 3
+
+
+def test_bundled_gguf_is_found_in_its_package(tmp_path: Path) -> None:
+    catalog = ModelCatalog.builtin(tmp_path)
+    card = catalog.resolve("smollm2-135m")
+    assert card is not None
+    path = catalog.local_path(card, "gguf")
+    assert path is not None and path.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert path.stat().st_size == card.storage_size
+
+
+def test_models_dir_is_searched_and_missing_format_is_none(tmp_path: Path) -> None:
+    card = ModelCard(
+        model_id="tiny", family="llama", n_layers=2, hidden_size=8,
+        num_attention_heads=2, num_key_value_heads=1, context_length=64,
+        capabilities=["text"], chat_template_source="gguf",
+        sources=[ModelSource(format="gguf", filename="tiny.gguf", size_bytes=4)],
+    )
+    catalog = ModelCatalog([card], tmp_path)
+    assert catalog.local_path(card, "gguf") is None
+    (tmp_path / "tiny.gguf").write_bytes(b"GGUF")
+    assert catalog.local_path(card, "gguf") == tmp_path / "tiny.gguf"
+    assert catalog.local_path(card, "mlx") is None
+    assert catalog.resolve("nope") is None
+
+
+def test_malformed_card_names_its_file(tmp_path: Path) -> None:
+    (tmp_path / "bad.toml").write_text('model_id = "x"\nsurprise = 1\n')
+    try:
+        load_cards(tmp_path)
+    except ValueError as error:
+        assert "bad.toml" in str(error)
+    else:
+        raise AssertionError("a malformed card must be refused")

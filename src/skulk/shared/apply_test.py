@@ -1,0 +1,130 @@
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from skulk.shared.apply import EventOutOfOrder, apply
+from skulk.shared.types.events import (
+    CommandRejected,
+    Event,
+    IndexedEvent,
+    InstanceCreated,
+    InstanceDeleted,
+    RunnerStatusUpdated,
+    StateSnapshotHydrated,
+    TaskCreated,
+    TaskDeleted,
+    TaskStatusUpdated,
+)
+from skulk.shared.types.ids import CommandId, InstanceId, RunnerId, SessionId, TaskId
+from skulk.shared.types.runners import RunnerLoading, RunnerReady
+from skulk.shared.types.state import State
+from skulk.testing import factories as f
+
+SESSION = SessionId("sess-test")
+
+
+def run(events: list[Event], state: State | None = None) -> State:
+    state = state or State()
+    for event in events:
+        state = apply(state, IndexedEvent(index=state.last_event_applied_idx + 1,
+                                          session=SESSION, event=event))
+    return state
+
+
+def test_instance_created_adds_the_instance() -> None:
+    state = run([InstanceCreated(instance=f.instance())])
+    assert list(state.instances) == ["inst-1"]
+    assert state.last_event_applied_idx == 0
+
+
+def test_instance_deleted_removes_it_and_its_runners() -> None:
+    state = run([
+        InstanceCreated(instance=f.instance()),
+        RunnerStatusUpdated(runner_id=RunnerId("run-1"), status=RunnerReady()),
+        InstanceDeleted(instance_id=InstanceId("inst-1"), reason="gone"),
+    ])
+    assert state.instances == {} and state.runners == {}
+
+
+def test_deleting_an_unknown_instance_changes_nothing_but_the_index() -> None:
+    state = run([InstanceDeleted(instance_id=InstanceId("nope"), reason="x")])
+    assert state == State(last_event_applied_idx=0)
+
+
+def test_runner_status_is_recorded_for_owned_runners_only() -> None:
+    state = run([
+        InstanceCreated(instance=f.instance()),
+        RunnerStatusUpdated(runner_id=RunnerId("run-1"), status=RunnerLoading()),
+        RunnerStatusUpdated(runner_id=RunnerId("stray"), status=RunnerReady()),
+    ])
+    assert state.runners == {"run-1": RunnerLoading()}
+
+
+def test_task_created_then_status_then_deleted() -> None:
+    state = run([TaskCreated(task=f.task())])
+    assert state.tasks["task-1"].status == "pending"
+    state = run([TaskStatusUpdated(task_id=TaskId("task-1"), status="running")], state)
+    assert state.tasks["task-1"].status == "running"
+    state = run([TaskDeleted(task_id=TaskId("task-1"))], state)
+    assert state.tasks == {}
+
+
+def test_terminal_task_status_is_final() -> None:
+    state = run([
+        TaskCreated(task=f.task()),
+        TaskStatusUpdated(task_id=TaskId("task-1"), status="failed", error="died"),
+        TaskStatusUpdated(task_id=TaskId("task-1"), status="running"),
+    ])
+    assert state.tasks["task-1"].status == "failed"
+    assert state.tasks["task-1"].error == "died"
+
+
+def test_status_of_unknown_task_is_ignored() -> None:
+    state = run([TaskStatusUpdated(task_id=TaskId("ghost"), status="running")])
+    assert state.tasks == {}
+
+
+def test_command_rejected_changes_nothing_replicated() -> None:
+    before = run([InstanceCreated(instance=f.instance())])
+    after = run([CommandRejected(command_id=CommandId("c"), error_kind="internal",
+                                 message="m")], before)
+    assert after.model_copy(update={"last_event_applied_idx": 0}) == before
+
+
+def test_snapshot_replaces_state_at_any_index() -> None:
+    before = run([TaskCreated(task=f.task())])
+    snapshot = State(instances={InstanceId("inst-1"): f.instance()})
+    after = apply(before, IndexedEvent(index=41, session=SESSION,
+                                       event=StateSnapshotHydrated(state=snapshot)))
+    assert after.instances == snapshot.instances and after.tasks == {}
+    assert after.last_event_applied_idx == 41
+
+
+def test_out_of_order_index_is_refused() -> None:
+    with pytest.raises(EventOutOfOrder):
+        apply(State(), IndexedEvent(index=1, session=SESSION,
+                                    event=TaskDeleted(task_id=TaskId("t"))))
+
+
+def test_every_event_type_applies() -> None:
+    kinds = {type(e).__name__ for e in f.one_of_each_event()}
+    assert kinds == {t.__name__ for t in Event.__args__[0].__args__}  # type: ignore[attr-defined]
+    run(f.one_of_each_event())
+
+
+event_lists = st.lists(st.sampled_from(f.one_of_each_event()), max_size=30)
+
+
+@settings(max_examples=60, deadline=None)
+@given(event_lists)
+def test_replaying_a_log_twice_gives_equal_states(events: list[Event]) -> None:
+    assert run(events) == run(events)
+
+
+@settings(max_examples=40, deadline=None)
+@given(event_lists)
+def test_apply_never_mutates_its_input(events: list[Event]) -> None:
+    state = run(events)
+    frozen = state.model_dump()
+    run([TaskCreated(task=f.task("t-new"))], state)
+    assert state.model_dump() == frozen

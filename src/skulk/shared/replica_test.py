@@ -1,0 +1,87 @@
+import anyio
+import pytest
+
+from skulk.shared.replica import StateReplica
+from skulk.shared.types.events import (
+    Event,
+    IndexedEvent,
+    InstanceCreated,
+    StateSnapshotHydrated,
+    TaskDeleted,
+)
+from skulk.shared.types.ids import SessionId, TaskId
+from skulk.shared.types.state import State
+from skulk.testing import factories as f
+
+S1, S2 = SessionId("s1"), SessionId("s2")
+
+
+def ev(index: int, event: Event, session: SessionId = S1) -> IndexedEvent:
+    return IndexedEvent(index=index, session=session, event=event)
+
+
+def seed(session: SessionId = S1) -> IndexedEvent:
+    return ev(0, StateSnapshotHydrated(state=State()), session)
+
+
+def noop(index: int, session: SessionId = S1) -> IndexedEvent:
+    return ev(index, TaskDeleted(task_id=TaskId("none")), session)
+
+
+def test_events_are_released_in_index_order() -> None:
+    gaps: list[int] = []
+    replica = StateReplica(on_gap=gaps.append)
+    replica.receive(seed())
+    assert replica.receive(noop(2)) == []
+    assert gaps == [1]
+    applied = replica.receive(noop(1))
+    assert [e.index for e in applied] == [1, 2]
+    assert replica.state.last_event_applied_idx == 2
+
+
+def test_duplicates_and_foreign_sessions_are_dropped() -> None:
+    replica = StateReplica()
+    replica.receive(seed())
+    replica.receive(noop(1))
+    assert replica.receive(noop(1)) == []
+    assert replica.receive(noop(2, S2)) == []
+    assert replica.state.last_event_applied_idx == 1
+
+
+def test_a_new_session_seed_switches_sessions() -> None:
+    replica = StateReplica()
+    replica.receive(seed())
+    replica.receive(ev(1, InstanceCreated(instance=f.instance())))
+    snapshot = State(instances={"inst-9": f.instance("inst-9")})  # type: ignore[dict-item]
+    replica.receive(ev(0, StateSnapshotHydrated(state=snapshot), S2))
+    assert replica.session == S2
+    assert list(replica.state.instances) == ["inst-9"]
+
+
+def test_events_before_any_session_are_ignored() -> None:
+    replica = StateReplica()
+    assert replica.receive(noop(1)) == []
+    assert replica.session is None
+
+
+@pytest.mark.anyio
+async def test_listeners_and_waiters_see_applied_events() -> None:
+    replica = StateReplica()
+    stream = replica.subscribe()
+    result: list[State | None] = []
+
+    async def waiter() -> None:
+        result.append(await replica.wait_for(lambda s: bool(s.instances), timeout=2))
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(waiter)
+        await anyio.sleep(0.01)
+        replica.receive(seed())
+        replica.receive(ev(1, InstanceCreated(instance=f.instance())))
+    assert result[0] is not None and "inst-1" in result[0].instances
+    assert [stream.receive_nowait().index, stream.receive_nowait().index] == [0, 1]
+
+
+@pytest.mark.anyio
+async def test_wait_for_times_out_with_none() -> None:
+    assert await StateReplica().wait_for(lambda s: False, timeout=0.05) is None

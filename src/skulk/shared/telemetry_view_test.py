@@ -1,0 +1,25 @@
+from skulk.shared.telemetry_view import TelemetryView
+from skulk.shared.types.ids import NodeId
+from skulk.shared.types.telemetry import NodeTelemetry
+
+
+def reading(node: str, stamp: float, available: int = 5) -> NodeTelemetry:
+    return NodeTelemetry(node_id=NodeId(node), stamp=stamp, memory_total_bytes=10,
+                         memory_available_bytes=available, cpu_count=2,
+                         backends=["llama_cpp-cpu"], has_worker=True)
+
+
+def test_newest_stamp_wins_whatever_the_arrival_order() -> None:
+    view = TelemetryView(clock=lambda: 100.0)
+    view.update(reading("a", 90.0, available=1))
+    view.update(reading("a", 80.0, available=2))
+    assert view.live()[NodeId("a")].memory_available_bytes == 1
+
+
+def test_expired_readings_drop_on_read() -> None:
+    now = [100.0]
+    view = TelemetryView(ttl_seconds=10.0, clock=lambda: now[0])
+    view.update(reading("a", 95.0))
+    assert NodeId("a") in view.live()
+    now[0] = 106.0
+    assert view.live() == {}

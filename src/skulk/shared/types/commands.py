@@ -1,0 +1,72 @@
+"""Commands: requests in the imperative, sent to the master."""
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from skulk.shared.types.base import WireModel
+from skulk.shared.types.ids import CommandId, InstanceId, ModelId, NodeId
+from skulk.shared.types.instances import Sharding
+from skulk.shared.types.model_cards import EngineName
+from skulk.shared.types.tasks import GenerationParams
+
+
+class PlaceInstance(WireModel):
+    """Place a model on the cluster under a pre-minted instance id."""
+
+    kind: Literal["PlaceInstance"] = "PlaceInstance"
+    command_id: CommandId = Field(description="Id of this command.")
+    instance_id: InstanceId = Field(description="Id the new instance will have.")
+    model_id: ModelId = Field(description="Model to place.")
+    engine: EngineName | None = Field(default=None, description="Pin an engine.")
+    sharding: Sharding = Field(default="pipeline", description="How to split it.")
+    min_nodes: int = Field(default=1, description="Use at least this many nodes.")
+    excluded_nodes: list[NodeId] = Field(
+        default_factory=list, description="Nodes not to use."
+    )
+
+
+class DeleteInstance(WireModel):
+    """Remove an instance; its tasks fail first."""
+
+    kind: Literal["DeleteInstance"] = "DeleteInstance"
+    command_id: CommandId = Field(description="Id of this command.")
+    instance_id: InstanceId = Field(description="Instance to remove.")
+
+
+class TextGeneration(WireModel):
+    """Generate text; output streams to `owner_node` on the data plane."""
+
+    kind: Literal["TextGeneration"] = "TextGeneration"
+    command_id: CommandId = Field(description="Id of this command and its stream.")
+    owner_node: NodeId = Field(description="API node that streams the output.")
+    params: GenerationParams = Field(description="What to generate.")
+
+
+class CancelTask(WireModel):
+    """Stop the generation started by `target_command_id`."""
+
+    kind: Literal["CancelTask"] = "CancelTask"
+    command_id: CommandId = Field(description="Id of this command.")
+    target_command_id: CommandId = Field(description="Generation to stop.")
+
+
+class TaskFinished(WireModel):
+    """The owner has the whole output (or gave up); forget the task."""
+
+    kind: Literal["TaskFinished"] = "TaskFinished"
+    command_id: CommandId = Field(description="Id of this command.")
+    target_command_id: CommandId = Field(description="Generation that ended.")
+
+
+Command = Annotated[
+    PlaceInstance | DeleteInstance | TextGeneration | CancelTask | TaskFinished,
+    Field(discriminator="kind"),
+]
+
+
+class CommandEnvelope(WireModel):
+    """A command with the node that sent it."""
+
+    origin: NodeId = Field(description="Node that sent the command.")
+    command: Command = Field(description="The command.")

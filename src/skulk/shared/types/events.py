@@ -1,0 +1,105 @@
+"""Events: facts in the past tense. Only the master gives them an index."""
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from skulk.shared.types.base import WireModel
+from skulk.shared.types.chunks import ErrorKind
+from skulk.shared.types.ids import CommandId, InstanceId, NodeId, RunnerId, SessionId, TaskId
+from skulk.shared.types.instances import Instance
+from skulk.shared.types.runners import RunnerStatus
+from skulk.shared.types.state import State
+from skulk.shared.types.tasks import Task, TaskStatus
+
+
+class InstanceCreated(WireModel):
+    """The master placed a new instance."""
+
+    kind: Literal["InstanceCreated"] = "InstanceCreated"
+    instance: Instance = Field(description="The placed instance.")
+
+
+class InstanceDeleted(WireModel):
+    """An instance was removed; its runners shut down."""
+
+    kind: Literal["InstanceDeleted"] = "InstanceDeleted"
+    instance_id: InstanceId = Field(description="The removed instance.")
+    reason: str = Field(description="Why it was removed.")
+
+
+class RunnerStatusUpdated(WireModel):
+    """A worker reports a runner's new status."""
+
+    kind: Literal["RunnerStatusUpdated"] = "RunnerStatusUpdated"
+    runner_id: RunnerId = Field(description="The runner.")
+    status: RunnerStatus = Field(description="Its new status.")
+
+
+class TaskCreated(WireModel):
+    """The master turned a command into a task on an instance."""
+
+    kind: Literal["TaskCreated"] = "TaskCreated"
+    task: Task = Field(description="The new task.")
+
+
+class TaskStatusUpdated(WireModel):
+    """A task moved on: acknowledged, finished, failed or cancelled."""
+
+    kind: Literal["TaskStatusUpdated"] = "TaskStatusUpdated"
+    task_id: TaskId = Field(description="The task.")
+    status: TaskStatus = Field(description="Its new status.")
+    error: str | None = Field(default=None, description="Why it failed, if it did.")
+
+
+class TaskDeleted(WireModel):
+    """The owner of a task is done with it."""
+
+    kind: Literal["TaskDeleted"] = "TaskDeleted"
+    task_id: TaskId = Field(description="The task.")
+
+
+class CommandRejected(WireModel):
+    """The master could not act on a command; the owner ends the request with this."""
+
+    kind: Literal["CommandRejected"] = "CommandRejected"
+    command_id: CommandId = Field(description="The rejected command.")
+    error_kind: ErrorKind = Field(description="Class of the error.")
+    message: str = Field(description="What went wrong and what to do about it.")
+
+
+class StateSnapshotHydrated(WireModel):
+    """Replaces the whole State; starts a new master session or catches a node up."""
+
+    kind: Literal["StateSnapshotHydrated"] = "StateSnapshotHydrated"
+    state: State = Field(description="The state to adopt.")
+
+
+Event = Annotated[
+    InstanceCreated
+    | InstanceDeleted
+    | RunnerStatusUpdated
+    | TaskCreated
+    | TaskStatusUpdated
+    | TaskDeleted
+    | CommandRejected
+    | StateSnapshotHydrated,
+    Field(discriminator="kind"),
+]
+
+
+class LocalEvent(WireModel):
+    """An event a node proposes to the master, not yet indexed."""
+
+    origin: NodeId = Field(description="Node that produced the event.")
+    epoch: str = Field(description="Fresh per producer start, so a restart counts anew.")
+    origin_seq: int = Field(description="Sequence within (origin, epoch), to drop resends.")
+    event: Event = Field(description="The event.")
+
+
+class IndexedEvent(WireModel):
+    """An event the master placed in the one cluster-wide order."""
+
+    index: int = Field(description="Position in the master's log, from 0.")
+    session: SessionId = Field(description="Master session that assigned the index.")
+    event: Event = Field(description="The event.")

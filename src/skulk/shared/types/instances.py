@@ -1,0 +1,40 @@
+"""Instances: one placed copy of a model, split into shards, one runner per shard."""
+
+from collections.abc import Mapping
+from typing import Literal
+
+from pydantic import Field
+
+from skulk.shared.types.base import WireModel
+from skulk.shared.types.ids import InstanceId, ModelId, NodeId, RunnerId
+from skulk.shared.types.model_cards import EngineName
+
+Sharding = Literal["pipeline", "tensor"]
+
+
+class ShardAssignment(WireModel):
+    """One rank of an instance: which node runs it and which layers it holds."""
+
+    node_id: NodeId = Field(description="Node that runs this shard's runner.")
+    rank: int = Field(description="Rank of this shard within the instance, from 0.")
+    world_size: int = Field(description="Number of shards in the instance.")
+    start_layer: int = Field(description="First layer held (inclusive).")
+    end_layer: int = Field(description="Last layer held (exclusive).")
+
+
+class Instance(WireModel):
+    """A placed model: the decisions every rank must agree on are stamped here."""
+
+    instance_id: InstanceId = Field(description="Id of this instance.")
+    model_id: ModelId = Field(description="Model this instance serves.")
+    engine: EngineName = Field(description="Engine resolved at placement.")
+    sharding: Sharding = Field(description="How the model is split across shards.")
+    shards: Mapping[RunnerId, ShardAssignment] = Field(
+        description="One shard per runner."
+    )
+    context_token_limit: int = Field(
+        description="Longest prompt plus output, in tokens, this instance admits."
+    )
+
+    def runner_on(self, node_id: NodeId) -> RunnerId | None:
+        return next((r for r, s in self.shards.items() if s.node_id == node_id), None)

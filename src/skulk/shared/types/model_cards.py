@@ -1,0 +1,50 @@
+"""Model cards: what the cluster knows about a model before any node loads it."""
+
+from typing import Literal
+
+from pydantic import Field
+
+from skulk.shared.types.base import WireModel
+from skulk.shared.types.ids import ModelId
+
+ModelFormat = Literal["gguf", "mlx"]
+Capability = Literal["text", "chat", "vision", "thinking", "embedding"]
+EngineName = Literal["llama_cpp", "mlx"]
+
+
+class ModelSource(WireModel):
+    """Where the weights of one format come from."""
+
+    format: ModelFormat = Field(description="Weight format of this source.")
+    package: str | None = Field(
+        default=None, description="Python package that ships the file, if any."
+    )
+    filename: str = Field(description="File (or directory) name inside the source.")
+    size_bytes: int = Field(description="Size of the weights in bytes.")
+
+
+class ModelCard(WireModel):
+    """Static facts about a model, read by placement and by the engines."""
+
+    model_id: ModelId = Field(description="Canonical short id, e.g. `smollm2-135m`.")
+    aliases: list[str] = Field(
+        default_factory=list, description="Other ids that name this model."
+    )
+    family: str = Field(description="Architecture family, e.g. `llama`.")
+    n_layers: int = Field(description="Number of transformer layers.")
+    hidden_size: int = Field(description="Width of the residual stream.")
+    num_attention_heads: int = Field(description="Query heads per layer.")
+    num_key_value_heads: int = Field(description="Key/value heads per layer.")
+    context_length: int = Field(description="Trained context length in tokens.")
+    capabilities: list[Capability] = Field(description="What the model can do.")
+    sources: list[ModelSource] = Field(description="Weights available, per format.")
+    chat_template_source: Literal["gguf", "tokenizer_config"] = Field(
+        description="Where the chat template is read from."
+    )
+
+    def source_for(self, format: ModelFormat) -> ModelSource | None:
+        return next((s for s in self.sources if s.format == format), None)
+
+    @property
+    def storage_size(self) -> int:
+        return min(s.size_bytes for s in self.sources)

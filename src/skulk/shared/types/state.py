@@ -1,0 +1,34 @@
+"""The cluster State every node derives by applying the same indexed events."""
+
+from collections.abc import Mapping
+
+from pydantic import Field
+
+from skulk.shared.types.base import WireModel
+from skulk.shared.types.ids import InstanceId, ModelId, RunnerId, TaskId
+from skulk.shared.types.instances import Instance
+from skulk.shared.types.runners import RunnerStatus
+from skulk.shared.types.tasks import Task
+
+
+class State(WireModel):
+    """Replicated cluster state; replaced whole by `apply`, never mutated."""
+
+    instances: Mapping[InstanceId, Instance] = Field(
+        default_factory=dict, description="Placed instances by id."
+    )
+    runners: Mapping[RunnerId, RunnerStatus] = Field(
+        default_factory=dict, description="Last reported status of each runner."
+    )
+    tasks: Mapping[TaskId, Task] = Field(
+        default_factory=dict, description="Tasks not yet finished by their owner."
+    )
+    last_event_applied_idx: int = Field(
+        default=-1, description="Index of the last applied event; -1 before any."
+    )
+
+    def instances_of(self, model_id: ModelId) -> list[Instance]:
+        return [i for i in self.instances.values() if i.model_id == model_id]
+
+    def task_for_command(self, command_id: str) -> Task | None:
+        return next((t for t in self.tasks.values() if t.command_id == command_id), None)

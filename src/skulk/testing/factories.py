@@ -1,0 +1,84 @@
+"""Small builders of valid wire values for tests (not used by production code)."""
+
+from skulk.shared.types.chunks import ErrorChunk, TokenChunk, Usage
+from skulk.shared.types.events import (
+    CommandRejected,
+    Event,
+    InstanceCreated,
+    InstanceDeleted,
+    RunnerStatusUpdated,
+    StateSnapshotHydrated,
+    TaskCreated,
+    TaskDeleted,
+    TaskStatusUpdated,
+)
+from skulk.shared.types.ids import CommandId, InstanceId, ModelId, NodeId, RunnerId, TaskId
+from skulk.shared.types.instances import Instance, ShardAssignment
+from skulk.shared.types.runners import RunnerFailed, RunnerReady
+from skulk.shared.types.state import State
+from skulk.shared.types.tasks import ChatMessage, GenerationParams, TextGenerationTask
+
+NODE = NodeId("node-a")
+MODEL = ModelId("smollm2-135m")
+
+
+def instance(
+    instance_id: str = "inst-1", runner_id: str = "run-1", node: NodeId = NODE
+) -> Instance:
+    return Instance(
+        instance_id=InstanceId(instance_id),
+        model_id=MODEL,
+        engine="llama_cpp",
+        sharding="pipeline",
+        shards={
+            RunnerId(runner_id): ShardAssignment(
+                node_id=node, rank=0, world_size=1, start_layer=0, end_layer=30
+            )
+        },
+        context_token_limit=2048,
+    )
+
+
+def params(text: str = "hello") -> GenerationParams:
+    return GenerationParams(
+        model_id=MODEL, messages=[ChatMessage(role="user", content=text)], max_tokens=8
+    )
+
+
+def task(
+    task_id: str = "task-1", instance_id: str = "inst-1", command_id: str = "cmd-1"
+) -> TextGenerationTask:
+    return TextGenerationTask(
+        task_id=TaskId(task_id),
+        command_id=CommandId(command_id),
+        instance_id=InstanceId(instance_id),
+        owner_node=NODE,
+        params=params(),
+    )
+
+
+def one_of_each_event() -> list[Event]:
+    """One event of every type, in an order that applies cleanly from an empty State."""
+    return [
+        InstanceCreated(instance=instance()),
+        RunnerStatusUpdated(runner_id=RunnerId("run-1"), status=RunnerReady()),
+        TaskCreated(task=task()),
+        TaskStatusUpdated(task_id=TaskId("task-1"), status="running"),
+        CommandRejected(
+            command_id=CommandId("cmd-x"), error_kind="invalid_request", message="no"
+        ),
+        TaskDeleted(task_id=TaskId("task-1")),
+        RunnerStatusUpdated(runner_id=RunnerId("run-1"), status=RunnerFailed(error="boom")),
+        InstanceDeleted(instance_id=InstanceId("inst-1"), reason="test"),
+        StateSnapshotHydrated(state=State(instances={InstanceId("inst-1"): instance()})),
+    ]
+
+
+def chunks() -> list[TokenChunk | ErrorChunk]:
+    return [
+        TokenChunk(text="Hi"),
+        TokenChunk(
+            text="", finish_reason="stop", usage=Usage(prompt_tokens=3, completion_tokens=1)
+        ),
+        ErrorChunk(error_kind="runner_failed", message="runner died"),
+    ]
