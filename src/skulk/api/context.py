@@ -1,0 +1,27 @@
+"""What the API needs from its node: identity, cards, the State replica, streams, commands."""
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from skulk.api.streams import StreamRegistry
+from skulk.models.catalog import ModelCatalog
+from skulk.shared.replica import StateReplica
+from skulk.shared.telemetry_view import TelemetryView
+from skulk.shared.types.commands import Command
+from skulk.shared.types.ids import NodeId
+
+
+@dataclass
+class ApiContext:
+    """Handed to every API router; the node builds it, tests build it with fakes."""
+
+    node_id: NodeId
+    catalog: ModelCatalog
+    replica: StateReplica
+    telemetry: TelemetryView
+    streams: StreamRegistry
+    send_command: Callable[[Command], Awaitable[None]]
+    # A request for a model with no instance places one when it fits.
+    auto_place: bool = True
+    # How long a request waits for an instance to become ready (placement + load).
+    ready_timeout_seconds: float = 300.0

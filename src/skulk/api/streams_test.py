@@ -1,0 +1,48 @@
+import pytest
+
+from skulk.api.streams import StreamRegistry
+from skulk.shared.types.chunks import DataChunk, ErrorChunk, TokenChunk
+from skulk.shared.types.ids import CommandId, NodeId
+
+C = CommandId("cmd-1")
+
+
+def data(sequence: int, chunk: TokenChunk | ErrorChunk) -> DataChunk:
+    return DataChunk(command_id=C, owner_node=NodeId("n"), sequence=sequence, chunk=chunk)
+
+
+@pytest.mark.anyio
+async def test_chunks_come_out_in_sequence_order_and_end_on_finish() -> None:
+    registry = StreamRegistry()
+    stream = registry.open(C)
+    registry.dispatch(data(1, TokenChunk(text=" world", finish_reason="stop")))
+    registry.dispatch(data(0, TokenChunk(text="hello")))
+    registry.dispatch(data(0, TokenChunk(text="hello")))
+    texts = [c.text async for c in stream if isinstance(c, TokenChunk)]
+    assert texts == ["hello", " world"]
+
+
+@pytest.mark.anyio
+async def test_chunks_for_unknown_streams_are_dropped() -> None:
+    registry = StreamRegistry()
+    registry.dispatch(data(0, TokenChunk(text="x")))
+    assert registry.open_commands() == []
+
+
+@pytest.mark.anyio
+async def test_control_plane_failure_ends_the_stream() -> None:
+    registry = StreamRegistry()
+    stream = registry.open(C)
+    registry.fail(C, ErrorChunk(error_kind="model_not_found", message="no"))
+    chunk = await stream.next_chunk()
+    assert isinstance(chunk, ErrorChunk) and stream.finished
+
+
+@pytest.mark.anyio
+async def test_silence_after_the_first_token_times_out() -> None:
+    registry = StreamRegistry(idle_timeout=0.05)
+    stream = registry.open(C)
+    registry.dispatch(data(0, TokenChunk(text="a")))
+    assert isinstance(await stream.next_chunk(), TokenChunk)
+    chunk = await stream.next_chunk()
+    assert isinstance(chunk, ErrorChunk) and chunk.error_kind == "timeout"

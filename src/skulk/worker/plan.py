@@ -1,0 +1,164 @@
+"""The worker's decisions: a pure `plan()` that returns at most one next step.
+
+Order matters: reaping, shutdowns and cancellations come before anything new starts,
+so a dying instance never gets fresh work and freed memory is reclaimed first.
+"""
+
+from collections.abc import Mapping, Set
+from dataclasses import dataclass
+from typing import Literal
+
+from skulk.shared.types.ids import InstanceId, NodeId, RunnerId, TaskId
+from skulk.shared.types.runners import (
+    RunnerCreated,
+    RunnerLoaded,
+    RunnerStatus,
+    is_serving,
+)
+from skulk.shared.types.state import State
+from skulk.shared.types.tasks import TextGenerationTask
+
+LifecycleRequest = Literal["load", "warm_up"]
+
+
+@dataclass(frozen=True)
+class LocalRunner:
+    """What this worker knows first-hand about one of its runners."""
+
+    runner_id: RunnerId
+    instance_id: InstanceId
+    status: RunnerStatus | None
+    exited: bool
+    in_flight: frozenset[TaskId]
+    cancelling: frozenset[TaskId] = frozenset()
+    requested: LifecycleRequest | None = None
+
+
+@dataclass(frozen=True)
+class ReapRunner:
+    runner_id: RunnerId
+
+
+@dataclass(frozen=True)
+class ShutdownRunner:
+    runner_id: RunnerId
+    reason: str
+
+
+@dataclass(frozen=True)
+class CancelRunnerTask:
+    runner_id: RunnerId
+    task_id: TaskId
+
+
+@dataclass(frozen=True)
+class CreateRunner:
+    instance_id: InstanceId
+    runner_id: RunnerId
+
+
+@dataclass(frozen=True)
+class LoadModel:
+    runner_id: RunnerId
+
+
+@dataclass(frozen=True)
+class WarmUp:
+    runner_id: RunnerId
+
+
+@dataclass(frozen=True)
+class StartTask:
+    runner_id: RunnerId
+    task: TextGenerationTask
+
+
+Step = (ReapRunner | ShutdownRunner | CancelRunnerTask | CreateRunner | LoadModel | WarmUp
+        | StartTask)
+
+
+def plan(
+    node_id: NodeId,
+    state: State,
+    runners: Mapping[RunnerId, LocalRunner],
+    given_up: Set[InstanceId] = frozenset(),
+    dispatched: Set[TaskId] = frozenset(),
+) -> Step | None:
+    """The single most urgent step for this node, or None when all is in order.
+
+    `given_up` holds instances whose runners crashed too often here; `dispatched` holds
+    every task this worker already handed to a runner (its acknowledgement may still be on
+    its way through the master, so State can still say "pending").
+    """
+    return (
+        _reap(runners)
+        or _shutdown(node_id, state, runners)
+        or _cancel(state, runners)
+        or _create(node_id, state, runners, given_up)
+        or _advance_lifecycle(runners)
+        or _start_task(state, runners, dispatched)
+    )
+
+
+def _reap(runners: Mapping[RunnerId, LocalRunner]) -> Step | None:
+    return next((ReapRunner(r.runner_id) for r in runners.values() if r.exited), None)
+
+
+def _shutdown(node_id: NodeId, state: State, runners: Mapping[RunnerId, LocalRunner]
+              ) -> Step | None:
+    for runner in runners.values():
+        instance = state.instances.get(runner.instance_id)
+        if instance is None:
+            return ShutdownRunner(runner.runner_id, f"instance {runner.instance_id} is gone")
+        shard = instance.shards.get(runner.runner_id)
+        if shard is None or shard.node_id != node_id:
+            return ShutdownRunner(runner.runner_id, "shard moved off this node")
+    return None
+
+
+def _cancel(state: State, runners: Mapping[RunnerId, LocalRunner]) -> Step | None:
+    for runner in runners.values():
+        for task_id in sorted(runner.in_flight - runner.cancelling):
+            task = state.tasks.get(task_id)
+            if task is None or task.status == "cancelled":
+                return CancelRunnerTask(runner.runner_id, task_id)
+    return None
+
+
+def _create(node_id: NodeId, state: State, runners: Mapping[RunnerId, LocalRunner],
+            given_up: Set[InstanceId]) -> Step | None:
+    for instance in state.instances.values():
+        if instance.instance_id in given_up:
+            continue
+        for runner_id, shard in instance.shards.items():
+            if shard.node_id == node_id and runner_id not in runners:
+                return CreateRunner(instance.instance_id, runner_id)
+    return None
+
+
+def _advance_lifecycle(runners: Mapping[RunnerId, LocalRunner]) -> Step | None:
+    for runner in runners.values():
+        if isinstance(runner.status, RunnerCreated) and runner.requested is None:
+            return LoadModel(runner.runner_id)
+        if isinstance(runner.status, RunnerLoaded) and runner.requested != "warm_up":
+            return WarmUp(runner.runner_id)
+    return None
+
+
+def _all_ranks_serving(state: State, instance_id: InstanceId) -> bool:
+    instance = state.instances[instance_id]
+    return all(is_serving(state.runners.get(r)) for r in instance.shards)
+
+
+def _start_task(state: State, runners: Mapping[RunnerId, LocalRunner],
+                dispatched: Set[TaskId]) -> Step | None:
+    by_instance = {r.instance_id: r for r in runners.values()}
+    for task in state.tasks.values():  # insertion order is creation order
+        if task.status != "pending" or task.task_id in dispatched:
+            continue
+        runner = by_instance.get(task.instance_id)
+        if runner is None:
+            continue
+        if is_serving(runner.status) and _all_ranks_serving(state, task.instance_id):
+            return StartTask(runner.runner_id, task)
+    return None

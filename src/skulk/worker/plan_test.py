@@ -1,0 +1,106 @@
+from skulk.shared.apply import apply
+from skulk.shared.types.events import (
+    Event,
+    IndexedEvent,
+    InstanceCreated,
+    RunnerStatusUpdated,
+    TaskCreated,
+    TaskStatusUpdated,
+)
+from skulk.shared.types.ids import InstanceId, NodeId, RunnerId, SessionId, TaskId
+from skulk.shared.types.runners import (
+    RunnerCreated,
+    RunnerLoaded,
+    RunnerLoading,
+    RunnerReady,
+    RunnerStatus,
+)
+from skulk.shared.types.state import State
+from skulk.testing import factories as f
+from skulk.worker.plan import (
+    CancelRunnerTask,
+    CreateRunner,
+    LoadModel,
+    LocalRunner,
+    ReapRunner,
+    ShutdownRunner,
+    StartTask,
+    WarmUp,
+    plan,
+)
+
+ME = f.NODE
+R1, I1, T1 = RunnerId("run-1"), InstanceId("inst-1"), TaskId("task-1")
+
+
+def state_with(*events: Event) -> State:
+    state = State()
+    for event in events:
+        state = apply(state, IndexedEvent(index=state.last_event_applied_idx + 1,
+                                          session=SessionId("s"), event=event))
+    return state
+
+
+def local(status: RunnerStatus | None = RunnerReady(), **kwargs: object) -> dict[RunnerId, LocalRunner]:
+    fields: dict[str, object] = {"exited": False, "in_flight": frozenset()} | kwargs
+    return {R1: LocalRunner(runner_id=R1, instance_id=I1, status=status, **fields)}  # type: ignore[arg-type]
+
+
+PLACED = InstanceCreated(instance=f.instance())
+READY = RunnerStatusUpdated(runner_id=R1, status=RunnerReady())
+
+
+def test_nothing_to_do_on_an_empty_cluster() -> None:
+    assert plan(ME, State(), {}) is None
+
+
+def test_a_shard_here_without_runner_is_created() -> None:
+    assert plan(ME, state_with(PLACED), {}) == CreateRunner(I1, R1)
+
+
+def test_a_shard_on_another_node_is_not_ours() -> None:
+    other = InstanceCreated(instance=f.instance(node=NodeId("node-b")))
+    assert plan(ME, state_with(other), {}) is None
+
+
+def test_given_up_instances_are_not_recreated() -> None:
+    assert plan(ME, state_with(PLACED), {}, given_up={I1}) is None
+
+
+def test_lifecycle_goes_load_then_warm_up_once_each() -> None:
+    state = state_with(PLACED)
+    assert plan(ME, state, local(RunnerCreated())) == LoadModel(R1)
+    assert plan(ME, state, local(RunnerCreated(), requested="load")) is None
+    assert plan(ME, state, local(RunnerLoading(), requested="load")) is None
+    assert plan(ME, state, local(RunnerLoaded(), requested="load")) == WarmUp(R1)
+    assert plan(ME, state, local(RunnerLoaded(), requested="warm_up")) is None
+
+
+def test_pending_task_starts_once_all_ranks_serve() -> None:
+    state = state_with(PLACED, TaskCreated(task=f.task()))
+    assert plan(ME, state, local()) is None  # State has not heard the runner is ready
+    state = state_with(PLACED, READY, TaskCreated(task=f.task()))
+    step = plan(ME, state, local())
+    assert isinstance(step, StartTask) and step.task.task_id == T1
+    assert plan(ME, state, local(), dispatched={T1}) is None
+
+
+def test_exited_runner_is_reaped_before_anything_else() -> None:
+    state = state_with(PLACED, READY, TaskCreated(task=f.task()))
+    assert plan(ME, state, local(exited=True)) == ReapRunner(R1)
+
+
+def test_runner_of_a_deleted_instance_is_shut_down_before_new_work() -> None:
+    state = state_with(InstanceCreated(instance=f.instance("inst-2", "run-2")))
+    step = plan(ME, state, local())
+    assert isinstance(step, ShutdownRunner) and step.runner_id == R1
+
+
+def test_cancelled_or_forgotten_in_flight_tasks_are_cancelled_once() -> None:
+    cancelled = state_with(PLACED, READY, TaskCreated(task=f.task()),
+                           TaskStatusUpdated(task_id=T1, status="cancelled"))
+    assert plan(ME, cancelled, local(in_flight=frozenset({T1}))) == CancelRunnerTask(R1, T1)
+    forgotten = state_with(PLACED, READY)
+    assert plan(ME, forgotten, local(in_flight=frozenset({T1}))) == CancelRunnerTask(R1, T1)
+    assert plan(ME, forgotten, local(in_flight=frozenset({T1}),
+                                     cancelling=frozenset({T1}))) is None
