@@ -77,9 +77,12 @@ class StateReplica:
             self._state = apply(self._state, indexed)
             applied.append(indexed)
         if applied:
-            for listener in self._listeners:
-                for indexed in applied:
-                    listener.send_nowait(indexed)
+            for listener in list(self._listeners):
+                try:
+                    for indexed in applied:
+                        listener.send_nowait(indexed)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    self._listeners.remove(listener)  # its reader has gone
             self._changed.set()
             self._changed = anyio.Event()
         return applied

@@ -1,7 +1,7 @@
 """The telemetry view: each node's newest readings, last writer wins, expired on read."""
 
-from collections.abc import Callable, Mapping
 import time
+from collections.abc import Callable, Mapping
 
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.telemetry import NodeTelemetry

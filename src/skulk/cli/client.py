@@ -1,0 +1,103 @@
+"""CLI subcommands that talk to a running node over its HTTP API."""
+
+import json
+import sys
+from typing import Any
+
+import httpx
+
+
+class NodeUnreachable(Exception):
+    """No node answers at the URL."""
+
+
+def _request(method: str, url: str, **kwargs: Any) -> httpx.Response:
+    try:
+        return httpx.request(method, url, timeout=httpx.Timeout(600.0, connect=5.0), **kwargs)
+    except httpx.TransportError as error:
+        raise NodeUnreachable(
+            f"no Skulk node answers at {url} ({error}); start one with `skulk run`") from error
+
+
+def _print_error(response: httpx.Response) -> int:
+    try:
+        message = response.json()["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        message = response.text
+    print(f"skulk: {response.status_code}: {message}", file=sys.stderr)
+    return 1
+
+
+def status(url: str) -> int:
+    response = _request("GET", f"{url}/state")
+    if response.status_code != 200:
+        return _print_error(response)
+    state = response.json()
+    print(f"node {state.get('node_id')}")
+    for node_id, reading in state.get("telemetry", {}).items():
+        gib = reading["memory_available_bytes"] / 1024**3
+        print(f"  node {node_id}: {gib:.1f} GiB available, backends "
+              f"{', '.join(reading['backends']) or 'none'}")
+    for instance_id, instance in state.get("instances", {}).items():
+        print(f"  instance {instance_id}: {instance['model_id']} on {instance['engine']}")
+        for runner_id, shard in instance["shards"].items():
+            status_kind = state.get("runners", {}).get(runner_id, {}).get("kind", "unknown")
+            print(f"    rank {shard['rank']} on {shard['node_id']}: {status_kind}")
+    print(f"  tasks in flight: {len(state.get('tasks', {}))}")
+    return 0
+
+
+def place(url: str, model: str) -> int:
+    response = _request("POST", f"{url}/place_instance", json={"model_id": model})
+    if response.status_code >= 300:
+        return _print_error(response)
+    print(f"placed {model} as instance {response.json()['instance_id']}")
+    return 0
+
+
+def chat(url: str, model: str, max_tokens: int, temperature: float) -> int:
+    """An interactive streaming chat; an empty line or Ctrl-D ends it."""
+    messages: list[dict[str, str]] = []
+    print(f"chatting with {model}; empty line or Ctrl-D to quit")
+    while True:
+        try:
+            line = input("> ").strip()
+        except EOFError:
+            return 0
+        if not line:
+            return 0
+        messages.append({"role": "user", "content": line})
+        reply = _stream_reply(url, model, messages, max_tokens, temperature)
+        if reply is None:
+            messages.pop()
+            continue
+        messages.append({"role": "assistant", "content": reply})
+
+
+def _stream_reply(url: str, model: str, messages: list[dict[str, str]], max_tokens: int,
+                  temperature: float) -> str | None:
+    body = {"model": model, "messages": messages, "stream": True,
+            "max_tokens": max_tokens, "temperature": temperature}
+    parts: list[str] = []
+    try:
+        with httpx.stream("POST", f"{url}/v1/chat/completions", json=body,
+                          timeout=httpx.Timeout(600.0, connect=5.0)) as response:
+            if response.status_code != 200:
+                response.read()
+                _print_error(response)
+                return None
+            for line in response.iter_lines():
+                if not line.startswith("data: ") or line == "data: [DONE]":
+                    continue
+                event = json.loads(line[len("data: "):])
+                if "error" in event:
+                    print(f"\nskulk: {event['error']['message']}", file=sys.stderr)
+                    return None
+                for choice in event.get("choices", []):
+                    text = choice.get("delta", {}).get("content") or ""
+                    parts.append(text)
+                    print(text, end="", flush=True)
+    except httpx.TransportError as error:
+        raise NodeUnreachable(f"lost the node at {url}: {error}") from error
+    print()
+    return "".join(parts)

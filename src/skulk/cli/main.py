@@ -1,0 +1,77 @@
+"""`skulk`: start a node (`skulk run`, or bare `skulk`), or talk to a running one."""
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from skulk.cli import client
+from skulk.cli.run import add_run_arguments, run_node
+from skulk.models.catalog import ModelCatalog
+from skulk.paths import default_data_dir
+
+DEFAULT_URL = "http://127.0.0.1:52415"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="skulk", description="Run language models across the machines you own.")
+    commands = parser.add_subparsers(dest="command")
+    add_run_arguments(commands.add_parser("run", help="start a node (the default)"))
+
+    def with_url(name: str, help: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help)
+        sub.add_argument("--url", default=DEFAULT_URL, help="API of a running node")
+        return sub
+
+    with_url("status", "show the cluster's nodes, instances and tasks")
+    models = commands.add_parser("models", help="list the models this node knows, and where")
+    models.add_argument("action", choices=["list"], nargs="?", default="list")
+    models.add_argument("--data-dir", type=Path, default=None, help="node data dir")
+    place = with_url("place", "place a model on the cluster")
+    place.add_argument("model")
+    chat = with_url("chat", "chat with a model in the terminal")
+    chat.add_argument("model", nargs="?", default="smollm2-135m")
+    chat.add_argument("--max-tokens", type=int, default=512)
+    chat.add_argument("--temperature", type=float, default=0.7)
+    return parser
+
+
+def list_models(data_dir: Path) -> int:
+    """Every known model card and where its weights live on this machine."""
+    catalog = ModelCatalog.builtin(data_dir / "models")
+    for card in catalog.cards():
+        for source in card.sources:
+            path = catalog.local_path(card, source.format)
+            where = str(path) if path else f"not on this machine ({source.filename})"
+            print(f"{card.model_id:<20} {source.format:<5} {source.size_bytes / 1e6:7.1f} MB  "
+                  f"{where}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    known = {"run", "status", "models", "place", "chat", "-h", "--help"}
+    if not args_list or args_list[0] not in known:
+        args_list.insert(0, "run")  # bare `skulk [flags]` starts a node
+    args = build_parser().parse_args(args_list)
+    try:
+        match args.command:
+            case "run":
+                return run_node(args)
+            case "status":
+                return client.status(args.url)
+            case "models":
+                return list_models(args.data_dir or default_data_dir())
+            case "place":
+                return client.place(args.url, args.model)
+            case "chat":
+                return client.chat(args.url, args.model, args.max_tokens, args.temperature)
+    except client.NodeUnreachable as error:
+        print(f"skulk: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

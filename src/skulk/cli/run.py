@@ -1,0 +1,71 @@
+"""`skulk run`: the flags of a node and the code that starts it."""
+
+import argparse
+import sys
+from pathlib import Path
+
+import anyio
+from loguru import logger
+
+from skulk.node import NodeConfig, run_node_forever
+from skulk.paths import default_data_dir
+
+DEFAULT_LISTEN = "tcp/127.0.0.1:0"
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--api-host", default="127.0.0.1", help="API bind address")
+    parser.add_argument("--api-port", type=int, default=52415, help="API port")
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="where the node keeps its id, event log and models "
+                             "(default: $SKULK_HOME or the XDG data dir)")
+    parser.add_argument("--listen", action="append", default=[],
+                        help=f"cluster transport endpoint, e.g. tcp/0.0.0.0:7447 "
+                             f"(default {DEFAULT_LISTEN}: loopback, any free port)")
+    parser.add_argument("--peer", action="append", default=[],
+                        help="a peer's endpoint, e.g. tcp/10.0.0.2:7447 (repeatable)")
+    parser.add_argument("--namespace", default="skulk",
+                        help="cluster name; nodes only talk within one namespace")
+    parser.add_argument("--no-api", action="store_true", help="serve no HTTP API")
+    parser.add_argument("--no-worker", action="store_true", help="run no models here")
+    parser.add_argument("--serve", action="append", default=[], metavar="MODEL",
+                        help="place MODEL once the node is up (repeatable)")
+    parser.add_argument("--no-auto-place", action="store_true",
+                        help="do not place a model when a request asks for an unplaced one")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="engine threads per runner (default: all cores)")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
+    parser.add_argument("-q", "--quiet", action="count", default=0, help="less logging")
+
+
+def _configure_logging(verbosity: int) -> None:
+    level = {-2: "ERROR", -1: "WARNING", 0: "INFO", 1: "DEBUG"}.get(
+        max(-2, min(verbosity, 2)), "TRACE")
+    logger.remove()
+    logger.add(sys.stderr, level=level,
+               format="<green>{time:HH:mm:ss.SSS}</green> {level: <7} {name}: {message}")
+
+
+def config_from_args(args: argparse.Namespace) -> NodeConfig:
+    return NodeConfig(
+        data_dir=args.data_dir or default_data_dir(),
+        namespace=args.namespace,
+        api_host=args.api_host,
+        api_port=args.api_port,
+        listen=args.listen or [DEFAULT_LISTEN],
+        peers=args.peer,
+        run_api=not args.no_api,
+        run_worker=not args.no_worker,
+        serve=args.serve,
+        auto_place=not args.no_auto_place,
+        engine_threads=args.threads,
+    )
+
+
+def run_node(args: argparse.Namespace) -> int:
+    _configure_logging(args.verbose - args.quiet)
+    try:
+        anyio.run(run_node_forever, config_from_args(args))
+    except KeyboardInterrupt:
+        pass
+    return 0

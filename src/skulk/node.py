@@ -1,0 +1,267 @@
+"""One Skulk node: router, state replica, master, worker and API, wired by channels.
+
+Even a lone node runs the whole path: its worker's events go to its master through the
+router, and its API hears its own master's indexed events through the router too.
+"""
+
+import contextlib
+import secrets
+import signal
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import uvicorn
+from anyio.abc import TaskGroup
+from loguru import logger
+
+from skulk.api.app import create_app
+from skulk.api.context import ApiContext
+from skulk.api.streams import StreamRegistry
+from skulk.master.event_log import DiskEventLog
+from skulk.master.main import Master
+from skulk.models.catalog import ModelCatalog
+from skulk.node_identity import load_or_create_node_id
+from skulk.routing import topics
+from skulk.routing.router import Router
+from skulk.routing.transport import Transport
+from skulk.shared.replica import StateReplica
+from skulk.shared.telemetry_view import TelemetryView
+from skulk.shared.types.chunks import DataChunk, ErrorChunk
+from skulk.shared.types.commands import Command, CommandEnvelope, PlaceInstance
+from skulk.shared.types.events import (
+    CommandRejected,
+    Event,
+    IndexedEvent,
+    LocalEvent,
+    TaskStatusUpdated,
+)
+from skulk.shared.types.ids import ModelId, NodeId, new_command_id, new_instance_id
+from skulk.worker.main import SupervisorFactory, Worker
+from skulk.worker.runner.supervisor import RunnerSupervisor
+from skulk.worker.telemetry import probe_backends, read_telemetry
+
+TELEMETRY_INTERVAL_SECONDS = 2.0
+# A failed task's own error chunk travels the data plane and usually wins; the control
+# plane's failure notice ends the stream only if that chunk never comes.
+FAILURE_GRACE_SECONDS = 0.5
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    data_dir: Path
+    namespace: str = "skulk"
+    api_host: str = "127.0.0.1"
+    api_port: int = 52415
+    listen: list[str] = field(default_factory=lambda: ["tcp/127.0.0.1:0"])
+    peers: list[str] = field(default_factory=list)
+    run_api: bool = True
+    run_worker: bool = True
+    serve: list[str] = field(default_factory=list)
+    auto_place: bool = True
+    engine_threads: int | None = None
+    stream_idle_timeout: float = 60.0
+
+
+class _QuietSignalsServer(uvicorn.Server):
+    """Uvicorn without its own signal handling: the node owns SIGINT and SIGTERM."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class Node:
+    """Builds its parts in `run`, so constructing one does no I/O."""
+
+    def __init__(
+        self,
+        config: NodeConfig,
+        transport: Transport,
+        *,
+        supervisor_factory: SupervisorFactory = RunnerSupervisor,
+    ) -> None:
+        self.config = config
+        self._transport = transport
+        self._supervisor_factory = supervisor_factory
+        self._epoch = secrets.token_hex(6)
+        self._local_seq = 0
+        self.node_id = NodeId("")
+        self.replica = StateReplica()
+        self.telemetry = TelemetryView()
+        self.streams = StreamRegistry(idle_timeout=config.stream_idle_timeout)
+        self.ready = anyio.Event()
+        self._router: Router | None = None
+        self._api_server: uvicorn.Server | None = None
+
+    @property
+    def router(self) -> Router:
+        assert self._router is not None, "the node is not running"
+        return self._router
+
+    async def run(self) -> None:
+        self.config.data_dir.mkdir(parents=True, exist_ok=True)
+        self.node_id = load_or_create_node_id(self.config.data_dir)
+        self._router = Router(self._transport, namespace=self.config.namespace,
+                              node_id=self.node_id)
+        catalog = ModelCatalog.builtin(self.config.data_dir / "models")
+        event_log = DiskEventLog(self.config.data_dir / "event_log")
+        try:
+            async with anyio.create_task_group() as tasks:
+                await self._start_listeners(tasks)
+                master = Master(
+                    node_id=self.node_id, catalog=catalog, telemetry=self.telemetry,
+                    event_log=event_log,
+                    commands=await self._subscription(tasks, topics.COMMANDS),
+                    local_events=await self._subscription(tasks, topics.LOCAL_EVENTS),
+                    publish=self._publish_indexed)
+                tasks.start_soon(self._publish_telemetry_forever)
+                tasks.start_soon(master.run)
+                if self.config.run_worker:
+                    worker = Worker(
+                        node_id=self.node_id, replica=self.replica, catalog=catalog,
+                        publish_event=self.publish_local_event,
+                        publish_chunk=self._publish_chunk, send_command=self.send_command,
+                        supervisor_factory=self._supervisor_factory,
+                        engine_threads=self.config.engine_threads)
+                    tasks.start_soon(worker.run)
+                if self.config.run_api:
+                    tasks.start_soon(self._serve_api, catalog)
+                await self.replica.wait_for(lambda s: s.last_event_applied_idx >= 0, 30.0)
+                for model in self.config.serve:
+                    await self.send_command(PlaceInstance(
+                        command_id=new_command_id(), instance_id=new_instance_id(),
+                        model_id=ModelId(model)))
+                self.ready.set()
+        finally:
+            event_log.close()
+
+    def stop(self) -> None:
+        if self._api_server is not None:
+            self._api_server.should_exit = True
+
+    async def _subscription(self, tasks: TaskGroup, topic: topics.TypedTopic) -> AsyncIterator:
+        return await tasks.start(_pump_subscription, self.router, topic)
+
+    async def _start_listeners(self, tasks: TaskGroup) -> None:
+        global_events = await self._subscription(tasks, topics.GLOBAL_EVENTS)
+        tasks.start_soon(self.replica.run, global_events)
+        telemetry = await self._subscription(tasks, topics.TELEMETRY)
+        tasks.start_soon(self._apply_telemetry, telemetry)
+        data = await self._subscription(tasks, topics.DATA)
+        tasks.start_soon(self._dispatch_data, data)
+        tasks.start_soon(self._end_failed_streams, tasks)
+
+    async def send_command(self, command: Command) -> None:
+        await self.router.publish(topics.COMMANDS,
+                                  CommandEnvelope(origin=self.node_id, command=command))
+
+    async def publish_local_event(self, event: Event) -> None:
+        local = LocalEvent(origin=self.node_id, epoch=self._epoch,
+                           origin_seq=self._local_seq, event=event)
+        self._local_seq += 1
+        await self.router.publish(topics.LOCAL_EVENTS, local)
+
+    async def _publish_indexed(self, indexed: IndexedEvent) -> None:
+        await self.router.publish(topics.GLOBAL_EVENTS, indexed)
+
+    async def _publish_chunk(self, chunk: DataChunk) -> None:
+        await self.router.publish(topics.DATA, chunk)
+
+    async def _publish_telemetry_forever(self) -> None:
+        backends = probe_backends() if self.config.run_worker else []
+        while True:
+            reading = read_telemetry(self.node_id, has_worker=self.config.run_worker,
+                                     backends=backends)
+            self.telemetry.update(reading)  # our own reading needs no round trip
+            await self.router.publish(topics.TELEMETRY, reading)
+            await anyio.sleep(TELEMETRY_INTERVAL_SECONDS)
+
+    async def _apply_telemetry(self, readings: AsyncIterator) -> None:
+        async for reading in readings:
+            self.telemetry.update(reading)
+
+    async def _dispatch_data(self, chunks: AsyncIterator) -> None:
+        async for chunk in chunks:
+            self.streams.dispatch(chunk)
+
+    async def _end_failed_streams(self, tasks: TaskGroup) -> None:
+        """Control-plane failures end the streams they concern."""
+        async with self.replica.subscribe() as applied:
+            async for indexed in applied:
+                event = indexed.event
+                if isinstance(event, CommandRejected):
+                    self.streams.fail(event.command_id, ErrorChunk(
+                        error_kind=event.error_kind, message=event.message))
+                elif isinstance(event, TaskStatusUpdated) and event.status in (
+                        "failed", "cancelled"):
+                    task = self.replica.state.tasks.get(event.task_id)
+                    if task is not None and self.streams.is_open(task.command_id):
+                        kind = "runner_failed" if event.status == "failed" else "cancelled"
+                        error = ErrorChunk(error_kind=kind, message=event.error or
+                                           f"the request was {event.status}")
+                        tasks.start_soon(self._fail_later, task.command_id, error)
+
+    async def _fail_later(self, command_id: str, error: ErrorChunk) -> None:
+        await anyio.sleep(FAILURE_GRACE_SECONDS)
+        self.streams.fail(command_id, error)  # type: ignore[arg-type]
+
+    async def _serve_api(self, catalog: ModelCatalog) -> None:
+        context = ApiContext(node_id=self.node_id, catalog=catalog, replica=self.replica,
+                             telemetry=self.telemetry, streams=self.streams,
+                             send_command=self.send_command,
+                             auto_place=self.config.auto_place)
+        config = uvicorn.Config(create_app(context), host=self.config.api_host,
+                                port=self.config.api_port, log_level="warning",
+                                lifespan="off")
+        self._api_server = _QuietSignalsServer(config)
+        await self._api_server.serve()
+
+
+async def _pump_subscription(router: Router, topic: topics.TypedTopic, *,
+                             task_status: anyio.abc.TaskStatus[AsyncIterator]) -> None:
+    """Subscribe, report the subscription as started, then hold it open."""
+    async with router.subscribe(topic) as messages:
+        task_status.started(messages)
+        await anyio.sleep_forever()
+
+
+def api_banner(config: NodeConfig) -> str:
+    url = f"http://{config.api_host}:{config.api_port}"
+    model = config.serve[0] if config.serve else "smollm2-135m"
+    return (f"Skulk is serving at {url}  (OpenAI API: {url}/v1)\n"
+            f"  try: curl {url}/v1/chat/completions -H 'Content-Type: application/json' "
+            f"-d '{{\"model\": \"{model}\", \"messages\": [{{\"role\": \"user\", "
+            f"\"content\": \"Hello!\"}}]}}'\n"
+            f"  or:  skulk chat {model}")
+
+
+async def run_node_forever(config: NodeConfig,
+                           open_transport: Callable[[NodeConfig], Awaitable[Transport]] | None
+                           = None) -> None:
+    """Run a node until SIGINT or SIGTERM, then shut it down cleanly."""
+    from skulk.routing.zenoh_transport import ZenohTransport
+
+    transport = (await open_transport(config) if open_transport else
+                 await ZenohTransport.open(listen=config.listen, connect=config.peers))
+    node = Node(config, transport)
+    try:
+        async with anyio.create_task_group() as tasks:
+            async def stop_on_signal() -> None:
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    async for received in signals:
+                        logger.info("received {}, shutting down", signal.Signals(received).name)
+                        tasks.cancel_scope.cancel()
+                        return
+
+            tasks.start_soon(stop_on_signal)
+            tasks.start_soon(node.run)
+            await node.ready.wait()
+            if config.run_api:
+                logger.info("node {} is up\n{}", node.node_id, api_banner(config))
+            else:
+                logger.info("node {} is up (no API)", node.node_id)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await transport.close()

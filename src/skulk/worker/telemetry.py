@@ -1,0 +1,31 @@
+"""This node's own readings for the telemetry plane."""
+
+import importlib.util
+import os
+import time
+
+import psutil
+
+from skulk.shared.types.ids import NodeId
+from skulk.shared.types.telemetry import NodeTelemetry
+
+
+def probe_backends() -> list[str]:
+    """Engine tags this node can honestly claim; checks importability without importing."""
+    backends = []
+    if importlib.util.find_spec("llama_cpp") is not None:
+        backends.append("llama_cpp-cpu")
+    return backends
+
+
+def read_telemetry(node_id: NodeId, *, has_worker: bool, backends: list[str]) -> NodeTelemetry:
+    memory = psutil.virtual_memory()
+    return NodeTelemetry(
+        node_id=node_id,
+        stamp=time.time(),
+        memory_total_bytes=memory.total,
+        memory_available_bytes=memory.available,
+        cpu_count=os.cpu_count() or 1,
+        backends=backends,
+        has_worker=has_worker,
+    )

@@ -1,0 +1,29 @@
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.node_process import NodeProcess
+
+
+@pytest.fixture(scope="module")
+def serving_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]:
+    """One real node serving the bundled model, shared by a module's tests."""
+    node = NodeProcess(tmp_path_factory.mktemp("node"), "--serve", "smollm2-135m")
+    node.start()
+    try:
+        node.wait_model_ready()
+        yield node
+    finally:
+        node.stop()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if Path(str(item.fspath)).parent.name == "tests":
+            item.add_marker(pytest.mark.integration)

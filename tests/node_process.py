@@ -1,0 +1,97 @@
+"""Start and stop real `skulk run` processes for integration tests."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class NodeProcess:
+    """A `skulk run` subprocess on free ports, with its log kept for failures."""
+
+    def __init__(self, data_dir: Path, *extra_args: str) -> None:
+        self.data_dir = data_dir
+        self.api_port = free_port()
+        self.transport_port = free_port()
+        self.url = f"http://127.0.0.1:{self.api_port}"
+        self.log_path = data_dir / "node.log"
+        self._extra_args = list(extra_args)
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 60.0) -> "NodeProcess":
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        command = [sys.executable, "-m", "skulk.cli.main", "run",
+                   "--api-port", str(self.api_port), "--data-dir", str(self.data_dir),
+                   "--listen", f"tcp/127.0.0.1:{self.transport_port}",
+                   "--namespace", f"test-{self.api_port}", *self._extra_args]
+        log = self.log_path.open("ab")
+        self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self.wait_until(lambda: self.get("/healthz").status_code == 200, timeout,
+                        "the node's API to answer")
+        return self
+
+    def get(self, path: str) -> httpx.Response:
+        return httpx.get(self.url + path, timeout=10.0)
+
+    def state(self) -> dict[str, Any]:
+        state: dict[str, Any] = self.get("/state").json()
+        return state
+
+    def wait_until(self, predicate: Any, timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise AssertionError(f"node exited with {self.process.returncode} while "
+                                     f"waiting for {what}:\n{self.log()}")
+            try:
+                if predicate():
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        raise AssertionError(f"timed out after {timeout} s waiting for {what}:\n{self.log()}")
+
+    def wait_model_ready(self, timeout: float = 120.0) -> None:
+        def ready() -> bool:
+            state = self.state()
+            runners = state["runners"]
+            return any(all(runners.get(r, {}).get("kind") in ("ready", "running")
+                           for r in instance["shards"])
+                       for instance in state["instances"].values())
+        self.wait_until(ready, timeout, "a model instance to be ready")
+
+    def runner_pids(self) -> list[int]:
+        import psutil
+        assert self.process is not None
+        return [child.pid for child in psutil.Process(self.process.pid).children()
+                if "multiprocessing" in " ".join(child.cmdline())]
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-6000:]
+
+    def stop(self, timeout: float = 20.0) -> int:
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+                raise AssertionError(f"node did not stop on SIGTERM:\n{self.log()}") from None
+        return self.process.returncode

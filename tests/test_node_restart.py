@@ -1,0 +1,29 @@
+"""A node restarted on the same data dir starts cleanly and keeps its identity."""
+
+from pathlib import Path
+
+import httpx
+
+from tests.node_process import NodeProcess
+
+
+def test_restart_on_the_same_data_dir(tmp_path: Path) -> None:
+    first = NodeProcess(tmp_path, "--serve", "smollm2-135m").start()
+    try:
+        first.wait_model_ready()
+        node_id = first.get("/node_id").json()["node_id"]
+    finally:
+        assert first.stop() == 0
+    second = NodeProcess(tmp_path, "--serve", "smollm2-135m").start()
+    try:
+        assert second.get("/node_id").json()["node_id"] == node_id
+        second.wait_model_ready()
+        reply = httpx.post(f"{second.url}/v1/chat/completions", timeout=60, json={
+            "model": "smollm2-135m", "max_tokens": 8,
+            "messages": [{"role": "user", "content": "Hi"}]})
+        assert reply.status_code == 200, reply.text
+    finally:
+        assert second.stop() == 0
+    archives = list((tmp_path / "event_log").glob("events.*.bin.zst"))
+    assert len(archives) >= 1, "the first run's log is archived on restart"
+    assert "Traceback" not in second.log()
