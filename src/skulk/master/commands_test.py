@@ -23,7 +23,15 @@ from skulk.shared.types.events import (
     TaskDeleted,
     TaskStatusUpdated,
 )
-from skulk.shared.types.ids import CommandId, InstanceId, ModelId, NodeId, RunnerId, SessionId, TaskId
+from skulk.shared.types.ids import (
+    CommandId,
+    InstanceId,
+    ModelId,
+    NodeId,
+    RunnerId,
+    SessionId,
+    TaskId,
+)
 from skulk.shared.types.state import State
 from skulk.shared.types.telemetry import NodeTelemetry
 from skulk.testing import factories as f

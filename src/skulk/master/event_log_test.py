@@ -1,0 +1,117 @@
+from pathlib import Path
+
+import pytest
+from loguru import logger
+
+from skulk.master.event_log import LIVE_FILE, DiskEventLog
+from skulk.master.event_log_archive import ARCHIVE_GLOB, read_archive
+from skulk.shared.types.events import IndexedEvent, TaskDeleted
+from skulk.shared.types.ids import SessionId, TaskId
+
+
+def event(index: int) -> IndexedEvent:
+    return IndexedEvent(index=index, session=SessionId("s"),
+                        event=TaskDeleted(task_id=TaskId(f"task-{index}")))
+
+
+def fill(log: DiskEventLog, count: int) -> None:
+    for index in range(log.next_index, log.next_index + count):
+        log.append(event(index))
+
+
+def critical_lines() -> tuple[list[str], int]:
+    lines: list[str] = []
+    sink = logger.add(lambda m: lines.append(str(m)), level="CRITICAL")
+    return lines, sink
+
+
+def test_append_and_read_by_index_range(tmp_path: Path) -> None:
+    log = DiskEventLog(tmp_path)
+    fill(log, 10)
+    assert [e.index for e in log.read_range(3, 6)] == [3, 4, 5]
+    assert log.read_range(0, 100) == [event(i) for i in range(10)]
+
+
+def test_indices_must_be_contiguous(tmp_path: Path) -> None:
+    log = DiskEventLog(tmp_path)
+    with pytest.raises(ValueError, match="expects index 0"):
+        log.append(event(1))
+
+
+def test_reopen_archives_the_previous_run_compressed(tmp_path: Path) -> None:
+    log = DiskEventLog(tmp_path)
+    fill(log, 5)
+    DiskEventLog(tmp_path)  # a restart without close, as after a crash
+    [archived] = tmp_path.glob(ARCHIVE_GLOB)
+    assert read_archive(archived) == [event(i) for i in range(5)]
+    assert (tmp_path / LIVE_FILE).read_bytes() == b""
+
+
+def test_close_archives_and_archive_names_are_unique(tmp_path: Path) -> None:
+    for _ in range(3):
+        log = DiskEventLog(tmp_path)
+        fill(log, 2)
+        log.close()
+    assert len(list(tmp_path.glob(ARCHIVE_GLOB))) == 3
+
+
+def test_archives_are_capped_by_count(tmp_path: Path) -> None:
+    for _ in range(8):
+        log = DiskEventLog(tmp_path, max_archives=5)
+        fill(log, 2)
+        log.close()
+    assert len(list(tmp_path.glob(ARCHIVE_GLOB))) == 5
+
+
+def test_archives_are_capped_by_bytes(tmp_path: Path) -> None:
+    for _ in range(4):
+        log = DiskEventLog(tmp_path, max_archive_bytes=1)
+        fill(log, 50)
+        log.close()
+    assert list(tmp_path.glob(ARCHIVE_GLOB)) == []
+
+
+def test_write_failure_degrades_loudly_once_and_keeps_counting(tmp_path: Path) -> None:
+    writes = [0]
+
+    def fail_after_three(_: bytes) -> None:
+        writes[0] += 1
+        if writes[0] > 3:
+            raise OSError(28, "No space left on device")
+
+    lines, sink = critical_lines()
+    try:
+        log = DiskEventLog(tmp_path, write_hook=fail_after_three)
+        fill(log, 10)
+    finally:
+        logger.remove(sink)
+    assert log.degraded and "No space left" in (log.degraded_reason or "")
+    assert len(lines) == 1
+    assert log.next_index == 10 and log.persisted_count == 3
+    assert [e.index for e in log.read_range(0, 10)] == [0, 1, 2]
+
+
+def test_low_free_space_degrades_before_the_disk_is_full(tmp_path: Path) -> None:
+    free = [10 << 30]
+    log = DiskEventLog(tmp_path, free_space_floor_bytes=1 << 30, free_space_check_every=4,
+                       disk_free=lambda _: free[0])
+    fill(log, 4)
+    free[0] = 100
+    fill(log, 6)
+    assert log.degraded and log.persisted_count == 4 and log.next_index == 10
+
+
+def test_a_truncated_last_record_is_ignored(tmp_path: Path) -> None:
+    log = DiskEventLog(tmp_path)
+    fill(log, 3)
+    with (tmp_path / LIVE_FILE).open("ab") as live:
+        live.write(b"\x00\x00\x01\x00partial")
+    assert [e.index for e in log.read_range(0, 10)] == [0, 1, 2]
+
+
+def test_an_unusable_directory_degrades_instead_of_crashing(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    log = DiskEventLog(blocker / "log")
+    fill(log, 2)
+    assert log.degraded and log.next_index == 2

@@ -1,0 +1,62 @@
+"""A weightless, deterministic engine: a TEST DOUBLE for fast tests of the runner path.
+
+It answers with the words of the last user message, one word per token. Options (all
+strings, from `EngineConfig.options`): `delay` seconds per token, `crash_at` token number
+at which the whole process exits abruptly, `ignore_sigterm` to make teardown escalate.
+The context limit counts words.
+"""
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+
+from skulk.shared.types.chunks import FinishReason, TokenChunk, Usage
+from skulk.shared.types.tasks import GenerationParams
+from skulk.worker.engines.protocol import ContextOverflow, EngineConfig
+from skulk.worker.engines.stop_sequences import StopScanner
+
+
+class EchoEngine:
+    def __init__(self, config: EngineConfig) -> None:
+        self._config = config
+        self._delay = float(config.options.get("delay", "0"))
+        self._crash_at = int(config.options.get("crash_at", "0"))
+
+    def load(self) -> None:
+        if self._config.options.get("fail_load"):
+            raise RuntimeError("echo engine told to fail loading")
+        if self._config.options.get("ignore_sigterm"):
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+    def warm_up(self) -> None:
+        pass
+
+    def generate(self, params: GenerationParams) -> Iterator[TokenChunk]:
+        prompt_words = sum(len(m.content.split()) for m in params.messages)
+        if prompt_words >= self._config.context_token_limit:
+            raise ContextOverflow(prompt_words, self._config.context_token_limit)
+        last_user = next((m.content for m in reversed(params.messages) if m.role == "user"), "")
+        return self._stream(last_user.split(), prompt_words, params)
+
+    def _stream(self, words: list[str], prompt_words: int,
+                params: GenerationParams) -> Iterator[TokenChunk]:
+        limit = params.max_tokens or len(words)
+        scanner = StopScanner(list(params.stop))
+        finish: FinishReason = "stop"
+        generated = 0
+        for index, word in enumerate(words):
+            if generated >= limit:
+                finish = "length"
+                break
+            if self._crash_at and index + 1 >= self._crash_at:
+                os._exit(3)
+            time.sleep(self._delay)
+            generated += 1
+            text = scanner.feed(word if index == 0 else " " + word)
+            if text:
+                yield TokenChunk(text=text, token_id=index)
+            if scanner.stopped:
+                break
+        yield TokenChunk(text=scanner.flush(), finish_reason=finish,
+                         usage=Usage(prompt_tokens=prompt_words, completion_tokens=generated))
