@@ -1,0 +1,193 @@
+"""The parent side of one runner subprocess: spawn, forward, detect death, reap.
+
+Every runner message becomes an event or a data-plane chunk. A terminal task status is
+forwarded exactly once; an abnormal exit fails the runner and ends every in-flight
+request with an error chunk, so no stream is left hanging.
+"""
+
+import multiprocessing
+import os
+import queue
+from collections.abc import Awaitable, Callable, Mapping
+from multiprocessing.process import BaseProcess
+from multiprocessing.queues import Queue
+from typing import Any
+
+import anyio
+from loguru import logger
+
+from skulk.shared.types.chunks import Chunk, DataChunk, ErrorChunk
+from skulk.shared.types.events import Event, RunnerStatusUpdated, TaskStatusUpdated
+from skulk.shared.types.ids import InstanceId, RunnerId, TaskId
+from skulk.shared.types.runners import RunnerFailed, RunnerShutdown, RunnerStatus
+from skulk.shared.types.tasks import TextGenerationTask
+from skulk.worker.engines.protocol import EngineConfig
+from skulk.worker.runner import messages
+from skulk.worker.runner.bootstrap import entrypoint
+
+_POLL_SECONDS = 0.2
+JOIN_SECONDS = 5.0
+
+
+class RunnerSupervisor:
+    def __init__(
+        self,
+        *,
+        runner_id: RunnerId,
+        instance_id: InstanceId,
+        engine_name: str,
+        config: EngineConfig,
+        on_event: Callable[[Event], Awaitable[None]],
+        on_chunk: Callable[[DataChunk], Awaitable[None]],
+    ) -> None:
+        self.runner_id = runner_id
+        self.instance_id = instance_id
+        self._engine_name = engine_name
+        self._config = config
+        self._on_event = on_event
+        self._on_chunk = on_chunk
+        self._status: RunnerStatus | None = None
+        self._in_flight: dict[TaskId, TextGenerationTask] = {}
+        self._sequences: dict[TaskId, int] = {}
+        self._process: BaseProcess | None = None
+        self._inbox: Queue[Any] | None = None
+        self._outbox: Queue[Any] | None = None
+        self._stopping = False
+        self._exited = False
+
+    @property
+    def status(self) -> RunnerStatus | None:
+        return self._status
+
+    @property
+    def in_flight(self) -> Mapping[TaskId, TextGenerationTask]:
+        return dict(self._in_flight)
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._process is None else self._process.pid
+
+    @property
+    def exited(self) -> bool:
+        """The process ended on its own (not through `shutdown`) and was handled."""
+        return self._exited
+
+    async def run(self) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._inbox, self._outbox = context.Queue(), context.Queue()
+        self._process = context.Process(
+            target=entrypoint, name=f"skulk-runner-{self.runner_id}", daemon=True,
+            args=(self._engine_name, self._config, self._inbox, self._outbox, os.getpid()))
+        self._process.start()
+        logger.info("runner {} started (pid {}, engine {})", self.runner_id,
+                    self._process.pid, self._engine_name)
+        while True:
+            batch = await anyio.to_thread.run_sync(self._take_messages, abandon_on_cancel=True)
+            for message in batch:
+                await self._forward(message)
+            if not batch and not self._process.is_alive():
+                for message in self._drain():
+                    await self._forward(message)
+                if not self._stopping:
+                    await self._handle_death(self._process.exitcode)
+                return
+
+    def _take_messages(self) -> list[Any]:
+        assert self._outbox is not None
+        try:
+            batch = [self._outbox.get(timeout=_POLL_SECONDS)]
+        except queue.Empty:
+            return []
+        return batch + self._drain()
+
+    def _drain(self) -> list[Any]:
+        assert self._outbox is not None
+        drained = []
+        while True:
+            try:
+                drained.append(self._outbox.get_nowait())
+            except (queue.Empty, OSError, ValueError):
+                return drained
+
+    def send(self, message: messages.LoadModel | messages.WarmUp | messages.Shutdown) -> None:
+        if self._inbox is not None:
+            self._inbox.put(message)
+
+    def start_task(self, task: TextGenerationTask) -> None:
+        self._in_flight[task.task_id] = task  # before sending: its chunks may come at once
+        if self._inbox is not None:
+            self._inbox.put(messages.StartTask(task=task))
+
+    def cancel_task(self, task_id: TaskId) -> None:
+        if self._inbox is not None:
+            self._inbox.put(messages.CancelTask(task_id=task_id))
+
+    async def _forward(self, message: Any) -> None:
+        match message:
+            case messages.StatusReport(status=status):
+                self._status = status
+                await self._on_event(RunnerStatusUpdated(runner_id=self.runner_id, status=status))
+            case messages.TaskAcknowledged(task_id=task_id):
+                if task_id in self._in_flight:
+                    await self._on_event(TaskStatusUpdated(task_id=task_id, status="running"))
+            case messages.ChunkProduced(task_id=task_id, chunk=chunk):
+                await self._emit_chunk(task_id, chunk)
+            case messages.TaskEnded(task_id=task_id, status=status, error=error):
+                await self._end_task(task_id, status, error)
+
+    async def _emit_chunk(self, task_id: TaskId, chunk: Chunk) -> None:
+        task = self._in_flight.get(task_id)
+        if task is None:
+            return  # the task already ended; a late chunk must not follow its terminal one
+        sequence = self._sequences.get(task_id, 0)
+        self._sequences[task_id] = sequence + 1
+        await self._on_chunk(DataChunk(command_id=task.command_id, owner_node=task.owner_node,
+                                       sequence=sequence, chunk=chunk))
+
+    async def _end_task(self, task_id: TaskId, status: str, error: str | None) -> None:
+        # Popping first makes the terminal status go out once, whoever calls second.
+        if self._in_flight.pop(task_id, None) is None:
+            return
+        self._sequences.pop(task_id, None)
+        await self._on_event(TaskStatusUpdated(task_id=task_id, status=status,  # type: ignore[arg-type]
+                                               error=error))
+
+    async def _handle_death(self, exitcode: int | None) -> None:
+        reason = f"runner process exited with code {exitcode}"
+        logger.error("runner {} died: {}", self.runner_id, reason)
+        if not isinstance(self._status, RunnerFailed):
+            self._status = RunnerFailed(error=reason)
+            await self._on_event(RunnerStatusUpdated(runner_id=self.runner_id,
+                                                     status=self._status))
+        for task_id in list(self._in_flight):
+            await self._emit_chunk(task_id, ErrorChunk(
+                error_kind="runner_failed",
+                message=f"the model's runner died mid-request ({reason}); retry the request"))
+            await self._end_task(task_id, "failed", reason)
+        self._exited = True
+
+    async def shutdown(self, timeout: float = JOIN_SECONDS) -> None:
+        """Stop the runner: ask, then SIGTERM, then SIGKILL; always reaps the process."""
+        with anyio.CancelScope(shield=True):
+            self._stopping = True
+            process = self._process
+            if process is None:
+                return
+            if process.is_alive():
+                self.send(messages.Shutdown())
+                await anyio.to_thread.run_sync(process.join, timeout)
+            if process.is_alive():
+                logger.warning("runner {} ignored shutdown; sending SIGTERM", self.runner_id)
+                process.terminate()
+                await anyio.to_thread.run_sync(process.join, timeout)
+            if process.is_alive():
+                logger.warning("runner {} ignored SIGTERM; sending SIGKILL", self.runner_id)
+                process.kill()
+                await anyio.to_thread.run_sync(process.join, timeout)
+            for task_id in list(self._in_flight):
+                await self._end_task(task_id, "cancelled", "the runner was shut down")
+            try:
+                await self._on_event(RunnerStatusUpdated(runner_id=self.runner_id,
+                                                         status=RunnerShutdown()))
+            except Exception as error:  # the node may be closing its transport already
+                logger.debug("could not report runner shutdown: {}", error)

@@ -1,0 +1,199 @@
+"""The supervisor with real spawned runner processes running the echo test engine."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import AsyncIterator, Callable
+
+import anyio
+import psutil
+import pytest
+
+from skulk.shared.types.chunks import DataChunk, ErrorChunk, TokenChunk
+from skulk.shared.types.events import Event, RunnerStatusUpdated, TaskStatusUpdated
+from skulk.shared.types.ids import InstanceId, RunnerId, TaskId
+from skulk.shared.types.runners import RunnerFailed, RunnerReady, RunnerShutdown
+from skulk.testing import factories as f
+from skulk.worker.engines.protocol import EngineConfig
+from skulk.worker.runner import messages
+from skulk.worker.runner.supervisor import RunnerSupervisor
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.chunks: list[DataChunk] = []
+
+    async def on_event(self, event: Event) -> None:
+        self.events.append(event)
+
+    async def on_chunk(self, chunk: DataChunk) -> None:
+        self.chunks.append(chunk)
+
+    def task_statuses(self, task_id: str) -> list[str]:
+        return [e.status for e in self.events
+                if isinstance(e, TaskStatusUpdated) and e.task_id == task_id]
+
+    def runner_statuses(self) -> list[str]:
+        return [e.status.kind for e in self.events if isinstance(e, RunnerStatusUpdated)]
+
+
+async def wait_until(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
+    with anyio.fail_after(timeout):
+        while not predicate():
+            await anyio.sleep(0.02)
+
+
+def task(task_id: str, words: int, command_id: str | None = None):  # type: ignore[no-untyped-def]
+    text = " ".join(f"w{i}" for i in range(words))
+    return f.task(task_id, command_id=command_id or f"cmd-{task_id}").model_copy(
+        update={"params": f.params(text).model_copy(update={"max_tokens": None})})
+
+
+@pytest.fixture
+async def ready_runner() -> AsyncIterator[tuple[RunnerSupervisor, Recorder]]:
+    async for pair in _runner({"delay": "0.02"}):
+        yield pair
+
+
+async def _runner(options: dict[str, str], limit: int = 1000
+                  ) -> AsyncIterator[tuple[RunnerSupervisor, Recorder]]:
+    recorder = Recorder()
+    supervisor = RunnerSupervisor(
+        runner_id=RunnerId("run-1"), instance_id=InstanceId("inst-1"), engine_name="echo",
+        config=EngineConfig(model_path="unused", context_token_limit=limit, options=options),
+        on_event=recorder.on_event, on_chunk=recorder.on_chunk)
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(supervisor.run)
+        await wait_until(lambda: supervisor.status is not None)
+        supervisor.send(messages.LoadModel())
+        supervisor.send(messages.WarmUp())
+        await wait_until(lambda: isinstance(supervisor.status, RunnerReady))
+        yield supervisor, recorder
+        await supervisor.shutdown(timeout=1.0)
+        tasks.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+async def test_serves_a_task_with_ordered_chunks_and_one_terminal_status(
+        ready_runner: tuple[RunnerSupervisor, Recorder]) -> None:
+    supervisor, recorder = ready_runner
+    assert recorder.runner_statuses()[:5] == ["created", "loading", "loaded", "warming_up",
+                                              "ready"]
+    supervisor.start_task(task("t1", 4))
+    await wait_until(lambda: "complete" in recorder.task_statuses("t1"))
+    await anyio.sleep(0.1)
+    assert recorder.task_statuses("t1") == ["running", "complete"]
+    assert [c.sequence for c in recorder.chunks] == [0, 1, 2, 3, 4]
+    texts = "".join(c.chunk.text for c in recorder.chunks if isinstance(c.chunk, TokenChunk))
+    assert texts == "w0 w1 w2 w3"
+    assert supervisor.in_flight == {}
+
+
+@pytest.mark.anyio
+async def test_cancel_stops_the_stream_between_tokens(
+        ready_runner: tuple[RunnerSupervisor, Recorder]) -> None:
+    supervisor, recorder = ready_runner
+    supervisor.start_task(task("t1", 500))
+    await wait_until(lambda: len(recorder.chunks) >= 3)
+    supervisor.cancel_task(TaskId("t1"))
+    await wait_until(lambda: "cancelled" in recorder.task_statuses("t1"))
+    count = len(recorder.chunks)
+    await anyio.sleep(0.2)
+    assert len(recorder.chunks) == count < 100
+    supervisor.start_task(task("t2", 2))
+    await wait_until(lambda: "complete" in recorder.task_statuses("t2"))
+
+
+@pytest.mark.anyio
+async def test_context_overflow_fails_the_request_not_the_runner() -> None:
+    async for supervisor, recorder in _runner({}, limit=3):
+        supervisor.start_task(task("t1", 5))
+        await wait_until(lambda: "failed" in recorder.task_statuses("t1"))
+        [error] = [c.chunk for c in recorder.chunks if isinstance(c.chunk, ErrorChunk)]
+        assert error.error_kind == "context_length_exceeded"
+        supervisor.start_task(task("t2", 2))
+        await wait_until(lambda: "complete" in recorder.task_statuses("t2"))
+
+
+@pytest.mark.anyio
+async def test_a_killed_runner_fails_and_errors_every_in_flight_request(
+        ready_runner: tuple[RunnerSupervisor, Recorder]) -> None:
+    supervisor, recorder = ready_runner
+    supervisor.start_task(task("t1", 500))
+    supervisor.start_task(task("t2", 5))
+    await wait_until(lambda: len(recorder.chunks) >= 2)
+    assert supervisor.pid is not None
+    os.kill(supervisor.pid, signal.SIGKILL)
+    await wait_until(lambda: supervisor.exited)
+    assert isinstance(supervisor.status, RunnerFailed)
+    assert "exited with code -9" in supervisor.status.error
+    for task_id in ("t1", "t2"):
+        assert recorder.task_statuses(task_id)[-1] == "failed"
+        assert recorder.task_statuses(task_id).count("failed") == 1
+        errors = [c for c in recorder.chunks if isinstance(c.chunk, ErrorChunk)
+                  and c.command_id == f"cmd-{task_id}"]
+        assert len(errors) == 1 and errors[0].chunk.error_kind == "runner_failed"  # type: ignore[union-attr]
+
+
+@pytest.mark.anyio
+async def test_a_failed_load_is_reported_once_and_the_process_exits() -> None:
+    recorder = Recorder()
+    supervisor = RunnerSupervisor(
+        runner_id=RunnerId("run-1"), instance_id=InstanceId("inst-1"), engine_name="echo",
+        config=EngineConfig(model_path="x", context_token_limit=10,
+                            options={"fail_load": "1"}),
+        on_event=recorder.on_event, on_chunk=recorder.on_chunk)
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(supervisor.run)
+        await wait_until(lambda: supervisor.status is not None)
+        supervisor.send(messages.LoadModel())
+        await wait_until(lambda: supervisor.exited)
+    assert recorder.runner_statuses() == ["created", "loading", "failed"]
+    assert "told to fail" in supervisor.status.error  # type: ignore[union-attr]
+
+
+@pytest.mark.anyio
+async def test_shutdown_reaps_and_escalates_to_sigkill() -> None:
+    async for supervisor, recorder in _runner({"ignore_sigterm": "1", "delay": "30"}):
+        supervisor.start_task(task("t1", 3))
+        await wait_until(lambda: recorder.task_statuses("t1") == ["running"])
+        pid = supervisor.pid
+        assert pid is not None
+        started = time.monotonic()
+        await supervisor.shutdown(timeout=0.5)
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
+        assert time.monotonic() - started < 5
+        assert recorder.task_statuses("t1") == ["running", "cancelled"]
+        assert isinstance(recorder.events[-1], RunnerStatusUpdated)
+        assert isinstance(recorder.events[-1].status, RunnerShutdown)
+
+
+def test_the_runner_exits_when_its_parent_dies() -> None:
+    script = textwrap.dedent("""
+        import multiprocessing, os, sys, time
+        from skulk.worker.engines.protocol import EngineConfig
+        from skulk.worker.runner.bootstrap import entrypoint
+        if __name__ == "__main__":
+            ctx = multiprocessing.get_context("spawn")
+            config = EngineConfig(model_path="x", context_token_limit=10)
+            child = ctx.Process(target=entrypoint, daemon=False,
+                                args=("echo", config, ctx.Queue(), ctx.Queue(), os.getpid()))
+            child.start()
+            print(child.pid, flush=True)
+            time.sleep(60)
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                              env={**os.environ, "PYTHONPATH": "src"})
+    assert parent.stdout is not None
+    runner_pid = int(parent.stdout.readline())
+    assert psutil.pid_exists(runner_pid)
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 5
+    while psutil.pid_exists(runner_pid) and psutil.Process(runner_pid).status() != "zombie":
+        assert time.monotonic() < deadline, "the orphaned runner kept running"
+        time.sleep(0.05)
