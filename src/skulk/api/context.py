@@ -1,14 +1,16 @@
 """What the API needs from its node: identity, cards, the State replica, streams, commands."""
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import anyio
 
 from skulk.api.streams import StreamRegistry
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.replica import StateReplica
 from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.commands import Command
-from skulk.shared.types.ids import NodeId
+from skulk.shared.types.ids import ModelId, NodeId
 
 
 @dataclass
@@ -25,3 +27,5 @@ class ApiContext:
     auto_place: bool = True
     # How long a request waits for an instance to become ready (placement + load).
     ready_timeout_seconds: float = 300.0
+    # One placement at a time per model, so concurrent first requests place it once.
+    placement_locks: dict[ModelId, anyio.Lock] = field(default_factory=dict)

@@ -1,0 +1,32 @@
+"""`GET /v1/models`: the models the cluster knows, in the OpenAI list format."""
+
+from fastapi import APIRouter, Request
+
+from skulk.api.context import ApiContext
+from skulk.api.generation import resolve_card
+from skulk.shared.types.model_cards import ModelCard
+
+router = APIRouter(tags=["openai"])
+
+# Cards carry no release date; a fixed epoch keeps the field stable across restarts.
+_CREATED = 1_700_000_000
+
+
+def _model_body(context: ApiContext, card: ModelCard) -> dict[str, object]:
+    formats = [s.format for s in card.sources if context.catalog.local_path(card, s.format)]
+    return {"id": card.model_id, "object": "model", "created": _CREATED, "owned_by": "skulk",
+            "aliases": card.aliases, "context_length": card.context_length,
+            "available_formats": formats,
+            "running_instances": len(context.replica.state.instances_of(card.model_id))}
+
+
+@router.get("/v1/models")
+async def list_models(request: Request) -> dict[str, object]:
+    context: ApiContext = request.app.state.context
+    return {"object": "list", "data": [_model_body(context, c) for c in context.catalog.cards()]}
+
+
+@router.get("/v1/models/{model_id:path}")
+async def get_model(model_id: str, request: Request) -> dict[str, object]:
+    context: ApiContext = request.app.state.context
+    return _model_body(context, resolve_card(context, model_id))
