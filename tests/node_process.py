@@ -79,7 +79,7 @@ class NodeProcess:
         import psutil
         assert self.process is not None
         return [child.pid for child in psutil.Process(self.process.pid).children()
-                if "multiprocessing" in " ".join(child.cmdline())]
+                if "spawn_main" in " ".join(child.cmdline())]
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-6000:]
