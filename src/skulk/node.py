@@ -10,11 +10,13 @@ import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import anyio
 import uvicorn
 from anyio.abc import TaskGroup
 from loguru import logger
+from pydantic import BaseModel
 
 from skulk.api.app import create_app
 from skulk.api.context import ApiContext
@@ -28,7 +30,7 @@ from skulk.routing.router import Router
 from skulk.routing.transport import Transport
 from skulk.shared.replica import StateReplica
 from skulk.shared.telemetry_view import TelemetryView
-from skulk.shared.types.chunks import DataChunk, ErrorChunk
+from skulk.shared.types.chunks import DataChunk, ErrorChunk, ErrorKind
 from skulk.shared.types.commands import Command, CommandEnvelope, PlaceInstance
 from skulk.shared.types.events import (
     CommandRejected,
@@ -37,10 +39,13 @@ from skulk.shared.types.events import (
     LocalEvent,
     TaskStatusUpdated,
 )
-from skulk.shared.types.ids import ModelId, NodeId, new_command_id, new_instance_id
+from skulk.shared.types.ids import CommandId, ModelId, NodeId, new_command_id, new_instance_id
+from skulk.shared.types.telemetry import NodeTelemetry
 from skulk.worker.main import SupervisorFactory, Worker
 from skulk.worker.runner.supervisor import RunnerSupervisor
 from skulk.worker.telemetry import probe_backends, read_telemetry
+
+T = TypeVar("T", bound=BaseModel)
 
 TELEMETRY_INTERVAL_SECONDS = 2.0
 # A failed task's own error chunk travels the data plane and usually wins; the control
@@ -141,8 +146,10 @@ class Node:
         if self._api_server is not None:
             self._api_server.should_exit = True
 
-    async def _subscription(self, tasks: TaskGroup, topic: topics.TypedTopic) -> AsyncIterator:
-        return await tasks.start(_pump_subscription, self.router, topic)
+    async def _subscription(self, tasks: TaskGroup, topic: topics.TypedTopic[T]
+                            ) -> AsyncIterator[T]:
+        messages: AsyncIterator[T] = await tasks.start(_pump_subscription, self.router, topic)
+        return messages
 
     async def _start_listeners(self, tasks: TaskGroup) -> None:
         global_events = await self._subscription(tasks, topics.GLOBAL_EVENTS)
@@ -178,11 +185,11 @@ class Node:
             await self.router.publish(topics.TELEMETRY, reading)
             await anyio.sleep(TELEMETRY_INTERVAL_SECONDS)
 
-    async def _apply_telemetry(self, readings: AsyncIterator) -> None:
+    async def _apply_telemetry(self, readings: AsyncIterator[NodeTelemetry]) -> None:
         async for reading in readings:
             self.telemetry.update(reading)
 
-    async def _dispatch_data(self, chunks: AsyncIterator) -> None:
+    async def _dispatch_data(self, chunks: AsyncIterator[DataChunk]) -> None:
         async for chunk in chunks:
             self.streams.dispatch(chunk)
 
@@ -198,14 +205,15 @@ class Node:
                         "failed", "cancelled"):
                     task = self.replica.state.tasks.get(event.task_id)
                     if task is not None and self.streams.is_open(task.command_id):
-                        kind = "runner_failed" if event.status == "failed" else "cancelled"
+                        kind: ErrorKind = ("runner_failed" if event.status == "failed"
+                                           else "cancelled")
                         error = ErrorChunk(error_kind=kind, message=event.error or
                                            f"the request was {event.status}")
                         tasks.start_soon(self._fail_later, task.command_id, error)
 
-    async def _fail_later(self, command_id: str, error: ErrorChunk) -> None:
+    async def _fail_later(self, command_id: CommandId, error: ErrorChunk) -> None:
         await anyio.sleep(FAILURE_GRACE_SECONDS)
-        self.streams.fail(command_id, error)  # type: ignore[arg-type]
+        self.streams.fail(command_id, error)
 
     async def _serve_api(self, catalog: ModelCatalog) -> None:
         context = ApiContext(node_id=self.node_id, catalog=catalog, replica=self.replica,
@@ -219,8 +227,8 @@ class Node:
         await self._api_server.serve()
 
 
-async def _pump_subscription(router: Router, topic: topics.TypedTopic, *,
-                             task_status: anyio.abc.TaskStatus[AsyncIterator]) -> None:
+async def _pump_subscription(router: Router, topic: topics.TypedTopic[T], *,
+                             task_status: anyio.abc.TaskStatus[AsyncIterator[T]]) -> None:
     """Subscribe, report the subscription as started, then hold it open."""
     async with router.subscribe(topic) as messages:
         task_status.started(messages)

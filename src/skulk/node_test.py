@@ -15,8 +15,8 @@ import pytest
 
 from skulk.api.instance_view import has_ready_instance
 from skulk.node import Node, NodeConfig
-from skulk.shared.types.ids import ModelId
 from skulk.routing.memory import MemoryBus, MemoryTransport
+from skulk.shared.types.ids import ModelId
 from skulk.worker.runner.supervisor import RunnerSupervisor
 
 

@@ -56,7 +56,8 @@ def state_with(*events: Event) -> State:
     return state
 
 
-def handle(state: State, command: Command, nodes: dict[NodeId, NodeTelemetry] = NODES) -> list[Event]:
+def handle(state: State, command: Command,
+           nodes: dict[NodeId, NodeTelemetry] = NODES) -> list[Event]:
     return events_for_command(state, command, context(nodes))
 
 

@@ -41,7 +41,11 @@ def state_with(*events: Event) -> State:
     return state
 
 
-def local(status: RunnerStatus | None = RunnerReady(), **kwargs: object) -> dict[RunnerId, LocalRunner]:
+READY_STATUS = RunnerReady()
+
+
+def local(status: RunnerStatus | None = READY_STATUS,
+          **kwargs: object) -> dict[RunnerId, LocalRunner]:
     fields: dict[str, object] = {"exited": False, "in_flight": frozenset()} | kwargs
     return {R1: LocalRunner(runner_id=R1, instance_id=I1, status=status, **fields)}  # type: ignore[arg-type]
 

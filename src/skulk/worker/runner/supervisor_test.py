@@ -1,5 +1,6 @@
 """The supervisor with real spawned runner processes running the echo test engine."""
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -55,11 +56,12 @@ def task(task_id: str, words: int, command_id: str | None = None):  # type: igno
 
 @pytest.fixture
 async def ready_runner() -> AsyncIterator[tuple[RunnerSupervisor, Recorder]]:
-    async for pair in _runner({"delay": "0.02"}):
+    async with running({"delay": "0.02"}) as pair:
         yield pair
 
 
-async def _runner(options: dict[str, str], limit: int = 1000
+@contextlib.asynccontextmanager
+async def running(options: dict[str, str], limit: int = 1000
                   ) -> AsyncIterator[tuple[RunnerSupervisor, Recorder]]:
     recorder = Recorder()
     supervisor = RunnerSupervisor(
@@ -110,7 +112,7 @@ async def test_cancel_stops_the_stream_between_tokens(
 
 @pytest.mark.anyio
 async def test_context_overflow_fails_the_request_not_the_runner() -> None:
-    async for supervisor, recorder in _runner({}, limit=3):
+    async with running({}, limit=3) as (supervisor, recorder):
         supervisor.start_task(task("t1", 5))
         await wait_until(lambda: "failed" in recorder.task_statuses("t1"))
         [error] = [c.chunk for c in recorder.chunks if isinstance(c.chunk, ErrorChunk)]
@@ -158,7 +160,7 @@ async def test_a_failed_load_is_reported_once_and_the_process_exits() -> None:
 
 @pytest.mark.anyio
 async def test_shutdown_reaps_and_escalates_to_sigkill() -> None:
-    async for supervisor, recorder in _runner({"ignore_sigterm": "1", "delay": "30"}):
+    async with running({"ignore_sigterm": "1", "delay": "30"}) as (supervisor, recorder):
         supervisor.start_task(task("t1", 3))
         await wait_until(lambda: recorder.task_statuses("t1") == ["running"])
         pid = supervisor.pid
