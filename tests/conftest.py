@@ -6,7 +6,7 @@ import pytest
 from tests.node_process import NodeProcess
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def serving_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]:
     """One real node serving the bundled model, shared by a module's tests."""
     node = NodeProcess(tmp_path_factory.mktemp("node"), "--serve", "smollm2-135m")

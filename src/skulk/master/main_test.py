@@ -1,0 +1,77 @@
+import math
+from pathlib import Path
+
+import anyio
+import pytest
+
+from skulk.master.main import Master
+from skulk.models.catalog import ModelCatalog
+from skulk.shared.telemetry_view import TelemetryView
+from skulk.shared.types.commands import CommandEnvelope, TextGeneration
+from skulk.shared.types.events import (
+    CommandRejected,
+    IndexedEvent,
+    InstanceCreated,
+    LocalEvent,
+    StateSnapshotHydrated,
+    TaskCreated,
+)
+from skulk.shared.types.ids import CommandId
+from skulk.testing import factories as f
+
+
+class ListLog:
+    def __init__(self) -> None:
+        self.events: list[IndexedEvent] = []
+
+    def append(self, event: IndexedEvent) -> None:
+        self.events.append(event)
+
+
+def master(log: ListLog, published: list[IndexedEvent]) -> Master:
+    async def publish(event: IndexedEvent) -> None:
+        published.append(event)
+
+    never_send, never = anyio.create_memory_object_stream[CommandEnvelope](math.inf)
+    never_send2, never2 = anyio.create_memory_object_stream[LocalEvent](math.inf)
+    return Master(node_id=f.NODE, catalog=ModelCatalog.builtin(Path(".")),
+                  telemetry=TelemetryView(), event_log=log, commands=never,
+                  local_events=never2, publish=publish)
+
+
+@pytest.mark.anyio
+async def test_events_from_every_origin_get_one_contiguous_order() -> None:
+    log, published = ListLog(), []
+    m = master(log, published)
+    await m.index([StateSnapshotHydrated(state=m.state)])
+    await m.handle_local_event(LocalEvent(origin=f.NODE, epoch="e1", origin_seq=0,
+                                          event=InstanceCreated(instance=f.instance())))
+    await m.handle_command(CommandEnvelope(origin=f.NODE, command=TextGeneration(
+        command_id=CommandId("g1"), owner_node=f.NODE, params=f.params())))
+    assert [e.index for e in published] == [0, 1, 2]
+    assert log.events == published
+    assert isinstance(published[2].event, TaskCreated)
+    assert m.state.last_event_applied_idx == 2 and len({e.session for e in published}) == 1
+
+
+@pytest.mark.anyio
+async def test_resent_local_events_and_commands_are_indexed_once() -> None:
+    log, published = ListLog(), []
+    m = master(log, published)
+    await m.index([StateSnapshotHydrated(state=m.state)])
+    local = LocalEvent(origin=f.NODE, epoch="e1", origin_seq=0,
+                       event=InstanceCreated(instance=f.instance()))
+    await m.handle_local_event(local)
+    await m.handle_local_event(local)
+    restarted = local.model_copy(update={"epoch": "e2",
+                                         "event": InstanceCreated(instance=f.instance("i2"))})
+    await m.handle_local_event(restarted)  # a restarted producer counts from 0 again
+    command = CommandEnvelope(origin=f.NODE, command=TextGeneration(
+        command_id=CommandId("g1"), owner_node=f.NODE,
+        params=f.params().model_copy(update={"model_id": "nope"})))
+    await m.handle_command(command)
+    await m.handle_command(command)
+    kinds = [type(e.event).__name__ for e in published]
+    assert kinds == ["StateSnapshotHydrated", "InstanceCreated", "InstanceCreated",
+                     "CommandRejected"]
+    assert isinstance(published[-1].event, CommandRejected)

@@ -1,0 +1,161 @@
+"""The worker loop with fake supervisors: lifecycle, dispatch, and the crash breaker."""
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from skulk.models.catalog import ModelCatalog
+from skulk.shared.replica import StateReplica
+from skulk.shared.types.chunks import DataChunk
+from skulk.shared.types.commands import Command, DeleteInstance
+from skulk.shared.types.events import (
+    Event,
+    IndexedEvent,
+    InstanceCreated,
+    RunnerStatusUpdated,
+    StateSnapshotHydrated,
+    TaskCreated,
+)
+from skulk.shared.types.ids import SessionId, TaskId
+from skulk.shared.types.runners import (
+    RunnerCreated,
+    RunnerFailed,
+    RunnerLoaded,
+    RunnerReady,
+    RunnerStatus,
+)
+from skulk.shared.types.state import State
+from skulk.shared.types.tasks import TextGenerationTask
+from skulk.testing import factories as f
+from skulk.worker.main import Worker
+from skulk.worker.runner import messages
+
+
+class FakeSupervisor:
+    """Reports through `on_event` like the real one; `crash` makes it exit at once."""
+
+    created: list["FakeSupervisor"] = []
+    crash = False
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.kwargs = kwargs
+        self._status: RunnerStatus | None = None
+        self._exited = False
+        self.started: list[TextGenerationTask] = []
+        FakeSupervisor.created.append(self)
+
+    @property
+    def status(self) -> RunnerStatus | None:
+        return self._status
+
+    @property
+    def exited(self) -> bool:
+        return self._exited
+
+    @property
+    def in_flight(self) -> Mapping[TaskId, TextGenerationTask]:
+        return {t.task_id: t for t in self.started}
+
+    async def _report(self, status: RunnerStatus) -> None:
+        self._status = status
+        await self.kwargs["on_event"](RunnerStatusUpdated(runner_id=self.kwargs["runner_id"],
+                                                          status=status))
+
+    async def run(self) -> None:
+        if FakeSupervisor.crash:
+            await self._report(RunnerFailed(error="boom"))
+            self._exited = True
+            return
+        await self._report(RunnerCreated())
+
+    def send(self, message: messages.LoadModel | messages.WarmUp | messages.Shutdown) -> None:
+        next_status = RunnerLoaded() if isinstance(message, messages.LoadModel) else RunnerReady()
+        self._status = next_status
+
+    def start_task(self, task: TextGenerationTask) -> None:
+        self.started.append(task)
+
+    def cancel_task(self, task_id: TaskId) -> None:
+        pass
+
+    async def shutdown(self) -> None:
+        pass
+
+
+class Cluster:
+    """A replica fed directly with the worker's own events, standing in for the master."""
+
+    def __init__(self) -> None:
+        self.replica = StateReplica()
+        self.commands: list[Command] = []
+        self._index = 0
+        self.apply(StateSnapshotHydrated(state=State()))
+
+    def apply(self, event: Event) -> None:
+        self.replica.receive(IndexedEvent(index=self._index, session=SessionId("s"),
+                                          event=event))
+        self._index += 1
+
+    async def publish_event(self, event: Event) -> None:
+        self.apply(event)
+
+    async def send_command(self, command: Command) -> None:
+        self.commands.append(command)
+
+    async def publish_chunk(self, chunk: DataChunk) -> None:
+        pass
+
+
+def worker(cluster: Cluster) -> Worker:
+    return Worker(node_id=f.NODE, replica=cluster.replica,
+                  catalog=ModelCatalog.builtin(Path(".")),
+                  publish_event=cluster.publish_event, publish_chunk=cluster.publish_chunk,
+                  send_command=cluster.send_command, supervisor_factory=FakeSupervisor)
+
+
+@pytest.fixture(autouse=True)
+def reset_fakes() -> None:
+    FakeSupervisor.created = []
+    FakeSupervisor.crash = False
+
+
+@pytest.mark.anyio
+async def test_runner_is_created_loaded_warmed_and_given_the_task() -> None:
+    cluster = Cluster()
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(worker(cluster).run)
+        cluster.apply(InstanceCreated(instance=f.instance()))
+        cluster.apply(TaskCreated(task=f.task()))
+        with anyio.fail_after(5):
+            while not (FakeSupervisor.created and FakeSupervisor.created[0].started):
+                await anyio.sleep(0.01)
+                # The fake's local status moves on without a report; tell State too.
+                for fake in FakeSupervisor.created:
+                    if isinstance(fake.status, RunnerReady) and not isinstance(
+                            cluster.replica.state.runners.get(fake.kwargs["runner_id"]),
+                            RunnerReady):
+                        await fake._report(RunnerReady())
+        tasks.cancel_scope.cancel()
+    [fake] = FakeSupervisor.created
+    assert [t.task_id for t in fake.started] == ["task-1"]
+    assert fake.kwargs["config"].context_token_limit == 2048
+
+
+@pytest.mark.anyio
+async def test_three_crashes_within_a_minute_give_the_instance_up() -> None:
+    FakeSupervisor.crash = True
+    cluster = Cluster()
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(worker(cluster).run)
+        cluster.apply(InstanceCreated(instance=f.instance()))
+        with anyio.fail_after(5):
+            while not cluster.commands:
+                await anyio.sleep(0.01)
+        await anyio.sleep(0.1)
+        tasks.cancel_scope.cancel()
+    assert len(FakeSupervisor.created) == 3
+    [command] = cluster.commands
+    assert isinstance(command, DeleteInstance) and command.instance_id == "inst-1"
