@@ -98,6 +98,8 @@ def _load(state: State, instance: Instance) -> tuple[bool, int]:
 
 
 def _text_generation(state: State, command: TextGeneration, context: CommandContext) -> list[Event]:
+    if state.task_for_command(command.command_id) is not None:
+        return []  # a resend of a command a previous master already turned into a task
     candidates = state.instances_of(command.params.model_id)
     if not candidates:
         return [CommandRejected(

@@ -51,7 +51,7 @@ def context(nodes: dict[NodeId, NodeTelemetry] = NODES) -> CommandContext:
 def state_with(*events: Event) -> State:
     state = State()
     for event in events:
-        state = apply(state, IndexedEvent(index=state.last_event_applied_idx + 1,
+        state = apply(state, IndexedEvent(master_node="m", index=state.last_event_applied_idx + 1,
                                           session=SessionId("s"), event=event))
     return state
 

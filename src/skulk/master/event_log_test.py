@@ -10,7 +10,7 @@ from skulk.shared.types.ids import SessionId, TaskId
 
 
 def event(index: int) -> IndexedEvent:
-    return IndexedEvent(index=index, session=SessionId("s"),
+    return IndexedEvent(master_node="m", index=index, session=SessionId("s"),
                         event=TaskDeleted(task_id=TaskId(f"task-{index}")))
 
 

@@ -1,20 +1,26 @@
-"""The master: one order for every node's events, commands turned into events, reconcile."""
+"""The master: one order for every node's events, commands turned into events, reconcile.
+
+A master session starts with its seed as event 0 and answers followers' snapshot and
+replay requests. It runs only on the elected node; the node starts and stops it.
+"""
 
 import time
-from collections.abc import AsyncIterable, Awaitable, Callable
+from collections.abc import AsyncIterable, Awaitable, Callable, Set
 from typing import Protocol
 
 import anyio
 from loguru import logger
 
-from skulk.master.commands import CommandContext, events_for_command
-from skulk.master.reconcile import reconcile
+from skulk.master.commands import CommandContext, delete_instance_events, events_for_command
+from skulk.master.reconcile import instances_on_lost_nodes, reconcile
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.apply import apply
 from skulk.shared.telemetry_view import TelemetryView
-from skulk.shared.types.commands import CommandEnvelope
+from skulk.shared.types.commands import CommandEnvelope, PlaceInstance
+from skulk.shared.types.election import StateSyncMessage
 from skulk.shared.types.events import (
     Event,
+    EventSource,
     IndexedEvent,
     LocalEvent,
     StateSnapshotHydrated,
@@ -23,9 +29,12 @@ from skulk.shared.types.events import (
 )
 from skulk.shared.types.ids import (
     CommandId,
+    InstanceId,
     NodeId,
     SessionId,
     TaskId,
+    new_command_id,
+    new_instance_id,
     new_runner_id,
     new_session_id,
     new_task_id,
@@ -35,19 +44,26 @@ from skulk.shared.types.tasks import TERMINAL_TASK_STATUSES
 
 # Commands are deduplicated by id over this many recent commands (resends after a retry).
 _SEEN_COMMANDS_CAP = 10_000
+# After a master starts, membership is still arriving: instances are not pruned for a
+# node's absence before this.
+TOPOLOGY_SETTLE_GRACE_SECONDS = 10.0
+# A node must stay gone this long before its instances are re-placed elsewhere.
+LOST_NODE_GRACE_SECONDS = 3.0
 
 
-class EventSink(Protocol):
+class EventLog(Protocol):
     """Where indexed events are persisted (the disk event log)."""
 
     def append(self, event: IndexedEvent) -> None: ...
+
+    def read_range(self, start: int, end: int) -> list[IndexedEvent]: ...
 
 
 class Master:
     """Indexes events from every origin into one order and acts on commands.
 
-    Wired by channels: it reads commands and local events, and hands every indexed event
-    to `publish`. All indexing goes through one lock, so the order is total.
+    Wired by channels: it reads commands, local events and sync requests, and hands every
+    indexed event to `publish`. All indexing goes through one lock, so the order is total.
     """
 
     def __init__(
@@ -56,13 +72,16 @@ class Master:
         node_id: NodeId,
         catalog: ModelCatalog,
         telemetry: TelemetryView,
-        event_log: EventSink,
+        event_log: EventLog,
         commands: AsyncIterable[CommandEnvelope],
         local_events: AsyncIterable[LocalEvent],
         publish: Callable[[IndexedEvent], Awaitable[None]],
+        sync_requests: AsyncIterable[StateSyncMessage] | None = None,
+        live_nodes: Callable[[], Set[NodeId]] | None = None,
         seed: State | None = None,
         session_id: SessionId | None = None,
         reconcile_interval: float = 1.0,
+        settle_grace_seconds: float = TOPOLOGY_SETTLE_GRACE_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.node_id = node_id
@@ -72,16 +91,21 @@ class Master:
         self._log = event_log
         self._commands = commands
         self._local_events = local_events
+        self._sync_requests = sync_requests
+        self._live_nodes = live_nodes
         self._publish = publish
         self._seed = seed or State()
         self._reconcile_interval = reconcile_interval
+        self._settle_grace = settle_grace_seconds
         self._clock = clock
+        self._started_at = clock()
         self._state = State()
         self._next_index = 0
         self._lock = anyio.Lock()
         self._last_origin_seq: dict[tuple[NodeId, str], int] = {}
         self._seen_commands: dict[CommandId, None] = {}
         self._terminal_since: dict[TaskId, float] = {}
+        self._lost_since: dict[InstanceId, float] = {}
 
     @property
     def state(self) -> State:
@@ -90,18 +114,26 @@ class Master:
     async def run(self) -> None:
         # The session's first event is its seed, so every follower starts from the same state.
         await self.index([StateSnapshotHydrated(state=self._seed)])
-        logger.info("master {} started session {}", self.node_id, self.session_id)
+        logger.info("master {} started session {} with {} carried instance(s)",
+                    self.node_id, self.session_id, len(self._seed.instances))
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(self._command_loop)
             tasks.start_soon(self._local_event_loop)
             tasks.start_soon(self._reconcile_loop)
+            if self._sync_requests is not None:
+                tasks.start_soon(self._sync_loop, self._sync_requests)
 
-    async def index(self, events: list[Event]) -> None:
+    def live_nodes(self) -> Set[NodeId]:
+        if self._live_nodes is not None:
+            return self._live_nodes()
+        return set(self._telemetry.live())
+
+    async def index(self, events: list[Event], source: EventSource | None = None) -> None:
         """Give each event the next index, apply it, persist it and publish it."""
         async with self._lock:
             for event in events:
                 indexed = IndexedEvent(index=self._next_index, session=self.session_id,
-                                       event=event)
+                                       master_node=self.node_id, event=event, source=source)
                 self._state = apply(self._state, indexed)
                 self._next_index += 1
                 self._track_terminal(event)
@@ -114,6 +146,12 @@ class Master:
         elif isinstance(event, TaskDeleted):
             self._terminal_since.pop(event.task_id, None)
 
+    def _context(self) -> CommandContext:
+        live = self.live_nodes()
+        nodes = {n: r for n, r in self._telemetry.live().items() if n in live}
+        return CommandContext(catalog=self._catalog, nodes=nodes,
+                              new_runner_id=new_runner_id, new_task_id=new_task_id)
+
     async def handle_command(self, envelope: CommandEnvelope) -> None:
         command = envelope.command
         if command.command_id in self._seen_commands:
@@ -121,9 +159,7 @@ class Master:
         self._seen_commands[command.command_id] = None
         if len(self._seen_commands) > _SEEN_COMMANDS_CAP:
             self._seen_commands.pop(next(iter(self._seen_commands)))
-        context = CommandContext(catalog=self._catalog, nodes=self._telemetry.live(),
-                                 new_runner_id=new_runner_id, new_task_id=new_task_id)
-        events = events_for_command(self._state, command, context)
+        events = events_for_command(self._state, command, self._context())
         if events:
             await self.index(events)
 
@@ -133,7 +169,26 @@ class Master:
         if local.origin_seq <= self._last_origin_seq.get(producer, -1):
             return
         self._last_origin_seq[producer] = local.origin_seq
-        await self.index([local.event])
+        source = EventSource(origin=local.origin, epoch=local.epoch,
+                             origin_seq=local.origin_seq)
+        await self.index([local.event], source)
+
+    async def handle_sync(self, request: StateSyncMessage) -> None:
+        """Replay from the log when asked and possible; otherwise a snapshot."""
+        async with self._lock:
+            last = self._next_index - 1
+            replay = []
+            if request.kind == "replay_request" and request.session == self.session_id:
+                replay = self._log.read_range(request.from_index, self._next_index)
+            if replay and replay[0].index == request.from_index and replay[-1].index == last:
+                for indexed in replay:
+                    await self._publish(indexed)
+                return
+            # A snapshot carries the state after `last`: followers at `last` or beyond
+            # drop it as a duplicate; a late or lagging follower adopts it.
+            await self._publish(IndexedEvent(
+                index=last, session=self.session_id, master_node=self.node_id,
+                event=StateSnapshotHydrated(state=self._state)))
 
     async def _command_loop(self) -> None:
         async for envelope in self._commands:
@@ -143,9 +198,40 @@ class Master:
         async for local in self._local_events:
             await self.handle_local_event(local)
 
+    async def _sync_loop(self, requests: AsyncIterable[StateSyncMessage]) -> None:
+        async for request in requests:
+            await self.handle_sync(request)
+
     async def _reconcile_loop(self) -> None:
         while True:
             await anyio.sleep(self._reconcile_interval)
-            events = reconcile(self._state, self._terminal_since, self._clock())
-            if events:
-                await self.index(events)
+            await self.reconcile_once()
+
+    async def reconcile_once(self) -> None:
+        events = reconcile(self._state, self._terminal_since, self._clock())
+        if events:
+            await self.index(events)
+        if self._clock() - self._started_at >= self._settle_grace:
+            await self._replace_lost_instances()
+
+    async def _replace_lost_instances(self) -> None:
+        """Instances with a shard on a departed node are removed and placed again."""
+        now = self._clock()
+        lost = instances_on_lost_nodes(self._state, self.live_nodes())
+        lost_ids = {i.instance_id for i in lost}
+        self._lost_since = {i: t for i, t in self._lost_since.items() if i in lost_ids}
+        for instance in lost:
+            since = self._lost_since.setdefault(instance.instance_id, now)
+            if now - since < LOST_NODE_GRACE_SECONDS:
+                continue
+            logger.warning("instance {} lost a node; placing {} again", instance.instance_id,
+                           instance.model_id)
+            events = delete_instance_events(self._state, instance.instance_id,
+                                            "a node holding it left the cluster")
+            await self.index(events)
+            replacement = PlaceInstance(command_id=new_command_id(),
+                                        instance_id=new_instance_id(),
+                                        model_id=instance.model_id, engine=instance.engine,
+                                        sharding=instance.sharding)
+            placed = events_for_command(self._state, replacement, self._context())
+            await self.index(placed)

@@ -1,9 +1,10 @@
 """The master's reconcile rules: pure checks that turn drift into events."""
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 
 from skulk.shared.types.events import Event, TaskDeleted, TaskStatusUpdated
-from skulk.shared.types.ids import TaskId
+from skulk.shared.types.ids import InstanceId, NodeId, TaskId
+from skulk.shared.types.instances import Instance
 from skulk.shared.types.state import State
 from skulk.shared.types.tasks import TERMINAL_TASK_STATUSES
 
@@ -27,3 +28,13 @@ def reconcile(
                 task_id=task.task_id, status="failed",
                 error=f"instance {task.instance_id} no longer exists"))
     return events
+
+
+def instances_on_lost_nodes(state: State, live_nodes: Set[NodeId]) -> list[Instance]:
+    """Instances with at least one shard on a node that is no longer a member."""
+    return [i for i in state.instances.values()
+            if any(shard.node_id not in live_nodes for shard in i.shards.values())]
+
+
+def lost_instance_ids(state: State, live_nodes: Set[NodeId]) -> list[InstanceId]:
+    return [i.instance_id for i in instances_on_lost_nodes(state, live_nodes)]

@@ -1,0 +1,1 @@
+"""Routing: typed topics over a byte transport (Zenoh for real, an in-memory bus for tests)."""

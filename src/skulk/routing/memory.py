@@ -2,16 +2,31 @@
 
 import asyncio
 
+import anyio
+
 from skulk.routing.keys import key_matches
 from skulk.routing.queue_subscription import QueueSubscription
-from skulk.routing.transport import Message
+from skulk.routing.transport import Message, TransportClosed
 
 
 class MemoryBus:
-    """The shared medium; every transport on it sees every matching publication."""
+    """The shared medium: every transport on it sees every matching publication."""
 
     def __init__(self) -> None:
-        self.subscriptions: list[tuple[str, QueueSubscription]] = []
+        self._subscriptions: list[tuple[str, QueueSubscription]] = []
+
+    def attach(self, key_expr: str, subscription: QueueSubscription) -> None:
+        self._subscriptions.append((key_expr, subscription))
+
+    def detach(self, subscription: QueueSubscription) -> None:
+        self._subscriptions = [(key_expr, attached) for key_expr, attached
+                               in self._subscriptions if attached is not subscription]
+
+    def deliver(self, message: Message) -> None:
+        """Hand `message` to every matching subscription, synchronously and in order."""
+        for key_expr, subscription in list(self._subscriptions):
+            if key_matches(key_expr, message.key):
+                subscription.put(message)
 
 
 class MemoryTransport:
@@ -20,25 +35,34 @@ class MemoryTransport:
     def __init__(self, bus: MemoryBus) -> None:
         self._bus = bus
         self._own: list[QueueSubscription] = []
+        self._closed = False
 
     async def publish(self, key: str, payload: bytes) -> None:
-        message = Message(key, payload)
-        for key_expr, subscription in list(self._bus.subscriptions):
-            if key_matches(key_expr, key):
-                subscription.put(message)
+        self._check_open()
+        # Yield first, as a network transport would, so a publishing loop cannot starve
+        # its readers; a cancelled publish then delivers nothing.
+        await anyio.lowlevel.checkpoint()
+        self._check_open()
+        self._bus.deliver(Message(key, payload))
 
     def subscribe(self, key_expr: str) -> QueueSubscription:
+        self._check_open()
         subscription = QueueSubscription(asyncio.get_running_loop(), self._forget)
-        self._bus.subscriptions.append((key_expr, subscription))
+        self._bus.attach(key_expr, subscription)
         self._own.append(subscription)
         return subscription
 
+    async def close(self) -> None:
+        """End every subscription of this transport; the bus and other transports go on."""
+        self._closed = True
+        for subscription in list(self._own):
+            subscription.close()
+
     def _forget(self, subscription: QueueSubscription) -> None:
-        self._bus.subscriptions = [(k, s) for k, s in self._bus.subscriptions
-                                   if s is not subscription]
+        self._bus.detach(subscription)
         if subscription in self._own:
             self._own.remove(subscription)
 
-    async def close(self) -> None:
-        for subscription in list(self._own):
-            subscription.close()
+    def _check_open(self) -> None:
+        if self._closed:
+            raise TransportClosed("this memory transport is closed; make a new one on the bus")

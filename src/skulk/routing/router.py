@@ -1,15 +1,19 @@
-"""The router: typed topics over a transport, keys prefixed by the cluster namespace."""
+"""The router: typed topics over a transport, keys prefixed by the cluster namespace.
 
-import contextlib
+Keys are `skulk/<fingerprint>/<topic>[/<node id>]`. The fingerprint stands in for the
+namespace everywhere, so the raw namespace is never sent or logged.
+"""
+
 import hashlib
-from collections.abc import AsyncIterator
-from typing import TypeVar
+from types import TracebackType
+from typing import Generic, Self, TypeVar
 
 from loguru import logger
 from pydantic import BaseModel
 
+from skulk.routing.keys import check_chunk
 from skulk.routing.topics import TypedTopic
-from skulk.routing.transport import Transport
+from skulk.routing.transport import Subscription, Transport
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.wire import from_msgpack, to_msgpack
 
@@ -17,42 +21,72 @@ T = TypeVar("T", bound=BaseModel)
 
 
 def namespace_fingerprint(namespace: str) -> str:
-    """The key segment for a namespace; the raw namespace is never sent or logged."""
+    """The key chunk that stands for `namespace`: 16 hex chars of its sha256."""
     return hashlib.sha256(namespace.encode()).hexdigest()[:16]
 
 
+class TopicSubscription(Generic[T]):
+    """Decoded values of one topic; use as `async with router.subscribe(topic) as values`.
+
+    Undecodable payloads are logged and skipped. A cancelled wait loses nothing, so the
+    same subscription can be read under `anyio.move_on_after` and read again.
+    """
+
+    def __init__(self, topic: TypedTopic[T], subscription: Subscription) -> None:
+        self._topic = topic
+        self._subscription = subscription
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> T:
+        while True:
+            message = await anext(self._subscription)
+            try:
+                return from_msgpack(self._topic.model, message.payload)
+            except ValueError as error:
+                # The error text can quote the payload, so only its class is logged.
+                logger.warning("dropped an undecodable {} message ({} bytes, {})",
+                               self._topic.name, len(message.payload), type(error).__name__)
+
+    def close(self) -> None:
+        """Stop receiving; iteration ends."""
+        self._subscription.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, error_type: type[BaseException] | None,
+                        error: BaseException | None, traceback: TracebackType | None) -> None:
+        self.close()
+
+
 class Router:
-    """Publishes and subscribes wire values; undecodable payloads are logged and dropped."""
+    """Publishes and subscribes typed values on one namespace of a transport."""
 
     def __init__(self, transport: Transport, *, namespace: str, node_id: NodeId) -> None:
         self._transport = transport
         self._prefix = f"skulk/{namespace_fingerprint(namespace)}"
-        self.node_id = node_id
+        self._node_id = NodeId(check_chunk(node_id))
 
-    def key(self, topic: TypedTopic[T], address: str | None = None) -> str:
-        if topic.addressed:
-            if address is None:
-                raise ValueError(f"topic {topic.name} needs an address")
-            return f"{self._prefix}/{topic.name}/{address}"
-        return f"{self._prefix}/{topic.name}"
+    @property
+    def node_id(self) -> NodeId:
+        return self._node_id
+
+    def key(self, topic: TypedTopic[T], address: NodeId | None = None) -> str:
+        """The transport key of `topic`; an addressed topic needs the node it is for."""
+        if topic.addressed != (address is not None):
+            raise ValueError(f"topic {topic.name!r} takes "
+                             f"{'a node address' if topic.addressed else 'no address'}")
+        base = f"{self._prefix}/{topic.name}"
+        return base if address is None else f"{base}/{check_chunk(address)}"
 
     async def publish(self, topic: TypedTopic[T], value: T) -> None:
-        address = getattr(value, "owner_node", None) if topic.addressed else None
+        """Send `value` to every subscriber of `topic` (of an addressed topic: its node's)."""
+        address = None if topic.address_of is None else topic.address_of(value)
         await self._transport.publish(self.key(topic, address), to_msgpack(value))
 
-    @contextlib.asynccontextmanager
-    async def subscribe(self, topic: TypedTopic[T]) -> AsyncIterator[AsyncIterator[T]]:
-        """Values of `topic`; for an addressed topic, only those addressed to this node."""
-        subscription = self._transport.subscribe(self.key(topic, self.node_id))
-        try:
-            yield self._decoded(topic, subscription)
-        finally:
-            subscription.close()
-
-    async def _decoded(self, topic: TypedTopic[T], subscription: object) -> AsyncIterator[T]:
-        async for message in subscription:  # type: ignore[attr-defined]
-            try:
-                yield from_msgpack(topic.model, message.payload)
-            except ValueError as error:
-                logger.warning("dropped an undecodable {} message ({} bytes): {}",
-                               topic.name, len(message.payload), str(error)[:200])
+    def subscribe(self, topic: TypedTopic[T]) -> TopicSubscription[T]:
+        """Start receiving `topic` now; of an addressed topic, only this node's values."""
+        address = self._node_id if topic.addressed else None
+        return TopicSubscription(topic, self._transport.subscribe(self.key(topic, address)))

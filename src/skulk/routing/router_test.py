@@ -1,16 +1,25 @@
+from typing import Any, TypeVar
+
 import anyio
 import pytest
+from pydantic import BaseModel
 
 from skulk.routing import topics
 from skulk.routing.memory import MemoryBus, MemoryTransport
-from skulk.routing.router import Router, namespace_fingerprint
-from skulk.shared.types.chunks import DataChunk, TokenChunk
-from skulk.shared.types.events import IndexedEvent, TaskDeleted
+from skulk.routing.router import Router, TopicSubscription, namespace_fingerprint
+from skulk.shared.types.chunks import DataChunk, ErrorChunk, TokenChunk
+from skulk.shared.types.commands import CancelTask, CommandEnvelope
+from skulk.shared.types.election import ElectionMessage, StateSyncMessage
+from skulk.shared.types.events import IndexedEvent, LocalEvent, TaskDeleted
 from skulk.shared.types.ids import CommandId, NodeId, SessionId, TaskId
+from skulk.shared.types.telemetry import NodeTelemetry
+from skulk.shared.types.wire import to_msgpack
+
+T = TypeVar("T", bound=BaseModel)
 
 
 def event(index: int) -> IndexedEvent:
-    return IndexedEvent(index=index, session=SessionId("s"),
+    return IndexedEvent(index=index, session=SessionId("s"), master_node=NodeId("m"),
                         event=TaskDeleted(task_id=TaskId("t")))
 
 
@@ -19,18 +28,66 @@ def chunk(owner: str, sequence: int = 0) -> DataChunk:
                      chunk=TokenChunk(text="x"))
 
 
+SAMPLES: dict[str, BaseModel] = {
+    "commands": CommandEnvelope(origin=NodeId("a"), command=CancelTask(
+        command_id=CommandId("c1"), target_command_id=CommandId("c0"))),
+    "local_events": LocalEvent(origin=NodeId("a"), epoch="e", origin_seq=1,
+                               event=TaskDeleted(task_id=TaskId("t"))),
+    "global_events": event(4),
+    "election": ElectionMessage(node_id=NodeId("a"), clock=2, seniority=1, commands_seen=9),
+    "state_sync": StateSyncMessage(kind="replay_request", node_id=NodeId("a"), from_index=3),
+    "telemetry": NodeTelemetry(node_id=NodeId("a"), stamp=1.5, memory_total_bytes=8,
+                               memory_available_bytes=4, cpu_count=2, backends=["cpu"],
+                               has_worker=True),
+    "data": DataChunk(command_id=CommandId("c"), owner_node=NodeId("a"), sequence=3,
+                      chunk=ErrorChunk(error_kind="timeout", message="m")),
+}
+
+
 def router(bus: MemoryBus, node: str, namespace: str = "ns") -> Router:
     return Router(MemoryTransport(bus), namespace=namespace, node_id=NodeId(node))
 
 
-async def take(values: object, count: int) -> list[object]:
-    taken = []
+async def take(values: TopicSubscription[T], count: int) -> list[T]:
+    taken: list[T] = []
     with anyio.fail_after(2):
-        async for value in values:  # type: ignore[attr-defined]
+        async for value in values:
             taken.append(value)
             if len(taken) == count:
                 break
     return taken
+
+
+async def nothing_arrives(values: TopicSubscription[Any]) -> bool:
+    with anyio.move_on_after(0.05):
+        await anext(values)
+        return False
+    return True
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("topic", topics.ALL_TOPICS, ids=lambda topic: topic.name)
+async def test_every_topic_round_trips(topic: topics.TypedTopic[Any]) -> None:
+    bus = MemoryBus()
+    a, b = router(bus, "a"), router(bus, "b")
+    value = SAMPLES[topic.name]
+    async with a.subscribe(topic) as received:
+        await b.publish(topic, value)
+        assert await take(received, 1) == [value]
+
+
+def test_keys_carry_the_fingerprint_not_the_namespace() -> None:
+    a = router(MemoryBus(), "node-a", "secret cluster")
+    fingerprint = namespace_fingerprint("secret cluster")
+    assert len(fingerprint) == 16 and int(fingerprint, 16) >= 0
+    assert a.key(topics.COMMANDS) == f"skulk/{fingerprint}/commands"
+    assert a.key(topics.DATA, NodeId("node-b")) == f"skulk/{fingerprint}/data/node-b"
+    with pytest.raises(ValueError):
+        a.key(topics.DATA)
+    with pytest.raises(ValueError):
+        a.key(topics.COMMANDS, NodeId("node-b"))
+    with pytest.raises(ValueError):
+        a.key(topics.DATA, NodeId("node/*"))
 
 
 @pytest.mark.anyio
@@ -41,8 +98,8 @@ async def test_every_node_gets_broadcasts_in_publish_order() -> None:
             b.subscribe(topics.GLOBAL_EVENTS) as at_b:
         for index in range(5):
             await a.publish(topics.GLOBAL_EVENTS, event(index))
-        assert [e.index for e in await take(at_a, 5)] == list(range(5))  # type: ignore[attr-defined]
-        assert [e.index for e in await take(at_b, 5)] == list(range(5))  # type: ignore[attr-defined]
+        assert [e.index for e in await take(at_a, 5)] == list(range(5))
+        assert [e.index for e in await take(at_b, 5)] == list(range(5))
 
 
 @pytest.mark.anyio
@@ -52,9 +109,11 @@ async def test_data_reaches_only_its_owner() -> None:
     async with a.subscribe(topics.DATA) as at_a, b.subscribe(topics.DATA) as at_b:
         await b.publish(topics.DATA, chunk("a", 0))
         await a.publish(topics.DATA, chunk("b", 1))
-        [got_a] = await take(at_a, 1)
-        [got_b] = await take(at_b, 1)
-        assert (got_a.sequence, got_b.sequence) == (0, 1)  # type: ignore[attr-defined]
+        await a.publish(topics.DATA, chunk("a", 2))
+        assert [got.sequence for got in await take(at_a, 2)] == [0, 2]
+        assert [got.sequence for got in await take(at_b, 1)] == [1]
+        assert await nothing_arrives(at_a)
+        assert await nothing_arrives(at_b)
 
 
 @pytest.mark.anyio
@@ -62,36 +121,84 @@ async def test_garbage_is_dropped_and_the_next_message_still_arrives() -> None:
     bus = MemoryBus()
     transport = MemoryTransport(bus)
     a = Router(transport, namespace="ns", node_id=NodeId("a"))
+    key = a.key(topics.GLOBAL_EVENTS)
     async with a.subscribe(topics.GLOBAL_EVENTS) as received:
-        await transport.publish(a.key(topics.GLOBAL_EVENTS), b"\xc1 garbage")
-        await transport.publish(a.key(topics.GLOBAL_EVENTS), b"\x93\x01\x02\x03")
+        await transport.publish(key, b"\xc1 not msgpack")
+        await transport.publish(key, b"\x93\x01\x02\x03")  # msgpack, wrong shape
+        await transport.publish(key, to_msgpack(chunk("a")))  # another topic's type
         await a.publish(topics.GLOBAL_EVENTS, event(7))
-        [got] = await take(received, 1)
-        assert got.index == 7  # type: ignore[attr-defined]
+        assert [got.index for got in await take(received, 1)] == [7]
+
+
+@pytest.mark.anyio
+async def test_a_dropped_payload_is_logged_by_size_without_its_content() -> None:
+    from loguru import logger
+
+    lines: list[str] = []
+    handler = logger.add(lines.append, level="WARNING", format="{message}")
+    try:
+        transport = MemoryTransport(MemoryBus())
+        a = Router(transport, namespace="ns", node_id=NodeId("a"))
+        async with a.subscribe(topics.TELEMETRY) as received:
+            await transport.publish(a.key(topics.TELEMETRY), b"\x81\xa6secret\x01")
+            with anyio.move_on_after(0.05):
+                await anext(received)
+    finally:
+        logger.remove(handler)
+    assert len(lines) == 1
+    assert "telemetry" in lines[0] and "9 bytes" in lines[0]
+    assert "secret" not in lines[0]
 
 
 @pytest.mark.anyio
 async def test_namespaces_do_not_see_each_other() -> None:
     bus = MemoryBus()
     a, b = router(bus, "a", "one"), router(bus, "b", "two")
-    async with b.subscribe(topics.GLOBAL_EVENTS) as at_b:
+    async with b.subscribe(topics.GLOBAL_EVENTS) as at_b, \
+            a.subscribe(topics.GLOBAL_EVENTS) as at_a:
         await a.publish(topics.GLOBAL_EVENTS, event(0))
         await b.publish(topics.GLOBAL_EVENTS, event(1))
-        [got] = await take(at_b, 1)
-        assert got.index == 1  # type: ignore[attr-defined]
-    assert namespace_fingerprint("one") not in ("one", namespace_fingerprint("two"))
+        assert [got.index for got in await take(at_b, 1)] == [1]
+        assert [got.index for got in await take(at_a, 1)] == [0]
+        assert await nothing_arrives(at_a)
+        assert await nothing_arrives(at_b)
 
 
 @pytest.mark.anyio
-async def test_every_topic_round_trips() -> None:
-    from skulk.shared.types.wire_test import wire_values
-
+async def test_a_subscription_survives_a_cancelled_wait() -> None:
     bus = MemoryBus()
     a = router(bus, "a")
-    for topic in topics.ALL_TOPICS:
-        value = next(v for v in wire_values() if isinstance(v, topic.model))
-        if topic.addressed:
-            value = chunk("a")
-        async with a.subscribe(topic) as received:
-            await a.publish(topic, value)
-            assert await take(received, 1) == [value]
+    async with a.subscribe(topics.ELECTION) as received:
+        assert await nothing_arrives(received)
+        value = SAMPLES["election"]
+        await a.publish(topics.ELECTION, value)
+        assert await take(received, 1) == [value]
+
+
+@pytest.mark.anyio
+async def test_leaving_the_block_ends_the_subscription() -> None:
+    a = router(MemoryBus(), "a")
+    async with a.subscribe(topics.GLOBAL_EVENTS) as received:
+        pass
+    await a.publish(topics.GLOBAL_EVENTS, event(0))
+    assert [value async for value in received] == []
+
+
+@pytest.mark.anyio
+async def test_a_subscription_can_be_held_open_by_a_task() -> None:
+    bus = MemoryBus()
+    a = router(bus, "a")
+    got: list[int] = []
+
+    async def listen(*, task_status: anyio.abc.TaskStatus[None]) -> None:
+        async with a.subscribe(topics.GLOBAL_EVENTS) as received:
+            task_status.started()
+            async for value in received:
+                got.append(value.index)
+
+    async with anyio.create_task_group() as tasks:
+        await tasks.start(listen)
+        await a.publish(topics.GLOBAL_EVENTS, event(1))
+        await anyio.wait_all_tasks_blocked()
+        tasks.cancel_scope.cancel()
+    assert got == [1]

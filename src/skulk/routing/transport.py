@@ -1,26 +1,41 @@
 """The transport interface the router speaks: keyed publish and subscribe of bytes."""
 
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, Self
 
 
 @dataclass(frozen=True)
 class Message:
+    """One publication as a subscriber sees it."""
+
     key: str
     payload: bytes
 
 
-class Subscription(Protocol):
-    """Messages matching one key expression, in arrival order, until closed."""
+class TransportClosed(RuntimeError):
+    """The transport was closed; open a new one to publish or subscribe again."""
 
-    def __aiter__(self) -> AsyncIterator[Message]: ...
+
+class Subscription(Protocol):
+    """Messages matching one key expression, in arrival order, until closed.
+
+    Waiting for the next message is cancellation-safe: a cancelled wait loses nothing and
+    the subscription keeps working. Iteration ends once `close()` is called.
+    """
+
+    def __aiter__(self) -> Self: ...
+
+    async def __anext__(self) -> Message: ...
 
     def close(self) -> None: ...
 
 
 class Transport(Protocol):
-    """Zenoh-style keys: `/`-separated chunks; `*` is one chunk, `**` any number."""
+    """Zenoh-style keys: `/`-separated chunks; `*` is one chunk, `**` any number.
+
+    Every matching subscription receives every publication, the publisher's own included,
+    and one publisher's messages arrive in the order they were published.
+    """
 
     async def publish(self, key: str, payload: bytes) -> None: ...
 

@@ -1,13 +1,19 @@
 import socket
+import subprocess
+import sys
+import textwrap
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import anyio
 import pytest
 
 from skulk.routing import topics
 from skulk.routing.router import Router
+from skulk.routing.transport import Message, Subscription, TransportClosed
 from skulk.routing.zenoh_transport import ZenohTransport
-from skulk.shared.types.events import IndexedEvent, TaskDeleted
-from skulk.shared.types.ids import NodeId, SessionId, TaskId
+from skulk.shared.types.chunks import DataChunk, TokenChunk
+from skulk.shared.types.ids import CommandId, NodeId
 
 
 def free_port() -> int:
@@ -17,53 +23,143 @@ def free_port() -> int:
         return port
 
 
-def event(index: int) -> IndexedEvent:
-    return IndexedEvent(index=index, session=SessionId("s"),
-                        event=TaskDeleted(task_id=TaskId("t")))
+async def until_heard(sender: ZenohTransport, key: str, received: Subscription) -> None:
+    """Peers connect and learn each other's subscriptions asynchronously: probe until one
+    probe lands, then drain the probes still in flight."""
+    with anyio.fail_after(10):
+        while True:
+            await sender.publish(key, b"probe")
+            with anyio.move_on_after(0.1):
+                await anext(received)
+                break
+    with anyio.move_on_after(0.2):
+        async for _ in received:
+            pass
+
+
+async def take(received: Subscription, count: int) -> list[Message]:
+    taken: list[Message] = []
+    with anyio.fail_after(5):
+        async for message in received:
+            if message.payload != b"probe":
+                taken.append(message)
+            if len(taken) == count:
+                break
+    return taken
+
+
+@pytest.fixture
+async def peers() -> AsyncIterator[tuple[ZenohTransport, ZenohTransport]]:
+    port = free_port()
+    first = await ZenohTransport.open(listen=[f"tcp/127.0.0.1:{port}"], connect=[])
+    second = await ZenohTransport.open(listen=["tcp/127.0.0.1:0"],
+                                       connect=[f"tcp/127.0.0.1:{port}"])
+    try:
+        yield first, second
+    finally:
+        await second.close()
+        await first.close()
 
 
 @pytest.mark.anyio
 async def test_a_lone_session_hears_itself() -> None:
     transport = await ZenohTransport.open(listen=["tcp/127.0.0.1:0"], connect=[])
     try:
-        node = Router(transport, namespace="ns", node_id=NodeId("a"))
-        async with node.subscribe(topics.GLOBAL_EVENTS) as received:
-            await node.publish(topics.GLOBAL_EVENTS, event(3))
-            with anyio.fail_after(5):
-                async for got in received:
-                    assert got.index == 3
-                    break
+        assert transport.peer_count() == 0
+        received = transport.subscribe("self/**")
+        await transport.publish("self/a/b", b"one")
+        await transport.publish("self/a", b"two")
+        assert await take(received, 2) == [Message("self/a/b", b"one"), Message("self/a", b"two")]
     finally:
         await transport.close()
 
 
 @pytest.mark.anyio
-async def test_two_peers_exchange_messages_in_order() -> None:
-    port = free_port()
-    first = await ZenohTransport.open(listen=[f"tcp/127.0.0.1:{port}"], connect=[])
-    second = await ZenohTransport.open(listen=["tcp/127.0.0.1:0"],
-                                       connect=[f"tcp/127.0.0.1:{port}"])
-    try:
-        a = Router(first, namespace="ns", node_id=NodeId("a"))
-        b = Router(second, namespace="ns", node_id=NodeId("b"))
-        async with b.subscribe(topics.GLOBAL_EVENTS) as at_b:
-            received: list[int] = []
-            with anyio.fail_after(10):
-                # The peers connect asynchronously: publish until the first one lands.
-                while not received:
-                    await a.publish(topics.GLOBAL_EVENTS, event(-1))
-                    with anyio.move_on_after(0.2):
-                        async for got in at_b:
-                            received.append(got.index)
-                            break
-                for index in range(100):
-                    await a.publish(topics.GLOBAL_EVENTS, event(index))
-                async for got in at_b:
-                    if got.index >= 0:
-                        received.append(got.index)
-                    if len(received) == 101:
-                        break
-            assert received[1:] == list(range(100))
-    finally:
-        await second.close()
-        await first.close()
+async def test_two_peers_exchange_messages_both_ways_in_order(
+        peers: tuple[ZenohTransport, ZenohTransport]) -> None:
+    first, second = peers
+    at_first, at_second = first.subscribe("to/first"), second.subscribe("to/second")
+    await until_heard(first, "to/second", at_second)
+    await until_heard(second, "to/first", at_first)
+    assert first.peer_count() == second.peer_count() == 1
+    for index in range(300):
+        await first.publish("to/second", index.to_bytes(2, "big"))
+        await second.publish("to/first", index.to_bytes(2, "big"))
+    for received, key in ((at_second, "to/second"), (at_first, "to/first")):
+        messages = await take(received, 300)
+        assert {message.key for message in messages} == {key}
+        assert [int.from_bytes(m.payload, "big") for m in messages] == list(range(300))
+
+
+@pytest.mark.anyio
+async def test_routers_on_two_peers_address_data_to_its_owner(
+        peers: tuple[ZenohTransport, ZenohTransport]) -> None:
+    first, second = peers
+    a = Router(first, namespace="ns", node_id=NodeId("node-a"))
+    b = Router(second, namespace="ns", node_id=NodeId("node-b"))
+    async with a.subscribe(topics.DATA) as at_a:
+        wanted = [DataChunk(command_id=CommandId("c"), owner_node=NodeId("node-a"),
+                            sequence=index, chunk=TokenChunk(text=str(index)))
+                  for index in range(20)]
+        with anyio.fail_after(10):
+            # Resend the first chunk until the peers see each other; duplicates are fine.
+            while True:
+                await b.publish(topics.DATA, wanted[0])
+                with anyio.move_on_after(0.1):
+                    await anext(at_a)
+                    break
+            for value in wanted[1:]:
+                await b.publish(topics.DATA, value)
+            await b.publish(topics.DATA, DataChunk(
+                command_id=CommandId("c"), owner_node=NodeId("node-b"), sequence=99,
+                chunk=TokenChunk(text="not for a")))
+            got: list[DataChunk] = []
+            async for value in at_a:
+                if value.sequence != 0:
+                    got.append(value)
+                if value.sequence == wanted[-1].sequence:
+                    break
+        assert got == wanted[1:]
+        with anyio.move_on_after(0.2):
+            stray = await anext(at_a)
+            pytest.fail(f"node-a heard {stray}")
+
+
+@pytest.mark.anyio
+async def test_close_ends_subscriptions_and_refuses_further_use() -> None:
+    transport = await ZenohTransport.open(listen=["tcp/127.0.0.1:0"], connect=[])
+    received = transport.subscribe("k")
+    for _ in range(1000):
+        await transport.publish("k", b"x")  # samples still in flight while closing
+    await transport.close()
+    await transport.close()
+    with anyio.fail_after(2):
+        assert len([message async for message in received]) == 0
+    with pytest.raises(TransportClosed):
+        await transport.publish("k", b"x")
+    with pytest.raises(TransportClosed):
+        transport.subscribe("k")
+
+
+def test_a_process_exits_promptly_after_closing(tmp_path: Path) -> None:
+    script = textwrap.dedent(f"""
+        import anyio
+        from skulk.routing.zenoh_transport import ZenohTransport
+
+        async def main() -> None:
+            first = await ZenohTransport.open(listen=["tcp/127.0.0.1:{free_port()}"],
+                                              connect=[])
+            received = first.subscribe("k")
+            await first.publish("k", b"x")
+            with anyio.fail_after(5):
+                await anext(received)
+            await first.close()
+
+        anyio.run(main)
+        print("done")
+    """)
+    source = Path(__file__).resolve().parents[2]
+    finished = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                              timeout=20, env={"PYTHONPATH": str(source)})
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stdout.strip() == "done"

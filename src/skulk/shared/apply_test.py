@@ -26,7 +26,7 @@ SESSION = SessionId("sess-test")
 def run(events: list[Event], state: State | None = None) -> State:
     state = state or State()
     for event in events:
-        state = apply(state, IndexedEvent(index=state.last_event_applied_idx + 1,
+        state = apply(state, IndexedEvent(master_node="m", index=state.last_event_applied_idx + 1,
                                           session=SESSION, event=event))
     return state
 
@@ -94,7 +94,7 @@ def test_command_rejected_changes_nothing_replicated() -> None:
 def test_snapshot_replaces_state_at_any_index() -> None:
     before = run([TaskCreated(task=f.task())])
     snapshot = State(instances={InstanceId("inst-1"): f.instance()})
-    after = apply(before, IndexedEvent(index=41, session=SESSION,
+    after = apply(before, IndexedEvent(master_node="m", index=41, session=SESSION,
                                        event=StateSnapshotHydrated(state=snapshot)))
     assert after.instances == snapshot.instances and after.tasks == {}
     assert after.last_event_applied_idx == 41
@@ -102,7 +102,7 @@ def test_snapshot_replaces_state_at_any_index() -> None:
 
 def test_out_of_order_index_is_refused() -> None:
     with pytest.raises(EventOutOfOrder):
-        apply(State(), IndexedEvent(index=1, session=SESSION,
+        apply(State(), IndexedEvent(master_node="m", index=1, session=SESSION,
                                     event=TaskDeleted(task_id=TaskId("t"))))
 
 

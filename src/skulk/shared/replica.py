@@ -1,8 +1,9 @@
 """A node's replica of the cluster State, fed by the master's indexed events.
 
-Releases events strictly in index order, buffers early ones, and ignores events from
-any master session but the one it follows. A session starts with a snapshot at index 0,
-so seeing one means a (new) master is speaking.
+Releases events strictly in index order, buffers early ones, and ignores events from any
+master but the elected one and from any of its sessions but the one it follows. A snapshot
+switches sessions (a new master's seed is its event 0; a late joiner is answered with one)
+or catches a lagging replica up.
 """
 
 import math
@@ -14,7 +15,7 @@ from loguru import logger
 
 from skulk.shared.apply import apply
 from skulk.shared.types.events import IndexedEvent, StateSnapshotHydrated
-from skulk.shared.types.ids import SessionId
+from skulk.shared.types.ids import NodeId, SessionId
 from skulk.shared.types.state import State
 
 # Early events held while waiting for a missing one; past this the gap is reported again.
@@ -31,6 +32,11 @@ class StateReplica:
         self._listeners: list[MemoryObjectSendStream[IndexedEvent]] = []
         self._changed = anyio.Event()
         self._on_gap = on_gap
+        self._expected_master: NodeId | None = None
+
+    def follow_master(self, master: NodeId | None) -> None:
+        """Accept events only from `master` (None: from any master, for a lone node)."""
+        self._expected_master = master
 
     @property
     def state(self) -> State:
@@ -52,14 +58,19 @@ class StateReplica:
 
     def receive(self, indexed: IndexedEvent) -> list[IndexedEvent]:
         """Take one event off the wire; returns the events applied because of it."""
-        if isinstance(indexed.event, StateSnapshotHydrated) and indexed.index == 0:
-            if indexed.session != self._session:
-                logger.info("following master session {}", indexed.session)
-                self._session = indexed.session
-                self._buffer.clear()
-                self._state = State()
+        if self._expected_master is not None and indexed.master_node != self._expected_master:
+            return []
+        is_snapshot = isinstance(indexed.event, StateSnapshotHydrated)
+        if is_snapshot and indexed.session != self._session:
+            logger.info("following master {} session {}", indexed.master_node, indexed.session)
+            self._session = indexed.session
+            self._buffer.clear()
+            self._state = State()
+            return self._adopt_snapshot(indexed)
         if indexed.session != self._session:
             return []
+        if is_snapshot and indexed.index > self._state.last_event_applied_idx + 1:
+            return self._adopt_snapshot(indexed)  # catching up past a gap
         if indexed.index <= self._state.last_event_applied_idx:
             return []  # a duplicate
         self._buffer[indexed.index] = indexed
@@ -70,22 +81,32 @@ class StateReplica:
             self._buffer.pop(max(self._buffer))
         return applied
 
-    def _release_in_order(self) -> list[IndexedEvent]:
+    def _adopt_snapshot(self, indexed: IndexedEvent) -> list[IndexedEvent]:
+        self._buffer = {i: e for i, e in self._buffer.items() if i > indexed.index}
+        self._state = apply(self._state, indexed)
+        applied = [indexed, *self._release_in_order(notify=False)]
+        self._notify(applied)
+        return applied
+
+    def _release_in_order(self, notify: bool = True) -> list[IndexedEvent]:
         applied: list[IndexedEvent] = []
         while (next_index := self._state.last_event_applied_idx + 1) in self._buffer:
             indexed = self._buffer.pop(next_index)
             self._state = apply(self._state, indexed)
             applied.append(indexed)
-        if applied:
-            for listener in list(self._listeners):
-                try:
-                    for indexed in applied:
-                        listener.send_nowait(indexed)
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    self._listeners.remove(listener)  # its reader has gone
-            self._changed.set()
-            self._changed = anyio.Event()
+        if applied and notify:
+            self._notify(applied)
         return applied
+
+    def _notify(self, applied: list[IndexedEvent]) -> None:
+        for listener in list(self._listeners):
+            try:
+                for indexed in applied:
+                    listener.send_nowait(indexed)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self._listeners.remove(listener)  # its reader has gone
+        self._changed.set()
+        self._changed = anyio.Event()
 
     async def wait_for(self, predicate: Callable[[State], bool], timeout: float) -> State | None:
         """The first state satisfying `predicate`, or None after `timeout` seconds."""

@@ -9,15 +9,16 @@ from skulk.shared.types.events import (
     StateSnapshotHydrated,
     TaskDeleted,
 )
-from skulk.shared.types.ids import SessionId, TaskId
+from skulk.shared.types.ids import NodeId, SessionId, TaskId
 from skulk.shared.types.state import State
 from skulk.testing import factories as f
 
 S1, S2 = SessionId("s1"), SessionId("s2")
 
 
-def ev(index: int, event: Event, session: SessionId = S1) -> IndexedEvent:
-    return IndexedEvent(index=index, session=session, event=event)
+def ev(index: int, event: Event, session: SessionId = S1, master: str = "m") -> IndexedEvent:
+    return IndexedEvent(master_node=master, index=index, session=session,  # type: ignore[arg-type]
+                        event=event)
 
 
 def seed(session: SessionId = S1) -> IndexedEvent:
@@ -85,3 +86,32 @@ async def test_listeners_and_waiters_see_applied_events() -> None:
 @pytest.mark.anyio
 async def test_wait_for_times_out_with_none() -> None:
     assert await StateReplica().wait_for(lambda s: False, timeout=0.05) is None
+
+
+def test_events_from_a_master_not_elected_are_ignored() -> None:
+    replica = StateReplica()
+    replica.follow_master(NodeId("m"))
+    assert replica.receive(ev(0, StateSnapshotHydrated(state=State()), S2, master="old")) == []
+    assert replica.session is None
+    replica.receive(seed())
+    assert replica.session == S1
+
+
+def test_a_late_joiner_adopts_a_snapshot_at_any_index_then_continues() -> None:
+    replica = StateReplica()
+    assert replica.receive(noop(7)) == []
+    snapshot = State(instances={"inst-1": f.instance()})  # type: ignore[dict-item]
+    assert [e.index for e in replica.receive(ev(8, StateSnapshotHydrated(state=snapshot)))] \
+        == [8]
+    assert [e.index for e in replica.receive(noop(9))] == [9]
+    assert "inst-1" in replica.state.instances and replica.state.last_event_applied_idx == 9
+
+
+def test_a_snapshot_past_a_gap_catches_up_and_an_old_one_is_a_duplicate() -> None:
+    replica = StateReplica()
+    replica.receive(seed())
+    replica.receive(noop(1))
+    assert replica.receive(ev(1, StateSnapshotHydrated(state=State()))) == []
+    snapshot = State(instances={"inst-1": f.instance()})  # type: ignore[dict-item]
+    applied = replica.receive(ev(5, StateSnapshotHydrated(state=snapshot)))
+    assert [e.index for e in applied] == [5] and "inst-1" in replica.state.instances

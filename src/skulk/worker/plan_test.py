@@ -36,7 +36,7 @@ R1, I1, T1 = RunnerId("run-1"), InstanceId("inst-1"), TaskId("task-1")
 def state_with(*events: Event) -> State:
     state = State()
     for event in events:
-        state = apply(state, IndexedEvent(index=state.last_event_applied_idx + 1,
+        state = apply(state, IndexedEvent(master_node="m", index=state.last_event_applied_idx + 1,
                                           session=SessionId("s"), event=event))
     return state
 

@@ -97,9 +97,20 @@ class LocalEvent(WireModel):
     event: Event = Field(description="The event.")
 
 
+class EventSource(WireModel):
+    """Which producer proposed an indexed event, so the producer can stop resending it."""
+
+    origin: NodeId = Field(description="Node that produced the event.")
+    epoch: str = Field(description="The producer's start epoch.")
+    origin_seq: int = Field(description="Sequence within (origin, epoch).")
+
+
 class IndexedEvent(WireModel):
     """An event the master placed in the one cluster-wide order."""
 
     index: int = Field(description="Position in the master's log, from 0.")
     session: SessionId = Field(description="Master session that assigned the index.")
+    master_node: NodeId = Field(description="Master that assigned the index.")
     event: Event = Field(description="The event.")
+    source: EventSource | None = Field(
+        default=None, description="The producer of a local event; None for the master's own.")

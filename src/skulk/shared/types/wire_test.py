@@ -37,7 +37,7 @@ CMD = CommandId("cmd-1")
 
 def wire_values() -> list[BaseModel]:
     values: list[BaseModel] = [
-        IndexedEvent(index=i, session=SessionId("s"), event=e)
+        IndexedEvent(master_node="m", index=i, session=SessionId("s"), event=e)
         for i, e in enumerate(f.one_of_each_event())
     ]
     values += [LocalEvent(origin=NODE, epoch="e1", origin_seq=3, event=f.one_of_each_event()[0])]

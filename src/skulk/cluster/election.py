@@ -1,0 +1,156 @@
+"""Electing the master: every member campaigns, the max of (clock, seniority, commands
+seen, node id) wins once the election timeout has passed.
+
+A campaign starts only when membership really changes (bursts are coalesced) or when a
+peer campaigns in a newer round; a campaign in flight is never cancelled by churn: a change
+during it just schedules the next one. That is what keeps formation from livelocking.
+Seniority is the round in which a node last won (forced masters rank above all), so a
+sitting master wins re-election and keeps its session, and after a partition heals the
+master of the later round wins.
+"""
+
+import math
+from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Set
+
+import anyio
+from loguru import logger
+
+from skulk.shared.types.election import ElectionMessage
+from skulk.shared.types.ids import NodeId
+
+DEFAULT_ELECTION_TIMEOUT_SECONDS = 1.0
+DEFAULT_COALESCE_SECONDS = 0.1
+FORCED_SENIORITY = 1 << 40
+
+
+def rank(message: ElectionMessage) -> tuple[int, int, int, str]:
+    return (message.clock, message.seniority, message.commands_seen, message.node_id)
+
+
+def winner(votes: Iterable[ElectionMessage], members: Set[NodeId]) -> NodeId | None:
+    """The winning member among the votes of one round."""
+    eligible = [vote for vote in votes if vote.node_id in members]
+    return max(eligible, key=rank).node_id if eligible else None
+
+
+class Election:
+    """One node's side of the election; reports each result through `on_result`."""
+
+    def __init__(
+        self,
+        *,
+        node_id: NodeId,
+        publish: Callable[[ElectionMessage], Awaitable[None]],
+        on_result: Callable[[NodeId], Awaitable[None]],
+        commands_seen: Callable[[], int],
+        force_master: bool = False,
+        timeout: float = DEFAULT_ELECTION_TIMEOUT_SECONDS,
+        coalesce: float = DEFAULT_COALESCE_SECONDS,
+    ) -> None:
+        self.node_id = node_id
+        self._publish = publish
+        self._on_result = on_result
+        self._commands_seen = commands_seen
+        self._forced = force_master
+        self._timeout = timeout
+        self._coalesce = coalesce
+        self.members: set[NodeId] = {node_id}
+        self.clock = 0
+        self.seniority = FORCED_SENIORITY if force_master else 0
+        self.master: NodeId | None = None
+        self.campaigns = 0
+        self._votes: dict[NodeId, ElectionMessage] = {}
+        self._campaigning = False
+        self._wanted = anyio.Event()
+
+    async def run(self, membership: AsyncIterable[tuple[NodeId, bool]],
+                  messages: AsyncIterable[ElectionMessage]) -> None:
+        self.request_campaign("start")
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(self._follow_membership, membership)
+            tasks.start_soon(self._follow_messages, messages)
+            await self._campaign_loop()
+
+    def request_campaign(self, why: str) -> None:
+        if not self._wanted.is_set():
+            logger.debug("election wanted: {}", why)
+        self._wanted.set()
+
+    def membership_changed(self, node: NodeId, alive: bool) -> None:
+        before = set(self.members)
+        if alive:
+            self.members.add(node)
+        elif node != self.node_id:
+            self.members.discard(node)
+        if self.members != before:
+            self.request_campaign(f"{node} {'joined' if alive else 'left'}")
+
+    async def _follow_membership(self, membership: AsyncIterable[tuple[NodeId, bool]]) -> None:
+        async for node, alive in membership:
+            self.membership_changed(node, alive)
+
+    def _my_vote(self) -> ElectionMessage:
+        return ElectionMessage(node_id=self.node_id, clock=self.clock,
+                               seniority=self.seniority, commands_seen=self._commands_seen())
+
+    async def _follow_messages(self, messages: AsyncIterable[ElectionMessage]) -> None:
+        async for message in messages:
+            await self.receive(message)
+
+    async def receive(self, message: ElectionMessage) -> None:
+        if message.node_id == self.node_id:
+            return
+        if message.clock > self.clock:
+            # A newer round: join it (this is not churn, so it may replace ours).
+            self.clock = message.clock
+            self._votes = {message.node_id: message}
+            self.request_campaign(f"{message.node_id} campaigns in round {message.clock}")
+            if self._campaigning:
+                self._votes[self.node_id] = self._my_vote()
+                await self._publish(self._votes[self.node_id])
+        elif message.clock == self.clock:
+            late = not self._campaigning and message.node_id not in self._votes
+            self._votes[message.node_id] = message
+            if late:
+                # This round was decided without that vote: decide again, all together.
+                self.request_campaign(f"{message.node_id} voted late in round {self.clock}")
+        elif not self._campaigning:
+            # A peer is behind: campaign so it sees our round and catches up.
+            self.request_campaign(f"{message.node_id} is behind (round {message.clock})")
+
+    async def _campaign_loop(self) -> None:
+        while True:
+            await self._wanted.wait()
+            await anyio.sleep(self._coalesce)  # a burst of changes becomes one campaign
+            self._wanted = anyio.Event()
+            await self._campaign()
+
+    async def _campaign(self) -> None:
+        self._campaigning = True
+        self.campaigns += 1
+        try:
+            joining = self._votes and max(v.clock for v in self._votes.values()) == self.clock
+            if not joining:
+                self.clock += 1
+                self._votes = {}
+            logger.info("election round {} started ({} member(s))", self.clock,
+                        len(self.members))
+            self._votes[self.node_id] = self._my_vote()
+            await self._publish(self._votes[self.node_id])
+            round_started = self.clock
+            with anyio.move_on_after(self._timeout):
+                await anyio.sleep(math.inf)
+            if self.clock != round_started:
+                return  # a newer round took over; its own campaign decides
+            chosen = winner(self._votes.values(), self.members)
+        finally:
+            self._campaigning = False
+        if chosen is None:
+            return
+        if chosen == self.node_id and not self._forced:
+            self.seniority = max(self.seniority, self.clock)
+        changed = chosen != self.master
+        self.master = chosen
+        logger.info("election round {} finished: master is {}{}", self.clock, chosen,
+                    "" if changed else " (unchanged)")
+        await self._on_result(chosen)

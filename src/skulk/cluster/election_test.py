@@ -1,0 +1,135 @@
+"""N elections wired through an in-process broadcast, with membership driven by the test."""
+
+import math
+
+import anyio
+import pytest
+from anyio.streams.memory import MemoryObjectSendStream
+
+from skulk.cluster.election import FORCED_SENIORITY, Election, winner
+from skulk.shared.types.election import ElectionMessage
+from skulk.shared.types.ids import NodeId
+
+
+def vote(node: str, clock: int = 1, seniority: int = 0, seen: int = 0) -> ElectionMessage:
+    return ElectionMessage(node_id=NodeId(node), clock=clock, seniority=seniority,
+                           commands_seen=seen)
+
+
+def test_winner_is_the_max_among_members() -> None:
+    votes = [vote("a", seniority=3), vote("b", seen=100), vote("c", seniority=9)]
+    assert winner(votes, {NodeId("a"), NodeId("b"), NodeId("c")}) == "c"
+    assert winner(votes, {NodeId("a"), NodeId("b")}) == "a"
+    assert winner([vote("a"), vote("b")], {NodeId("a"), NodeId("b")}) == "b"
+    assert winner(votes, set()) is None
+
+
+class Harness:
+    def __init__(self) -> None:
+        self.inboxes: dict[NodeId, MemoryObjectSendStream[ElectionMessage]] = {}
+        self.members: dict[NodeId, MemoryObjectSendStream[tuple[NodeId, bool]]] = {}
+        self.elections: dict[NodeId, Election] = {}
+        self.results: dict[NodeId, list[NodeId]] = {}
+
+    async def start(self, tasks: anyio.abc.TaskGroup, name: str, force: bool = False) -> None:
+        node = NodeId(name)
+        inbox_send, inbox = anyio.create_memory_object_stream[ElectionMessage](math.inf)
+        members_send, members = anyio.create_memory_object_stream[tuple[NodeId, bool]](
+            math.inf)
+        self.inboxes[node], self.members[node] = inbox_send, members_send
+        self.results[node] = []
+
+        async def publish(message: ElectionMessage) -> None:
+            for send in self.inboxes.values():
+                send.send_nowait(message)
+
+        async def on_result(master: NodeId) -> None:
+            self.results[node].append(master)
+
+        election = Election(node_id=node, publish=publish, on_result=on_result,
+                            commands_seen=lambda: 0, force_master=force, timeout=0.2,
+                            coalesce=0.02)
+        self.elections[node] = election
+        for other in list(self.members):
+            self.members[other].send_nowait((node, True))
+            members_send.send_nowait((other, True))
+        tasks.start_soon(election.run, members, inbox)
+
+    def kill(self, name: str) -> None:
+        node = NodeId(name)
+        del self.inboxes[node]
+        del self.members[node]
+        for send in self.members.values():
+            send.send_nowait((node, False))
+
+    def masters(self) -> set[NodeId | None]:
+        return {self.elections[n].master for n in self.inboxes}
+
+    async def converged(self, timeout: float = 5.0) -> NodeId:
+        await anyio.sleep(0.1)  # let pending membership changes reach the elections
+        with anyio.fail_after(timeout):
+            while True:
+                masters = self.masters()
+                if len(masters) == 1 and None not in masters:
+                    busy = any(e._campaigning or e._wanted.is_set()
+                               for n, e in self.elections.items() if n in self.inboxes)
+                    if not busy:
+                        master = masters.pop()
+                        assert master is not None
+                        return master
+                await anyio.sleep(0.05)
+
+
+@pytest.mark.anyio
+async def test_simultaneous_start_converges_to_one_master() -> None:
+    harness = Harness()
+    async with anyio.create_task_group() as tasks:
+        for name in ("a", "b", "c"):
+            await harness.start(tasks, name)
+        assert await harness.converged() == "c"
+        tasks.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+async def test_a_joiner_does_not_unseat_the_master_and_churn_starts_nothing() -> None:
+    harness = Harness()
+    async with anyio.create_task_group() as tasks:
+        await harness.start(tasks, "a")
+        await harness.start(tasks, "b")
+        assert await harness.converged() == "b"
+        await harness.start(tasks, "z")  # the highest id, but no seniority
+        assert await harness.converged() == "b"
+        campaigns = {n: e.campaigns for n, e in harness.elections.items()}
+        for _ in range(20):  # a peer seen again and again is no membership change
+            harness.members[NodeId("a")].send_nowait((NodeId("b"), True))
+        await anyio.sleep(0.5)
+        assert {n: e.campaigns for n, e in harness.elections.items()} == campaigns
+        tasks.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+async def test_killing_the_master_elects_another_and_forcing_wins() -> None:
+    harness = Harness()
+    async with anyio.create_task_group() as tasks:
+        await harness.start(tasks, "a", force=True)
+        await harness.start(tasks, "b")
+        await harness.start(tasks, "c")
+        assert await harness.converged() == "a"
+        assert harness.elections[NodeId("a")].seniority >= FORCED_SENIORITY
+        harness.kill("a")
+        assert await harness.converged() == "c"
+        tasks.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+async def test_a_burst_of_membership_churn_still_converges() -> None:
+    harness = Harness()
+    async with anyio.create_task_group() as tasks:
+        for name in ("a", "b", "c", "d"):
+            await harness.start(tasks, name)
+        for _ in range(5):
+            for send in harness.members.values():
+                send.send_nowait((NodeId("ghost"), True))
+                send.send_nowait((NodeId("ghost"), False))
+        assert await harness.converged() == "d"
+        tasks.cancel_scope.cancel()

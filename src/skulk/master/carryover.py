@@ -1,0 +1,35 @@
+"""Seeding a new master's session from the State it already replicated.
+
+Runners belong to instances, not to sessions: everything that still runs on a live node is
+carried, so healthy runners keep their loaded models across a change of master.
+"""
+
+from collections.abc import Set
+
+from skulk.shared.types.ids import InstanceId, NodeId
+from skulk.shared.types.state import State
+from skulk.shared.types.tasks import TERMINAL_TASK_STATUSES
+
+
+def seed_for_new_session(replica: State, live_nodes: Set[NodeId]) -> State:
+    """Instances carry; runner statuses carry for live nodes; tasks carry if all their
+    instance's nodes live, and are failed with a reason otherwise."""
+    runners = {
+        runner_id: status
+        for instance in replica.instances.values()
+        for runner_id, shard in instance.shards.items()
+        if shard.node_id in live_nodes and (status := replica.runners.get(runner_id))
+    }
+    whole: set[InstanceId] = {
+        instance_id for instance_id, instance in replica.instances.items()
+        if all(shard.node_id in live_nodes for shard in instance.shards.values())
+    }
+    tasks = {}
+    for task_id, task in replica.tasks.items():
+        if task.instance_id not in whole and task.status not in TERMINAL_TASK_STATUSES:
+            task = task.model_copy(update={
+                "status": "failed",
+                "error": "the master changed while a node serving this request was lost; "
+                         "retry the request"})
+        tasks[task_id] = task
+    return State(instances=dict(replica.instances), runners=runners, tasks=tasks)
