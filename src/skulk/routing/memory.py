@@ -6,7 +6,7 @@ import anyio
 
 from skulk.routing.keys import key_matches
 from skulk.routing.queue_subscription import QueueSubscription
-from skulk.routing.transport import Message, TransportClosed
+from skulk.routing.transport import ALIVE, GONE, Message, TransportClosed
 
 
 class MemoryBus:
@@ -14,6 +14,28 @@ class MemoryBus:
 
     def __init__(self) -> None:
         self._subscriptions: list[tuple[str, QueueSubscription]] = []
+        self._tokens: dict[str, "MemoryTransport"] = {}
+        self._watches: list[tuple[str, QueueSubscription]] = []
+
+    def add_token(self, key: str, owner: "MemoryTransport") -> None:
+        self._tokens[key] = owner
+        self._announce(Message(key, ALIVE))
+
+    def drop_tokens_of(self, owner: "MemoryTransport") -> None:
+        for key in [k for k, holder in self._tokens.items() if holder is owner]:
+            del self._tokens[key]
+            self._announce(Message(key, GONE))
+
+    def watch(self, key_expr: str, watch: QueueSubscription) -> None:
+        for key in list(self._tokens):
+            if key_matches(key_expr, key):
+                watch.put(Message(key, ALIVE))
+        self._watches.append((key_expr, watch))
+
+    def _announce(self, message: Message) -> None:
+        for key_expr, watch in list(self._watches):
+            if key_matches(key_expr, message.key):
+                watch.put(message)
 
     def attach(self, key_expr: str, subscription: QueueSubscription) -> None:
         self._subscriptions.append((key_expr, subscription))
@@ -21,6 +43,8 @@ class MemoryBus:
     def detach(self, subscription: QueueSubscription) -> None:
         self._subscriptions = [(key_expr, attached) for key_expr, attached
                                in self._subscriptions if attached is not subscription]
+        self._watches = [(key_expr, attached) for key_expr, attached
+                         in self._watches if attached is not subscription]
 
     def deliver(self, message: Message) -> None:
         """Hand `message` to every matching subscription, synchronously and in order."""
@@ -52,11 +76,24 @@ class MemoryTransport:
         self._own.append(subscription)
         return subscription
 
+    def declare_liveliness(self, key: str) -> None:
+        self._check_open()
+        self._bus.add_token(key, self)
+
+    def watch_liveliness(self, key_expr: str) -> QueueSubscription:
+        self._check_open()
+        watch = QueueSubscription(asyncio.get_running_loop(), self._forget)
+        self._bus.watch(key_expr, watch)
+        self._own.append(watch)
+        return watch
+
     async def close(self) -> None:
-        """End every subscription of this transport; the bus and other transports go on."""
+        """Like a node dying: its subscriptions end and its tokens vanish for everyone;
+        the bus and other transports go on."""
         self._closed = True
         for subscription in list(self._own):
             subscription.close()
+        self._bus.drop_tokens_of(self)
 
     def _forget(self, subscription: QueueSubscription) -> None:
         self._bus.detach(subscription)

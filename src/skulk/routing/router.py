@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from skulk.routing.keys import check_chunk
 from skulk.routing.topics import TypedTopic
-from skulk.routing.transport import Subscription, Transport
+from skulk.routing.transport import ALIVE, Subscription, Transport
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.wire import from_msgpack, to_msgpack
 
@@ -61,6 +61,30 @@ class TopicSubscription(Generic[T]):
         self.close()
 
 
+class MembershipWatch:
+    """Use as `async with router.membership() as changes: async for node, alive in changes`."""
+
+    def __init__(self, subscription: Subscription) -> None:
+        self._subscription = subscription
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> tuple[NodeId, bool]:
+        message = await anext(self._subscription)
+        return NodeId(message.key.rsplit("/", 1)[-1]), message.payload == ALIVE
+
+    def close(self) -> None:
+        self._subscription.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, error_type: type[BaseException] | None,
+                        error: BaseException | None, traceback: TracebackType | None) -> None:
+        self.close()
+
+
 class Router:
     """Publishes and subscribes typed values on one namespace of a transport."""
 
@@ -85,6 +109,14 @@ class Router:
         """Send `value` to every subscriber of `topic` (of an addressed topic: its node's)."""
         address = None if topic.address_of is None else topic.address_of(value)
         await self._transport.publish(self.key(topic, address), to_msgpack(value))
+
+    def announce_membership(self) -> None:
+        """Declare this node a member of the namespace for as long as its transport lives."""
+        self._transport.declare_liveliness(f"{self._prefix}/members/{self._node_id}")
+
+    def membership(self) -> "MembershipWatch":
+        """(node id, alive) for every member now, then for each arrival and departure."""
+        return MembershipWatch(self._transport.watch_liveliness(f"{self._prefix}/members/*"))
 
     def subscribe(self, topic: TypedTopic[T]) -> TopicSubscription[T]:
         """Start receiving `topic` now; of an addressed topic, only this node's values."""

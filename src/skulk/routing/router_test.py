@@ -170,7 +170,7 @@ async def test_a_subscription_survives_a_cancelled_wait() -> None:
     a = router(bus, "a")
     async with a.subscribe(topics.ELECTION) as received:
         assert await nothing_arrives(received)
-        value = SAMPLES["election"]
+        value = ElectionMessage(node_id=NodeId("a"), clock=1, seniority=0, commands_seen=0)
         await a.publish(topics.ELECTION, value)
         assert await take(received, 1) == [value]
 
@@ -202,3 +202,21 @@ async def test_a_subscription_can_be_held_open_by_a_task() -> None:
         await anyio.wait_all_tasks_blocked()
         tasks.cancel_scope.cancel()
     assert got == [1]
+
+
+@pytest.mark.anyio
+async def test_membership_sees_current_members_then_arrivals_and_departures() -> None:
+    bus = MemoryBus()
+    a_transport, b_transport = MemoryTransport(bus), MemoryTransport(bus)
+    a = Router(a_transport, namespace="ns", node_id=NodeId("a"))
+    b = Router(b_transport, namespace="ns", node_id=NodeId("b"))
+    Router(MemoryTransport(bus), namespace="elsewhere", node_id=NodeId("c")
+           ).announce_membership()
+    a.announce_membership()
+    async with a.membership() as changes:
+        with anyio.fail_after(2):
+            assert await anext(changes) == ("a", True)
+            b.announce_membership()
+            assert await anext(changes) == ("b", True)
+            await b_transport.close()
+            assert await anext(changes) == ("b", False)

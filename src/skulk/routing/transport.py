@@ -30,15 +30,28 @@ class Subscription(Protocol):
     def close(self) -> None: ...
 
 
+# Payloads of liveliness messages: a token appeared, or went away.
+ALIVE = b"+"
+GONE = b"-"
+
+
 class Transport(Protocol):
     """Zenoh-style keys: `/`-separated chunks; `*` is one chunk, `**` any number.
 
     Every matching subscription receives every publication, the publisher's own included,
     and one publisher's messages arrive in the order they were published.
+
+    Liveliness: a token declared under a key lives as long as its transport (or its
+    process); a watch yields an `ALIVE` message for every live token first, then `ALIVE`
+    and `GONE` messages as tokens come and go.
     """
 
     async def publish(self, key: str, payload: bytes) -> None: ...
 
     def subscribe(self, key_expr: str) -> Subscription: ...
+
+    def declare_liveliness(self, key: str) -> None: ...
+
+    def watch_liveliness(self, key_expr: str) -> Subscription: ...
 
     async def close(self) -> None: ...

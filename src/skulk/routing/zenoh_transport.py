@@ -13,7 +13,7 @@ import anyio
 import zenoh
 
 from skulk.routing.queue_subscription import QueueSubscription
-from skulk.routing.transport import Message, TransportClosed
+from skulk.routing.transport import ALIVE, GONE, Message, TransportClosed
 
 
 def _config(listen: list[str], connect: list[str], multicast_scouting: bool) -> zenoh.Config:
@@ -36,6 +36,7 @@ class ZenohTransport:
         self._session = session
         self._publishers: dict[str, zenoh.Publisher] = {}
         self._subscribers: dict[QueueSubscription, zenoh.Subscriber[None]] = {}
+        self._tokens: list[zenoh.LivelinessToken] = []
         self._closed = False
 
     @classmethod
@@ -77,6 +78,23 @@ class ZenohTransport:
         self._subscribers[subscription] = self._session.declare_subscriber(key_expr, on_sample)
         return subscription
 
+    def declare_liveliness(self, key: str) -> None:
+        self._check_open()
+        self._tokens.append(self._session.liveliness().declare_token(key))
+
+    def watch_liveliness(self, key_expr: str) -> QueueSubscription:
+        self._check_open()
+        watch = QueueSubscription(asyncio.get_running_loop(), self._forget)
+
+        def on_change(sample: zenoh.Sample) -> None:
+            alive = sample.kind == zenoh.SampleKind.PUT
+            watch.put_threadsafe(Message(str(sample.key_expr), ALIVE if alive else GONE))
+
+        # history=True: the tokens alive now arrive first, then the changes.
+        self._subscribers[watch] = self._session.liveliness().declare_subscriber(
+            key_expr, on_change, history=True)
+        return watch
+
     async def close(self) -> None:
         """End every subscription, then close the session; safe to call twice."""
         if self._closed:
@@ -87,6 +105,9 @@ class ZenohTransport:
         for publisher in self._publishers.values():
             _undeclare(publisher)
         self._publishers.clear()
+        for token in self._tokens:
+            token.undeclare()  # type: ignore[no-untyped-call]
+        self._tokens.clear()
         await anyio.to_thread.run_sync(self._session.close)
 
     def _forget(self, subscription: QueueSubscription) -> None:

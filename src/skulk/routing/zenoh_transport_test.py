@@ -163,3 +163,29 @@ def test_a_process_exits_promptly_after_closing(tmp_path: Path) -> None:
                               timeout=20, env={"PYTHONPATH": str(source)})
     assert finished.returncode == 0, finished.stderr
     assert finished.stdout.strip() == "done"
+
+
+@pytest.mark.anyio
+async def test_liveliness_tracks_a_peer_coming_and_going() -> None:
+    port = free_port()
+    first = await ZenohTransport.open(listen=[f"tcp/127.0.0.1:{port}"], connect=[])
+    second = await ZenohTransport.open(listen=["tcp/127.0.0.1:0"],
+                                       connect=[f"tcp/127.0.0.1:{port}"])
+    try:
+        a = Router(first, namespace="ns", node_id=NodeId("a"))
+        b = Router(second, namespace="ns", node_id=NodeId("b"))
+        a.announce_membership()
+        b.announce_membership()
+        seen: dict[str, bool] = {}
+        async with a.membership() as changes:
+            with anyio.fail_after(10):
+                while seen != {"a": True, "b": True}:
+                    node, alive = await anext(changes)
+                    seen[node] = alive
+                await second.close()
+                while seen.get("b") is not False:
+                    node, alive = await anext(changes)
+                    seen[node] = alive
+        assert seen == {"a": True, "b": False}
+    finally:
+        await first.close()

@@ -95,7 +95,8 @@ class Cluster:
         self.apply(StateSnapshotHydrated(state=State()))
 
     def apply(self, event: Event) -> None:
-        self.replica.receive(IndexedEvent(master_node="m", index=self._index, session=SessionId("s"),
+        self.replica.receive(IndexedEvent(master_node="m", index=self._index,
+                                          session=SessionId("s"),
                                           event=event))
         self._index += 1
 
