@@ -10,7 +10,7 @@ import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import anyio
 import uvicorn
@@ -21,8 +21,11 @@ from pydantic import BaseModel
 from skulk.api.app import create_app
 from skulk.api.context import ApiContext
 from skulk.api.streams import StreamRegistry
+from skulk.cluster.election import DEFAULT_ELECTION_TIMEOUT_SECONDS, Election
+from skulk.cluster.local_events import LocalEventSender
+from skulk.cluster.master_seat import MasterSeat
 from skulk.master.event_log import DiskEventLog
-from skulk.master.main import Master
+from skulk.master.main import TOPOLOGY_SETTLE_GRACE_SECONDS
 from skulk.models.catalog import ModelCatalog
 from skulk.node_identity import load_or_create_node_id
 from skulk.routing import topics
@@ -32,20 +35,30 @@ from skulk.shared.replica import StateReplica
 from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.chunks import DataChunk, ErrorChunk, ErrorKind
 from skulk.shared.types.commands import Command, CommandEnvelope, PlaceInstance
+from skulk.shared.types.election import ElectionMessage, StateSyncMessage
 from skulk.shared.types.events import (
     CommandRejected,
     Event,
     IndexedEvent,
-    LocalEvent,
     TaskStatusUpdated,
 )
-from skulk.shared.types.ids import CommandId, ModelId, NodeId, new_command_id, new_instance_id
+from skulk.shared.types.ids import (
+    CommandId,
+    ModelId,
+    NodeId,
+    RunnerId,
+    new_command_id,
+    new_instance_id,
+)
 from skulk.shared.types.telemetry import NodeTelemetry
 from skulk.worker.main import SupervisorFactory, Worker
 from skulk.worker.runner.supervisor import RunnerSupervisor
 from skulk.worker.telemetry import probe_backends, read_telemetry
 
 T = TypeVar("T", bound=BaseModel)
+U = TypeVar("U")
+U_co = TypeVar("U_co", covariant=True)
+SYNC_INTERVAL_SECONDS = 0.5
 
 TELEMETRY_INTERVAL_SECONDS = 2.0
 # A failed task's own error chunk travels the data plane and usually wins; the control
@@ -67,6 +80,18 @@ class NodeConfig:
     auto_place: bool = True
     engine_threads: int | None = None
     stream_idle_timeout: float = 60.0
+    discover: bool = False
+    force_master: bool = False
+    election_timeout: float = DEFAULT_ELECTION_TIMEOUT_SECONDS
+    settle_grace_seconds: float = TOPOLOGY_SETTLE_GRACE_SECONDS
+
+
+class _Closable(Protocol[U_co]):
+    """A subscription: an async iterator that must be closed."""
+
+    def __aiter__(self) -> AsyncIterator[U_co]: ...
+
+    def close(self) -> None: ...
 
 
 class _QuietSignalsServer(uvicorn.Server):
@@ -91,9 +116,14 @@ class Node:
         self._transport = transport
         self._supervisor_factory = supervisor_factory
         self._epoch = secrets.token_hex(6)
-        self._local_seq = 0
         self.node_id = NodeId("")
-        self.replica = StateReplica()
+        self._gap_from: int | None = None
+        self.replica = StateReplica(on_gap=self._note_gap)
+        self.live_nodes: set[NodeId] = set()
+        self.election: Election | None = None
+        self.seat: MasterSeat | None = None
+        self._local_events: LocalEventSender | None = None
+        self._worker: Worker | None = None
         self.telemetry = TelemetryView()
         self.streams = StreamRegistry(idle_timeout=config.stream_idle_timeout)
         self.ready = anyio.Event()
@@ -108,23 +138,37 @@ class Node:
     async def run(self) -> None:
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
         self.node_id = load_or_create_node_id(self.config.data_dir)
+        self.live_nodes = {self.node_id}
         self._router = Router(self._transport, namespace=self.config.namespace,
                               node_id=self.node_id)
+        self._local_events = LocalEventSender(
+            node_id=self.node_id, epoch=self._epoch,
+            publish=lambda local: self.router.publish(topics.LOCAL_EVENTS, local))
         catalog = ModelCatalog.builtin(self.config.data_dir / "models")
         event_log = DiskEventLog(self.config.data_dir / "event_log")
+        self.seat = MasterSeat(
+            node_id=self.node_id, router=self.router, catalog=catalog,
+            telemetry=self.telemetry, event_log=event_log, replica=self.replica,
+            live_nodes=lambda: self.live_nodes, publish=self._publish_indexed,
+            settle_grace_seconds=self.config.settle_grace_seconds)
+        self.election = Election(
+            node_id=self.node_id, publish=self._publish_election, on_result=self._elected,
+            commands_seen=lambda: self.replica.state.last_event_applied_idx + 1,
+            force_master=self.config.force_master, timeout=self.config.election_timeout)
         try:
             async with anyio.create_task_group() as tasks:
                 await self._start_listeners(tasks)
-                master = Master(
-                    node_id=self.node_id, catalog=catalog, telemetry=self.telemetry,
-                    event_log=event_log,
-                    commands=await self._subscription(tasks, topics.COMMANDS),
-                    local_events=await self._subscription(tasks, topics.LOCAL_EVENTS),
-                    publish=self._publish_indexed)
+                tasks.start_soon(self.seat.run)
+                self.router.announce_membership()
+                membership: AsyncIterator[tuple[NodeId, bool]] = await self._open(
+                    tasks, self.router.membership())
+                election_messages = await self._subscription(tasks, topics.ELECTION)
+                tasks.start_soon(self.election.run, self._track_members(membership),
+                                 election_messages)
                 tasks.start_soon(self._publish_telemetry_forever)
-                tasks.start_soon(master.run)
+                tasks.start_soon(self._keep_in_sync)
                 if self.config.run_worker:
-                    worker = Worker(
+                    worker = self._worker = Worker(
                         node_id=self.node_id, replica=self.replica, catalog=catalog,
                         publish_event=self.publish_local_event,
                         publish_chunk=self._publish_chunk, send_command=self.send_command,
@@ -133,14 +177,55 @@ class Node:
                     tasks.start_soon(worker.run)
                 if self.config.run_api:
                     tasks.start_soon(self._serve_api, catalog)
-                await self.replica.wait_for(lambda s: s.last_event_applied_idx >= 0, 30.0)
+                await self.replica.wait_for(lambda s: self.replica.session is not None, 60.0)
                 for model in self.config.serve:
-                    await self.send_command(PlaceInstance(
-                        command_id=new_command_id(), instance_id=new_instance_id(),
-                        model_id=ModelId(model)))
+                    if not self.replica.state.instances_of(ModelId(model)):
+                        await self.send_command(PlaceInstance(
+                            command_id=new_command_id(), instance_id=new_instance_id(),
+                            model_id=ModelId(model)))
                 self.ready.set()
         finally:
             event_log.close()
+
+    @property
+    def master_node(self) -> NodeId | None:
+        return None if self.election is None else self.election.master
+
+    async def _track_members(self, membership: AsyncIterator[tuple[NodeId, bool]]
+                             ) -> AsyncIterator[tuple[NodeId, bool]]:
+        async for node, alive in membership:
+            if alive:
+                self.live_nodes.add(node)
+            elif node != self.node_id:
+                self.live_nodes.discard(node)
+            yield node, alive
+
+    async def _elected(self, master: NodeId) -> None:
+        self.replica.follow_master(master)
+        assert self.seat is not None
+        self.seat.elected(master)
+
+    async def _publish_election(self, message: ElectionMessage) -> None:
+        await self.router.publish(topics.ELECTION, message)
+
+    def _note_gap(self, from_index: int) -> None:
+        self._gap_from = from_index
+
+    async def _keep_in_sync(self) -> None:
+        """Ask the master for what this replica lacks; resend unindexed local events."""
+        assert self._local_events is not None
+        while True:
+            await anyio.sleep(SYNC_INTERVAL_SECONDS)
+            master = self.master_node
+            if master is not None and self.replica.master_node != master:
+                await self.router.publish(topics.STATE_SYNC, StateSyncMessage(
+                    kind="snapshot_request", node_id=self.node_id))
+            elif self._gap_from is not None:
+                gap, self._gap_from = self._gap_from, None
+                await self.router.publish(topics.STATE_SYNC, StateSyncMessage(
+                    kind="replay_request", node_id=self.node_id,
+                    session=self.replica.session, from_index=gap))
+            await self._local_events.resend_due()
 
     def stop(self) -> None:
         if self._api_server is not None:
@@ -148,8 +233,12 @@ class Node:
 
     async def _subscription(self, tasks: TaskGroup, topic: topics.TypedTopic[T]
                             ) -> AsyncIterator[T]:
-        messages: AsyncIterator[T] = await tasks.start(_pump_subscription, self.router, topic)
-        return messages
+        return await self._open(tasks, self.router.subscribe(topic))
+
+    async def _open(self, tasks: TaskGroup, subscription: _Closable[U]) -> AsyncIterator[U]:
+        """Hold `subscription` open in the task group; its values are read elsewhere."""
+        opened: AsyncIterator[U] = await tasks.start(_hold_open, subscription)
+        return opened
 
     async def _start_listeners(self, tasks: TaskGroup) -> None:
         global_events = await self._subscription(tasks, topics.GLOBAL_EVENTS)
@@ -160,15 +249,23 @@ class Node:
         tasks.start_soon(self._dispatch_data, data)
         tasks.start_soon(self._end_failed_streams, tasks)
 
+    async def send_command_place(self, model: ModelId,
+                                 excluded: list[NodeId] | None = None) -> None:
+        """Place `model` (for operators' scripts and tests; the API has POST /place_instance)."""
+        await self.send_command(PlaceInstance(
+            command_id=new_command_id(), instance_id=new_instance_id(), model_id=model,
+            excluded_nodes=excluded or []))
+
+    def runner_pid(self, runner_id: RunnerId) -> int | None:
+        return None if self._worker is None else self._worker.runner_pid(runner_id)
+
     async def send_command(self, command: Command) -> None:
         await self.router.publish(topics.COMMANDS,
                                   CommandEnvelope(origin=self.node_id, command=command))
 
     async def publish_local_event(self, event: Event) -> None:
-        local = LocalEvent(origin=self.node_id, epoch=self._epoch,
-                           origin_seq=self._local_seq, event=event)
-        self._local_seq += 1
-        await self.router.publish(topics.LOCAL_EVENTS, local)
+        assert self._local_events is not None
+        await self._local_events.send(event)
 
     async def _publish_indexed(self, indexed: IndexedEvent) -> None:
         await self.router.publish(topics.GLOBAL_EVENTS, indexed)
@@ -180,7 +277,7 @@ class Node:
         backends = probe_backends() if self.config.run_worker else []
         while True:
             reading = read_telemetry(self.node_id, has_worker=self.config.run_worker,
-                                     backends=backends)
+                                     backends=backends, api_url=self._api_url())
             self.telemetry.update(reading)  # our own reading needs no round trip
             await self.router.publish(topics.TELEMETRY, reading)
             await anyio.sleep(TELEMETRY_INTERVAL_SECONDS)
@@ -197,6 +294,8 @@ class Node:
         """Control-plane failures end the streams they concern."""
         async with self.replica.subscribe() as applied:
             async for indexed in applied:
+                if self._local_events is not None:
+                    self._local_events.indexed(indexed)
                 event = indexed.event
                 if isinstance(event, CommandRejected):
                     self.streams.fail(event.command_id, ErrorChunk(
@@ -215,11 +314,18 @@ class Node:
         await anyio.sleep(FAILURE_GRACE_SECONDS)
         self.streams.fail(command_id, error)
 
+    def _api_url(self) -> str | None:
+        if not self.config.run_api:
+            return None
+        return f"http://{self.config.api_host}:{self.config.api_port}"
+
     async def _serve_api(self, catalog: ModelCatalog) -> None:
         context = ApiContext(node_id=self.node_id, catalog=catalog, replica=self.replica,
                              telemetry=self.telemetry, streams=self.streams,
                              send_command=self.send_command,
-                             auto_place=self.config.auto_place)
+                             auto_place=self.config.auto_place,
+                             live_nodes=lambda: self.live_nodes,
+                             master_node=lambda: self.master_node)
         config = uvicorn.Config(create_app(context), host=self.config.api_host,
                                 port=self.config.api_port, log_level="warning",
                                 lifespan="off")
@@ -227,12 +333,13 @@ class Node:
         await self._api_server.serve()
 
 
-async def _pump_subscription(router: Router, topic: topics.TypedTopic[T], *,
-                             task_status: anyio.abc.TaskStatus[AsyncIterator[T]]) -> None:
-    """Subscribe, report the subscription as started, then hold it open."""
-    async with router.subscribe(topic) as messages:
-        task_status.started(messages)
+async def _hold_open(subscription: _Closable[U], *,
+                     task_status: anyio.abc.TaskStatus[AsyncIterator[U]]) -> None:
+    try:
+        task_status.started(subscription.__aiter__())
         await anyio.sleep_forever()
+    finally:
+        subscription.close()
 
 
 def api_banner(config: NodeConfig) -> str:
@@ -252,7 +359,8 @@ async def run_node_forever(config: NodeConfig,
     from skulk.routing.zenoh_transport import ZenohTransport
 
     transport = (await open_transport(config) if open_transport else
-                 await ZenohTransport.open(listen=config.listen, connect=config.peers))
+                 await ZenohTransport.open(listen=config.listen, connect=config.peers,
+                                           multicast_scouting=config.discover))
     node = Node(config, transport)
     try:
         async with anyio.create_task_group() as tasks:

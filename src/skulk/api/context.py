@@ -1,6 +1,6 @@
 """What the API needs from its node: identity, cards, the State replica, streams, commands."""
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Set
 from dataclasses import dataclass, field
 
 import anyio
@@ -27,5 +27,8 @@ class ApiContext:
     auto_place: bool = True
     # How long a request waits for an instance to become ready (placement + load).
     ready_timeout_seconds: float = 300.0
+    # The cluster as this node sees it: live members and the elected master.
+    live_nodes: Callable[[], Set[NodeId]] = lambda: frozenset()
+    master_node: Callable[[], NodeId | None] = lambda: None
     # One placement at a time per model, so concurrent first requests place it once.
     placement_locks: dict[ModelId, anyio.Lock] = field(default_factory=dict)

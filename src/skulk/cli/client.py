@@ -29,21 +29,24 @@ def _print_error(response: httpx.Response) -> int:
 
 
 def status(url: str) -> int:
-    response = _request("GET", f"{url}/state")
+    response = _request("GET", f"{url}/cluster")
     if response.status_code != 200:
         return _print_error(response)
-    state = response.json()
-    print(f"node {state.get('node_id')}")
-    for node_id, reading in state.get("telemetry", {}).items():
-        gib = reading["memory_available_bytes"] / 1024**3
-        print(f"  node {node_id}: {gib:.1f} GiB available, backends "
-              f"{', '.join(reading['backends']) or 'none'}")
-    for instance_id, instance in state.get("instances", {}).items():
-        print(f"  instance {instance_id}: {instance['model_id']} on {instance['engine']}")
-        for runner_id, shard in instance["shards"].items():
-            status_kind = state.get("runners", {}).get(runner_id, {}).get("kind", "unknown")
-            print(f"    rank {shard['rank']} on {shard['node_id']}: {status_kind}")
-    print(f"  tasks in flight: {len(state.get('tasks', {}))}")
+    cluster = response.json()
+    print(f"node {cluster['node_id']}, master {cluster['master_node_id'] or 'not elected yet'}")
+    for node in cluster["nodes"]:
+        memory = node["memory_available_bytes"]
+        free = f"{memory / 1024**3:.1f} GiB available" if memory else "no readings"
+        role = " (master)" if node["node_id"] == cluster["master_node_id"] else ""
+        print(f"  node {node['node_id']}{role}: {'up' if node['alive'] else 'gone'}, {free}, "
+              f"backends {', '.join(node['backends']) or 'none'}, api {node['api_url']}")
+    for instance in cluster["instances"]:
+        print(f"  instance {instance['instance_id']}: {instance['model_id']} on "
+              f"{instance['engine']}, {instance['status']}")
+        for rank in instance["ranks"]:
+            print(f"    rank {rank['rank']} on {rank['node_id']}: layers "
+                  f"{rank['start_layer']}-{rank['end_layer']}, {rank['runner_status']}")
+    print(f"  tasks in flight: {cluster['tasks_in_flight']}")
     return 0
 
 

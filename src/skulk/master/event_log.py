@@ -88,6 +88,22 @@ class DiskEventLog:
         except OSError as error:
             self._degrade(f"writing the event log failed: {error}")
 
+    def start_session(self) -> None:
+        """A new master session indexes from 0: archive what the live file holds."""
+        if self.next_index == 0:
+            return
+        self.next_index = 0
+        if self._file is None or self.degraded:
+            return
+        self._file.close()
+        try:
+            archive(self.directory / LIVE_FILE, self.directory)
+            enforce_caps(self.directory, self._max_archives, self._max_archive_bytes)
+            self._file = (self.directory / LIVE_FILE).open("ab")
+        except OSError as error:
+            self._file = None
+            self._degrade(f"could not start a new event log file: {error}")
+
     def read_range(self, start: int, end: int) -> list[IndexedEvent]:
         """Persisted events with `start <= index < end`."""
         live = self.directory / LIVE_FILE

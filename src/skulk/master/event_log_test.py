@@ -115,3 +115,14 @@ def test_an_unusable_directory_degrades_instead_of_crashing(tmp_path: Path) -> N
     log = DiskEventLog(blocker / "log")
     fill(log, 2)
     assert log.degraded and log.next_index == 2
+
+
+def test_a_new_session_archives_the_old_one_and_counts_from_zero(tmp_path: Path) -> None:
+    log = DiskEventLog(tmp_path)
+    fill(log, 3)
+    log.start_session()
+    assert log.next_index == 0
+    fill(log, 2)
+    assert [e.index for e in log.read_range(0, 10)] == [0, 1]
+    [archived] = tmp_path.glob(ARCHIVE_GLOB)
+    assert [e.index for e in read_archive(archived)] == [0, 1, 2]

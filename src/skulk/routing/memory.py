@@ -14,7 +14,7 @@ class MemoryBus:
 
     def __init__(self) -> None:
         self._subscriptions: list[tuple[str, QueueSubscription]] = []
-        self._tokens: dict[str, "MemoryTransport"] = {}
+        self._tokens: dict[str, MemoryTransport] = {}
         self._watches: list[tuple[str, QueueSubscription]] = []
 
     def add_token(self, key: str, owner: "MemoryTransport") -> None:

@@ -33,6 +33,7 @@ class StateReplica:
         self._changed = anyio.Event()
         self._on_gap = on_gap
         self._expected_master: NodeId | None = None
+        self._master_node: NodeId | None = None
 
     def follow_master(self, master: NodeId | None) -> None:
         """Accept events only from `master` (None: from any master, for a lone node)."""
@@ -45,6 +46,11 @@ class StateReplica:
     @property
     def session(self) -> SessionId | None:
         return self._session
+
+    @property
+    def master_node(self) -> NodeId | None:
+        """The master whose session this replica follows."""
+        return self._master_node
 
     def subscribe(self) -> MemoryObjectReceiveStream[IndexedEvent]:
         """A stream of every event applied from now on, in order."""
@@ -64,6 +70,7 @@ class StateReplica:
         if is_snapshot and indexed.session != self._session:
             logger.info("following master {} session {}", indexed.master_node, indexed.session)
             self._session = indexed.session
+            self._master_node = indexed.master_node
             self._buffer.clear()
             self._state = State()
             return self._adopt_snapshot(indexed)

@@ -12,8 +12,15 @@ from skulk.models.catalog import ModelCatalog
 from skulk.shared.replica import StateReplica
 from skulk.shared.types.chunks import DataChunk
 from skulk.shared.types.commands import Command, DeleteInstance
-from skulk.shared.types.events import Event, RunnerStatusUpdated
-from skulk.shared.types.ids import InstanceId, NodeId, RunnerId, TaskId, new_command_id
+from skulk.shared.types.events import Event, RunnerStatusUpdated, StateSnapshotHydrated
+from skulk.shared.types.ids import (
+    InstanceId,
+    NodeId,
+    RunnerId,
+    SessionId,
+    TaskId,
+    new_command_id,
+)
 from skulk.shared.types.instances import Instance
 from skulk.shared.types.runners import RunnerFailed, RunnerStatus
 from skulk.shared.types.tasks import TextGenerationTask
@@ -93,6 +100,7 @@ class Worker:
         self._given_up: set[InstanceId] = set()
         self._crashes: dict[InstanceId, CrashWindow] = {}
         self._wake = anyio.Event()
+        self._reported_session: SessionId | None = None
 
     def local_runners(self) -> dict[RunnerId, LocalRunner]:
         return {
@@ -107,6 +115,10 @@ class Worker:
             )
             for runner_id, runner in self._runners.items()
         }
+
+    def runner_pid(self, runner_id: RunnerId) -> int | None:
+        runner = self._runners.get(runner_id)
+        return None if runner is None else getattr(runner.supervisor, "pid", None)
 
     async def run(self) -> None:
         try:
@@ -123,8 +135,19 @@ class Worker:
 
     async def _watch_replica(self) -> None:
         async with self._replica.subscribe() as applied:
-            async for _ in applied:
+            async for indexed in applied:
+                if isinstance(indexed.event, StateSnapshotHydrated) and (
+                        indexed.session != self._reported_session):
+                    self._reported_session = indexed.session
+                    await self._report_runner_statuses()
                 self.wake()
+
+    async def _report_runner_statuses(self) -> None:
+        """A new master session may lack our runners' latest statuses: report them again."""
+        for runner_id, runner in self._runners.items():
+            status = runner.supervisor.status
+            if status is not None:
+                await self._publish_event(RunnerStatusUpdated(runner_id=runner_id, status=status))
 
     async def _plan_loop(self, tasks: TaskGroup) -> None:
         while True:

@@ -18,7 +18,8 @@ def probe_backends() -> list[str]:
     return backends
 
 
-def read_telemetry(node_id: NodeId, *, has_worker: bool, backends: list[str]) -> NodeTelemetry:
+def read_telemetry(node_id: NodeId, *, has_worker: bool, backends: list[str],
+                   api_url: str | None = None) -> NodeTelemetry:
     memory = psutil.virtual_memory()
     return NodeTelemetry(
         node_id=node_id,
@@ -28,4 +29,5 @@ def read_telemetry(node_id: NodeId, *, has_worker: bool, backends: list[str]) ->
         cpu_count=os.cpu_count() or 1,
         backends=backends,
         has_worker=has_worker,
+        api_url=api_url,
     )

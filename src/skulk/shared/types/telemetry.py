@@ -16,3 +16,4 @@ class NodeTelemetry(WireModel):
     cpu_count: int = Field(description="Logical CPUs.")
     backends: list[str] = Field(description="Engine tags, e.g. `llama_cpp-cpu`.")
     has_worker: bool = Field(description="Whether the node runs models.")
+    api_url: str | None = Field(default=None, description="The node's HTTP API, if it serves one.")

@@ -1,0 +1,41 @@
+"""`GET /cluster`: a small, stable summary of the cluster for people and scripts.
+
+`/state` is the whole replicated State; this is what `skulk status` and scripts rely on:
+`{"node_id", "master_node_id", "nodes": [...], "instances": [...]}`.
+"""
+
+from fastapi import APIRouter, Request
+
+from skulk.api.context import ApiContext
+from skulk.api.instance_view import instance_body
+
+router = APIRouter(tags=["cluster"])
+
+
+@router.get("/cluster")
+async def cluster(request: Request) -> dict[str, object]:
+    context: ApiContext = request.app.state.context
+    state = context.replica.state
+    readings = context.telemetry.live()
+    live = context.live_nodes() or {context.node_id}
+    nodes = []
+    for node_id in sorted(live | set(readings)):
+        reading = readings.get(node_id)
+        nodes.append({
+            "node_id": node_id,
+            "alive": node_id in live,
+            "api_url": reading.api_url if reading else None,
+            "has_worker": reading.has_worker if reading else None,
+            "backends": reading.backends if reading else [],
+            "memory_available_bytes": reading.memory_available_bytes if reading else None,
+            "memory_total_bytes": reading.memory_total_bytes if reading else None,
+            "health": "ok" if node_id in live and reading else "unknown",
+        })
+    return {
+        "node_id": context.node_id,
+        "master_node_id": context.master_node(),
+        "session": context.replica.session,
+        "nodes": nodes,
+        "instances": [instance_body(state, i) for i in state.instances.values()],
+        "tasks_in_flight": len(state.tasks),
+    }

@@ -1,0 +1,182 @@
+"""Several whole nodes in one process on the in-memory bus, echo engine in real runners."""
+
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import openai
+import pytest
+
+from skulk.api.instance_view import has_ready_instance
+from skulk.node import Node, NodeConfig
+from skulk.routing.memory import MemoryBus, MemoryTransport
+from skulk.shared.types.ids import ModelId, NodeId
+from skulk.worker.runner.supervisor import RunnerSupervisor
+
+MODEL = ModelId("smollm2-135m")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def echo_supervisor(**kwargs: Any) -> RunnerSupervisor:
+    return RunnerSupervisor(**{**kwargs, "engine_name": "echo"})
+
+
+class Cluster:
+    def __init__(self, tasks: anyio.abc.TaskGroup, root: Path) -> None:
+        self.bus = MemoryBus()
+        self.tasks = tasks
+        self.root = root
+        self.nodes: dict[str, Node] = {}
+        self.scopes: dict[str, anyio.CancelScope] = {}
+        self.transports: dict[str, MemoryTransport] = {}
+
+    async def start(self, name: str, namespace: str = "test", bus: MemoryBus | None = None,
+                    **config: Any) -> Node:
+        transport = MemoryTransport(bus or self.bus)
+        node = Node(NodeConfig(data_dir=self.root / name, api_port=free_port(),
+                               namespace=namespace, election_timeout=0.3,
+                               settle_grace_seconds=1.0, **config),
+                    transport, supervisor_factory=echo_supervisor)
+        scope = anyio.CancelScope()
+
+        async def run() -> None:
+            with scope:
+                await node.run()
+
+        self.tasks.start_soon(run)
+        self.nodes[name], self.scopes[name], self.transports[name] = node, scope, transport
+        with anyio.fail_after(20):
+            await node.ready.wait()
+        return node
+
+    async def kill(self, name: str) -> None:
+        self.scopes.pop(name).cancel()
+        del self.nodes[name]
+        await self.transports.pop(name).close()
+
+    async def converged(self, timeout: float = 20.0) -> NodeId:
+        """One master that every node follows, and every replica in the same session."""
+        with anyio.fail_after(timeout):
+            while True:
+                masters = {n.master_node for n in self.nodes.values()}
+                sessions = {n.replica.session for n in self.nodes.values()}
+                followed = {n.replica.master_node for n in self.nodes.values()}
+                running = {n.node_id for n in self.nodes.values()}
+                if len(masters) == 1 and masters == followed and masters <= running \
+                        and None not in sessions and len(sessions) == 1:
+                    master = masters.pop()
+                    assert master is not None
+                    return master
+                await anyio.sleep(0.05)
+
+    def name_of(self, node_id: NodeId) -> str:
+        return next(n for n, node in self.nodes.items() if node.node_id == node_id)
+
+    async def ready(self, node: Node, timeout: float = 20.0) -> None:
+        with anyio.fail_after(timeout):
+            while not has_ready_instance(node.replica.state, MODEL):
+                await anyio.sleep(0.05)
+
+
+async def chat(node: Node, text: str = "hello from the cluster") -> str:
+    async with openai.AsyncOpenAI(base_url=f"http://127.0.0.1:{node.config.api_port}/v1",
+                                  api_key="x", max_retries=0) as client:
+        reply = await client.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": text}])
+        return reply.choices[0].message.content or ""
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+    async with anyio.create_task_group() as tasks:
+        yield Cluster(tasks, tmp_path)
+        tasks.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+async def test_three_nodes_elect_one_master_and_any_node_serves_any_request(
+        cluster: Cluster) -> None:
+    for name in ("a", "b", "c"):
+        await cluster.start(name)
+    master = await cluster.converged()
+    assert all(len(n.live_nodes) == 3 for n in cluster.nodes.values())
+    a = cluster.nodes["a"]
+    assert await chat(a) == "hello from the cluster"  # auto-placed somewhere
+    for node in cluster.nodes.values():
+        await cluster.ready(node)
+        assert await chat(node, "served wherever it runs") == "served wherever it runs"
+    states = [n.replica.state.instances for n in cluster.nodes.values()]
+    assert states[0] == states[1] == states[2]
+    assert await cluster.converged() == master
+
+
+@pytest.mark.anyio
+async def test_a_late_joiner_catches_up_to_the_same_state(cluster: Cluster) -> None:
+    await cluster.start("a", serve=[MODEL])
+    await cluster.start("b")
+    await cluster.converged()
+    await cluster.ready(cluster.nodes["a"])
+    late = await cluster.start("c")
+    await cluster.converged()
+    with anyio.fail_after(10):
+        while late.replica.state.instances != cluster.nodes["a"].replica.state.instances:
+            await anyio.sleep(0.05)
+    assert await chat(late) == "hello from the cluster"
+
+
+@pytest.mark.anyio
+async def test_master_death_elects_another_and_carried_runners_keep_serving(
+        cluster: Cluster) -> None:
+    await cluster.start("a", force_master=True)
+    await cluster.start("b", run_worker=True)
+    await cluster.start("c", run_worker=False)
+    assert cluster.name_of(await cluster.converged()) == "a"
+    # Put the model on b, away from the master.
+    b = cluster.nodes["b"]
+    await b.send_command_place(MODEL, excluded=[cluster.nodes["a"].node_id])
+    await cluster.ready(b)
+    [instance] = b.replica.state.instances.values()
+    [runner_id] = instance.shards
+    pid_before = b.runner_pid(runner_id)
+    await cluster.kill("a")
+    new_master = await cluster.converged()
+    assert cluster.name_of(new_master) in ("b", "c")
+    await cluster.ready(cluster.nodes["c"])
+    assert list(cluster.nodes["c"].replica.state.instances) == [instance.instance_id]
+    assert await chat(cluster.nodes["c"]) == "hello from the cluster"
+    assert b.runner_pid(runner_id) == pid_before  # no reload across the master change
+
+
+@pytest.mark.anyio
+async def test_losing_the_node_that_holds_the_instance_places_it_again(
+        cluster: Cluster) -> None:
+    await cluster.start("a", force_master=True)
+    await cluster.start("b")
+    await cluster.converged()
+    a = cluster.nodes["a"]
+    await a.send_command_place(MODEL, excluded=[a.node_id])
+    await cluster.ready(a)
+    await cluster.kill("b")
+    with anyio.fail_after(20):
+        while not any(s.node_id == a.node_id for i in a.replica.state.instances.values()
+                      for s in i.shards.values()):
+            await anyio.sleep(0.1)
+    await cluster.ready(a)
+    assert await chat(a) == "hello from the cluster"
+
+
+@pytest.mark.anyio
+async def test_two_namespaces_on_one_network_stay_apart(cluster: Cluster) -> None:
+    one = await cluster.start("a", namespace="one")
+    two = await cluster.start("b", namespace="two")
+    await anyio.sleep(1.0)
+    assert one.live_nodes == {one.node_id} and two.live_nodes == {two.node_id}
+    assert one.master_node == one.node_id and two.master_node == two.node_id

@@ -1,0 +1,91 @@
+"""The master seat: runs this node's `Master` exactly while the election says it is master.
+
+Re-election of a sitting master changes nothing; a node that wins takes over with a
+session seeded from its own replica, so instances (and their runners) carry over.
+"""
+
+from collections.abc import Awaitable, Callable, Set
+
+import anyio
+from anyio.abc import TaskGroup
+from loguru import logger
+
+from skulk.master.carryover import seed_for_new_session
+from skulk.master.event_log import DiskEventLog
+from skulk.master.main import Master
+from skulk.models.catalog import ModelCatalog
+from skulk.routing import topics
+from skulk.routing.router import Router
+from skulk.shared.replica import StateReplica
+from skulk.shared.telemetry_view import TelemetryView
+from skulk.shared.types.events import IndexedEvent
+from skulk.shared.types.ids import NodeId
+from skulk.shared.types.state import State
+
+
+class MasterSeat:
+    def __init__(
+        self,
+        *,
+        node_id: NodeId,
+        router: Router,
+        catalog: ModelCatalog,
+        telemetry: TelemetryView,
+        event_log: DiskEventLog,
+        replica: StateReplica,
+        live_nodes: Callable[[], Set[NodeId]],
+        publish: Callable[[IndexedEvent], Awaitable[None]],
+        settle_grace_seconds: float,
+    ) -> None:
+        self._node_id = node_id
+        self._router = router
+        self._catalog = catalog
+        self._telemetry = telemetry
+        self._event_log = event_log
+        self._replica = replica
+        self._live_nodes = live_nodes
+        self._publish = publish
+        self._settle_grace = settle_grace_seconds
+        self._tasks: TaskGroup | None = None
+        self._scope: anyio.CancelScope | None = None
+        self.master: Master | None = None
+        self.terms = 0
+
+    async def run(self) -> None:
+        async with anyio.create_task_group() as tasks:
+            self._tasks = tasks
+            await anyio.sleep_forever()
+
+    def elected(self, master: NodeId) -> None:
+        if master == self._node_id and self._scope is None:
+            assert self._tasks is not None, "the seat is not running"
+            self._scope = anyio.CancelScope()
+            self._tasks.start_soon(self._serve, self._scope)
+        elif master != self._node_id and self._scope is not None:
+            logger.info("stepping down as master")
+            self._scope.cancel()
+            self._scope = None
+
+    def _seed(self) -> State:
+        if self._replica.session is None:
+            return State()  # a fresh node has no view to carry
+        return seed_for_new_session(self._replica.state, self._live_nodes())
+
+    async def _serve(self, scope: anyio.CancelScope) -> None:
+        with scope:
+            self.terms += 1
+            self._event_log.start_session()
+            router = self._router
+            async with router.subscribe(topics.COMMANDS) as commands, \
+                    router.subscribe(topics.LOCAL_EVENTS) as local_events, \
+                    router.subscribe(topics.STATE_SYNC) as sync_requests:
+                self.master = Master(
+                    node_id=self._node_id, catalog=self._catalog, telemetry=self._telemetry,
+                    event_log=self._event_log, commands=commands, local_events=local_events,
+                    sync_requests=sync_requests, live_nodes=self._live_nodes,
+                    publish=self._publish, seed=self._seed(),
+                    settle_grace_seconds=self._settle_grace)
+                try:
+                    await self.master.run()
+                finally:
+                    self.master = None
