@@ -36,7 +36,9 @@ class NodeProcess:
         command = [sys.executable, "-m", "skulk.cli.main", "run",
                    "--api-port", str(self.api_port), "--data-dir", str(self.data_dir),
                    "--listen", f"tcp/127.0.0.1:{self.transport_port}",
-                   "--namespace", f"test-{self.api_port}", *self._extra_args]
+                   "--no-discover", *self._extra_args]
+        if not any(a == "--namespace" for a in self._extra_args):
+            command += ["--namespace", f"test-{self.api_port}"]
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -83,6 +85,20 @@ class NodeProcess:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-6000:]
+
+    def cluster(self) -> dict[str, Any]:
+        cluster: dict[str, Any] = self.get("/cluster").json()
+        return cluster
+
+    def node_id(self) -> str:
+        node_id: str = self.get("/node_id").json()["node_id"]
+        return node_id
+
+    def kill(self) -> None:
+        """SIGKILL, as when a machine dies: no cleanup runs."""
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait()
 
     def stop(self, timeout: float = 20.0) -> int:
         assert self.process is not None

@@ -198,7 +198,21 @@ class Node:
                 self.live_nodes.add(node)
             elif node != self.node_id:
                 self.live_nodes.discard(node)
+                self._fail_streams_served_by(node)
             yield node, alive
+
+    def _fail_streams_served_by(self, lost: NodeId) -> None:
+        """A node died: end at once every open stream whose instance had a shard there."""
+        state = self.replica.state
+        for task in state.tasks.values():
+            instance = state.instances.get(task.instance_id)
+            if instance is None or not self.streams.is_open(task.command_id):
+                continue
+            if any(shard.node_id == lost for shard in instance.shards.values()):
+                self.streams.fail(task.command_id, ErrorChunk(
+                    error_kind="runner_failed",
+                    message=f"node {lost}, which was serving this request, left the "
+                            "cluster; retry the request"))
 
     async def _elected(self, master: NodeId) -> None:
         self.replica.follow_master(master)

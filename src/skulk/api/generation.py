@@ -4,7 +4,7 @@ Every dialect adapter (OpenAI now; Anthropic and Ollama next) goes through here.
 """
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 import anyio
@@ -14,13 +14,22 @@ from skulk.api.errors import ApiError
 from skulk.api.instance_view import has_ready_instance
 from skulk.api.streams import CommandStream
 from skulk.shared.types.chunks import Chunk, ErrorChunk
-from skulk.shared.types.commands import CancelTask, PlaceInstance, TaskFinished, TextGeneration
+from skulk.shared.types.commands import (
+    CancelTask,
+    Command,
+    PlaceInstance,
+    TaskFinished,
+    TextGeneration,
+)
 from skulk.shared.types.ids import CommandId, ModelId, new_command_id, new_instance_id
 from skulk.shared.types.model_cards import ModelCard
 from skulk.shared.types.state import State
 from skulk.shared.types.tasks import GenerationParams
 
 PLACEMENT_ACK_SECONDS = 30.0
+# Commands sent while no master listens (an election in progress) are lost: until the
+# master shows it has the command, send it again this often. The master drops duplicates.
+COMMAND_RESEND_SECONDS = 2.0
 
 
 def resolve_card(context: ApiContext, model: str) -> ModelCard:
@@ -52,7 +61,8 @@ async def place_instance(context: ApiContext, command: PlaceInstance,
 
             tasks.start_soon(created)
             tasks.start_soon(rejected)
-            await context.send_command(command)
+            tasks.start_soon(_send_until, context, command,
+                             lambda s: command.instance_id in s.instances)
     finally:
         context.streams.close(command.command_id)
     if outcome and outcome[0] is not None:
@@ -114,10 +124,13 @@ async def start_generation(context: ApiContext, params: GenerationParams) -> Gen
     stream = context.streams.open(command_id)  # before the command: no chunk is missed
     generation = Generation(command_id, stream, ErrorChunk(error_kind="internal", message=""),
                             int(time.time()))
+    command = TextGeneration(command_id=command_id, owner_node=context.node_id, params=params)
     try:
-        await context.send_command(TextGeneration(command_id=command_id,
-                                                  owner_node=context.node_id, params=params))
-        generation.first = await stream.next_chunk()
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(_send_until, context, command,
+                             lambda s: s.task_for_command(command_id) is not None)
+            generation.first = await stream.next_chunk()
+            tasks.cancel_scope.cancel()
     except BaseException:
         await finish_generation(context, generation)
         raise
@@ -126,6 +139,16 @@ async def start_generation(context: ApiContext, params: GenerationParams) -> Gen
         await finish_generation(context, generation)
         raise ApiError.from_chunk(generation.first)
     return generation
+
+
+async def _send_until(context: ApiContext, command: Command,
+                      acknowledged: Callable[[State], bool]) -> None:
+    """Send, then resend until the replicated State shows the master acted on it."""
+    while True:
+        await context.send_command(command)
+        await anyio.sleep(COMMAND_RESEND_SECONDS)
+        if acknowledged(context.replica.state):
+            return
 
 
 async def finish_generation(context: ApiContext, generation: Generation) -> None:

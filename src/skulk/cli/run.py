@@ -26,6 +26,11 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a peer's endpoint, e.g. tcp/10.0.0.2:7447 (repeatable)")
     parser.add_argument("--namespace", default="skulk",
                         help="cluster name; nodes only talk within one namespace")
+    parser.add_argument("--discover", action=argparse.BooleanOptionalAction, default=True,
+                        help="find peers on the LAN by multicast scouting (default on); "
+                             "--no-discover uses only --peer endpoints")
+    parser.add_argument("--force-master", "-m", action="store_true",
+                        help="win every election (use on one node at most)")
     parser.add_argument("--no-api", action="store_true", help="serve no HTTP API")
     parser.add_argument("--no-worker", action="store_true", help="run no models here")
     parser.add_argument("--serve", action="append", default=[], metavar="MODEL",
@@ -59,6 +64,8 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         serve=args.serve,
         auto_place=not args.no_auto_place,
         engine_threads=args.threads,
+        discover=args.discover,
+        force_master=args.force_master,
     )
 
 

@@ -1,0 +1,100 @@
+"""Three real `skulk run` processes on 127.0.0.1: real Zenoh, real runners, the real model."""
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.node_process import NodeProcess
+
+CHAT = {"model": "smollm2-135m", "max_tokens": 8,
+        "messages": [{"role": "user", "content": "Say hi."}]}
+
+
+def chat_ok(node: NodeProcess) -> bool:
+    try:
+        reply = httpx.post(f"{node.url}/v1/chat/completions", json=CHAT, timeout=30)
+    except httpx.TransportError:
+        return False
+    return reply.status_code == 200 and bool(reply.json()["choices"][0]["message"]["content"])
+
+
+@pytest.fixture
+def three_nodes(tmp_path: Path) -> Iterator[list[NodeProcess]]:
+    namespace = f"trio-{time.monotonic_ns()}"
+    first = NodeProcess(tmp_path / "a", "--namespace", namespace)
+    second = NodeProcess(tmp_path / "b", "--namespace", namespace,
+                         "--peer", f"tcp/127.0.0.1:{first.transport_port}")
+    third = NodeProcess(tmp_path / "c", "--namespace", namespace,
+                        "--peer", f"tcp/127.0.0.1:{first.transport_port}",
+                        "--peer", f"tcp/127.0.0.1:{second.transport_port}")
+    nodes = [first, second, third]
+    try:
+        for node in nodes:
+            node.start()
+        yield nodes
+    finally:
+        for node in nodes:
+            if node.process is not None and node.process.poll() is None:
+                node.stop()
+
+
+def wait_one_master(nodes: list[NodeProcess], timeout: float = 30.0) -> str:
+    def agreed() -> bool:
+        views = [n.cluster() for n in nodes]
+        masters = {v["master_node_id"] for v in views}
+        return (len(masters) == 1 and None not in masters
+                and all(sum(x["alive"] for x in v["nodes"]) == len(nodes) for v in views))
+    nodes[0].wait_until(agreed, timeout, "one master that every node agrees on")
+    master: str = nodes[0].cluster()["master_node_id"]
+    return master
+
+
+def test_three_nodes_serve_fail_over_and_replace(three_nodes: list[NodeProcess]) -> None:
+    master_id = wait_one_master(three_nodes)
+    by_id = {n.node_id(): n for n in three_nodes}
+    master = by_id[master_id]
+    placed = httpx.post(f"{master.url}/place_instance", timeout=60,
+                        json={"model_id": "smollm2-135m", "excluded_nodes": [master_id]})
+    assert placed.status_code == 201, placed.text
+    instance = master.get(f"/instance/{placed.json()['instance_id']}").json()
+    holder = by_id[instance["ranks"][0]["node_id"]]
+    holder.wait_model_ready()
+    for node in three_nodes:  # any node serves, wherever the instance runs
+        assert chat_ok(node), node.log()
+    [runner_pid] = holder.runner_pids()
+
+    # The master dies: the survivors elect another and serve within 10 s, no reload.
+    master.kill()
+    survivors = [n for n in three_nodes if n is not master]
+    started = time.monotonic()
+    survivors[0].wait_until(lambda: all(chat_ok(n) for n in survivors), 30.0,
+                            "a chat to succeed on every survivor after the master died")
+    failover_seconds = time.monotonic() - started
+    print(f"failover: a chat succeeded on every survivor {failover_seconds:.1f} s after the "
+          "master was killed")
+    assert failover_seconds < 10.0, f"failover took {failover_seconds:.1f} s"
+    assert holder.runner_pids() == [runner_pid]
+    new_master = wait_one_master(survivors)
+    assert new_master != master_id
+
+    # The node holding the instance dies mid-stream: the stream ends with an error,
+    # the model is placed again on the last node, and the next chat works.
+    last = next(n for n in survivors if n is not holder)
+    body = {**CHAT, "max_tokens": 3000, "stream": True,
+            "messages": [{"role": "user", "content": "Count to a thousand."}]}
+    saw_error = False
+    with httpx.stream("POST", f"{last.url}/v1/chat/completions", json=body,
+                      timeout=120) as response:
+        lines = response.iter_lines()
+        for _ in range(3):
+            next(lines)
+        holder.kill()
+        killed = time.monotonic()
+        saw_error = any('"error"' in line for line in lines)
+    print(f"stream ended {time.monotonic() - killed:.1f} s after its node was killed")
+    assert saw_error, "the stream must end with an error when its node dies"
+    last.wait_until(lambda: chat_ok(last), 60.0, "the model to be placed again and serve")
+    assert "Traceback" not in last.log()
