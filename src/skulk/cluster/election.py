@@ -4,9 +4,10 @@ seen, node id) wins once the election timeout has passed.
 A campaign starts only when membership really changes (bursts are coalesced) or when a
 peer campaigns in a newer round; a campaign in flight is never cancelled by churn: a change
 during it just schedules the next one. That is what keeps formation from livelocking.
-Seniority is the round in which a node last won (forced masters rank above all), so a
-sitting master wins re-election and keeps its session, and after a partition heals the
-master of the later round wins.
+Seniority belongs to the sitting master only (everyone else has 0; a forced master ranks
+above all): how many members elected it, then in which round. So a sitting master wins
+re-election and keeps its session, and when a partition heals the master the bigger side
+elected wins, and the majority's history is the one that goes on.
 """
 
 import math
@@ -20,7 +21,7 @@ from skulk.shared.types.ids import NodeId
 
 DEFAULT_ELECTION_TIMEOUT_SECONDS = 1.0
 DEFAULT_COALESCE_SECONDS = 0.1
-FORCED_SENIORITY = 1 << 40
+FORCED_SENIORITY = 1 << 62
 
 
 def rank(message: ElectionMessage) -> tuple[int, int, int, str]:
@@ -60,6 +61,7 @@ class Election:
         self.master: NodeId | None = None
         self.campaigns = 0
         self._votes: dict[NodeId, ElectionMessage] = {}
+        self._decided_clock = 0
         self._campaigning = False
         self._wanted = anyio.Event()
 
@@ -129,7 +131,8 @@ class Election:
         self._campaigning = True
         self.campaigns += 1
         try:
-            joining = self._votes and max(v.clock for v in self._votes.values()) == self.clock
+            # A round someone else opened and we have not voted in yet: join it.
+            joining = self.clock > self._decided_clock
             if not joining:
                 self.clock += 1
                 self._votes = {}
@@ -142,13 +145,15 @@ class Election:
                 await anyio.sleep(math.inf)
             if self.clock != round_started:
                 return  # a newer round took over; its own campaign decides
+            self._decided_clock = self.clock
             chosen = winner(self._votes.values(), self.members)
         finally:
             self._campaigning = False
         if chosen is None:
             return
-        if chosen == self.node_id and not self._forced:
-            self.seniority = max(self.seniority, self.clock)
+        if not self._forced:
+            voters = sum(1 for v in self._votes.values() if v.node_id in self.members)
+            self.seniority = (voters << 32) + self.clock if chosen == self.node_id else 0
         changed = chosen != self.master
         self.master = chosen
         logger.info("election round {} finished: master is {}{}", self.clock, chosen,

@@ -133,3 +133,29 @@ async def test_a_burst_of_membership_churn_still_converges() -> None:
                 send.send_nowait((NodeId("ghost"), False))
         assert await harness.converged() == "d"
         tasks.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+async def test_after_a_partition_the_bigger_side_keeps_its_master() -> None:
+    harness = Harness()
+    async with anyio.create_task_group() as tasks:
+        for name in ("a", "b", "c"):
+            await harness.start(tasks, name)
+        assert await harness.converged() == "c"
+        # Same round on both sides: "c" alone, "a" and "b" together.
+        for lone, others in (("c", ("a", "b")),):
+            for other in others:
+                harness.members[NodeId(lone)].send_nowait((NodeId(other), False))
+                harness.members[NodeId(other)].send_nowait((NodeId(lone), False))
+        a, c = harness.elections[NodeId("a")], harness.elections[NodeId("c")]
+        with anyio.fail_after(5):
+            while a.master != "b":
+                await anyio.sleep(0.05)
+        b = harness.elections[NodeId("b")]
+        assert b.seniority > c.seniority  # the same round, but two voters against one
+        for lone, others in (("c", ("a", "b")),):
+            for other in others:
+                harness.members[NodeId(lone)].send_nowait((NodeId(other), True))
+                harness.members[NodeId(other)].send_nowait((NodeId(lone), True))
+        assert await harness.converged() == "b"
+        tasks.cancel_scope.cancel()

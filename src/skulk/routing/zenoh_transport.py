@@ -15,6 +15,8 @@ import zenoh
 from skulk.routing.queue_subscription import QueueSubscription
 from skulk.routing.transport import ALIVE, GONE, Message, TransportClosed
 
+LEASE_MILLISECONDS = 4000
+
 
 def _config(listen: list[str], connect: list[str], multicast_scouting: bool) -> zenoh.Config:
     config = zenoh.Config()
@@ -22,6 +24,9 @@ def _config(listen: list[str], connect: list[str], multicast_scouting: bool) -> 
     config.insert_json5("listen/endpoints", json.dumps(listen))
     config.insert_json5("connect/endpoints", json.dumps(connect))
     config.insert_json5("scouting/multicast/enabled", json.dumps(multicast_scouting))
+    # A silent link is declared dead after the lease: 4 s (Zenoh's default is 10 s) lets a
+    # cluster notice a lost machine, and elect around it, within a few seconds on a LAN.
+    config.insert_json5("transport/link/tx/lease", json.dumps(LEASE_MILLISECONDS))
     return config
 
 
