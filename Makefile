@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # llama-cpp-python compiles from source (about 5 minutes on 2 cores); pip caches the wheel.
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: run install test test-fast typecheck lint bench clean
+.PHONY: run install test test-netns test-fast typecheck lint bench clean
 
 run: $(STAMP)
 	$(BIN)/skulk run --serve smollm2-135m $(ARGS)
@@ -30,6 +30,9 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 	$(BIN)/python -m mypy
 	$(BIN)/python -m ruff check src tests bench
+
+test-netns: $(STAMP)
+	$(BIN)/python -m pytest -q -m netns
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m 'not integration'

@@ -79,6 +79,7 @@ class Election:
         self._wanted.set()
 
     def membership_changed(self, node: NodeId, alive: bool) -> None:
+        logger.debug("membership: {} {}", node, "alive" if alive else "gone")
         before = set(self.members)
         if alive:
             self.members.add(node)
@@ -146,16 +147,20 @@ class Election:
             if self.clock != round_started:
                 return  # a newer round took over; its own campaign decides
             self._decided_clock = self.clock
-            chosen = winner(self._votes.values(), self.members)
+            # A vote in this round proves its sender alive, even while liveliness flaps
+            # (a token routed through a lost peer can vanish and come back).
+            chosen = winner(self._votes.values(), self.members | set(self._votes))
         finally:
             self._campaigning = False
         if chosen is None:
             return
         if not self._forced:
-            voters = sum(1 for v in self._votes.values() if v.node_id in self.members)
+            voters = len(self._votes)
             self.seniority = (voters << 32) + self.clock if chosen == self.node_id else 0
         changed = chosen != self.master
         self.master = chosen
-        logger.info("election round {} finished: master is {}{}", self.clock, chosen,
-                    "" if changed else " (unchanged)")
+        ballot = ", ".join(f"{v.node_id}:{v.seniority}/{v.commands_seen}"
+                           for v in self._votes.values())
+        logger.info("election round {} finished: master is {}{} (votes {})", self.clock,
+                    chosen, "" if changed else " (unchanged)", ballot)
         await self._on_result(chosen)

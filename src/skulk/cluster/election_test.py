@@ -30,6 +30,10 @@ class Harness:
         self.members: dict[NodeId, MemoryObjectSendStream[tuple[NodeId, bool]]] = {}
         self.elections: dict[NodeId, Election] = {}
         self.results: dict[NodeId, list[NodeId]] = {}
+        self.cut_off: set[NodeId] = set()
+
+    def reachable(self, sender: NodeId, receiver: NodeId) -> bool:
+        return sender == receiver or (sender in self.cut_off) == (receiver in self.cut_off)
 
     async def start(self, tasks: anyio.abc.TaskGroup, name: str, force: bool = False) -> None:
         node = NodeId(name)
@@ -40,8 +44,9 @@ class Harness:
         self.results[node] = []
 
         async def publish(message: ElectionMessage) -> None:
-            for send in self.inboxes.values():
-                send.send_nowait(message)
+            for receiver, send in self.inboxes.items():
+                if self.reachable(node, receiver):
+                    send.send_nowait(message)
 
         async def on_result(master: NodeId) -> None:
             self.results[node].append(master)
@@ -142,20 +147,23 @@ async def test_after_a_partition_the_bigger_side_keeps_its_master() -> None:
         for name in ("a", "b", "c"):
             await harness.start(tasks, name)
         assert await harness.converged() == "c"
-        # Same round on both sides: "c" alone, "a" and "b" together.
-        for lone, others in (("c", ("a", "b")),):
-            for other in others:
-                harness.members[NodeId(lone)].send_nowait((NodeId(other), False))
-                harness.members[NodeId(other)].send_nowait((NodeId(lone), False))
+        # "c" is cut off: it stays master of itself, "a" and "b" elect "b".
+        harness.cut_off = {NodeId("c")}
+        for other in ("a", "b"):
+            harness.members[NodeId("c")].send_nowait((NodeId(other), False))
+            harness.members[NodeId(other)].send_nowait((NodeId("c"), False))
         a, c = harness.elections[NodeId("a")], harness.elections[NodeId("c")]
         with anyio.fail_after(5):
             while a.master != "b":
                 await anyio.sleep(0.05)
         b = harness.elections[NodeId("b")]
-        assert b.seniority > c.seniority  # the same round, but two voters against one
-        for lone, others in (("c", ("a", "b")),):
-            for other in others:
-                harness.members[NodeId(lone)].send_nowait((NodeId(other), True))
-                harness.members[NodeId(other)].send_nowait((NodeId(lone), True))
+        with anyio.fail_after(5):
+            while c._campaigning or c._wanted.is_set() or c.seniority >> 32 != 1:
+                await anyio.sleep(0.05)
+        assert b.seniority > c.seniority  # elected by two voters against one
+        harness.cut_off = set()
+        for other in ("a", "b"):
+            harness.members[NodeId("c")].send_nowait((NodeId(other), True))
+            harness.members[NodeId(other)].send_nowait((NodeId("c"), True))
         assert await harness.converged() == "b"
         tasks.cancel_scope.cancel()

@@ -1,0 +1,57 @@
+"""Three hosts in network namespaces: cut the master's link, then heal it.
+
+Not in the default run (`make test-netns` runs it): in about one run in three, for ~10 s
+after the cut, Zenoh delivers one surviving peer's messages to the other but not back, so
+the two split their first election and only agree a round later, past the 15 s window.
+"""
+
+import time
+from pathlib import Path
+
+import pytest
+
+from skulk.master.event_log import LIVE_FILE
+from skulk.master.event_log_records import decode_records
+from tests.netns_hosts import NetnsCluster, available
+
+CUT_SECONDS = 15.0
+
+
+@pytest.mark.netns
+@pytest.mark.skipif(available() is not None, reason=str(available()))
+def test_a_partitioned_master_is_replaced_and_the_cluster_heals(tmp_path: Path) -> None:
+    with NetnsCluster(3, tmp_path) as hosts:
+        everyone = [0, 1, 2]
+        hosts.wait(lambda: hosts.one_master(everyone) is not None, 60, "one master")
+        master_id = hosts.one_master(everyone)
+        ids = {h: hosts.request(h, "GET", "/node_id")["node_id"] for h in everyone}
+        master = next(h for h, node_id in ids.items() if node_id == master_id)
+        others = [h for h in everyone if h != master]
+        placed = hosts.request(others[0], "POST", "/place_instance", {
+            "model_id": "smollm2-135m", "excluded_nodes": [master_id]}, timeout=60)
+        assert placed is not None
+        hosts.wait(lambda: hosts.chat_ok(others[0]), 120, "the model to serve")
+
+        hosts.cut(master)
+        cut_at = time.monotonic()
+        hosts.wait(lambda: hosts.one_master(others) not in (None, master_id), CUT_SECONDS,
+                   "the two connected hosts to elect a new master")
+        new_master = hosts.one_master(others)
+        hosts.wait(lambda: all(hosts.chat_ok(h) for h in others),
+                   max(1.0, CUT_SECONDS - (time.monotonic() - cut_at)),
+                   "the two connected hosts to serve while the master is cut off")
+        time.sleep(max(0.0, CUT_SECONDS - (time.monotonic() - cut_at)))
+
+        hosts.heal(master)
+        hosts.wait(lambda: hosts.one_master(everyone) == new_master, 60,
+                   "one cluster again, led by the master of the bigger side")
+        hosts.wait(lambda: len({hosts.request(h, "GET", "/state")["session"]
+                                for h in everyone}) == 1, 30, "every replica in one session")
+        assert all(hosts.chat_ok(h) for h in everyone)
+
+        new_master_host = next(h for h, node_id in ids.items() if node_id == new_master)
+        log = tmp_path / f"node{new_master_host}" / "event_log" / LIVE_FILE
+        events = decode_records(log.read_bytes())
+        assert [e.index for e in events] == list(range(len(events))), \
+            "the surviving session's log has no gap and no duplicate"
+        assert len({e.session for e in events}) == 1
