@@ -3,7 +3,6 @@
 The same path as production (API → master → worker → runner → data plane → API), fast.
 """
 
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,14 +16,8 @@ from skulk.api.instance_view import has_ready_instance
 from skulk.node import Node, NodeConfig
 from skulk.routing.memory import MemoryBus, MemoryTransport
 from skulk.shared.types.ids import ModelId
+from skulk.testing.ports import free_port
 from skulk.worker.runner.supervisor import RunnerSupervisor
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def echo_supervisor(**kwargs: Any) -> RunnerSupervisor:

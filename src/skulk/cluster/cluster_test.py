@@ -1,6 +1,5 @@
 """Several whole nodes in one process on the in-memory bus, echo engine in real runners."""
 
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -13,16 +12,11 @@ from skulk.api.instance_view import has_ready_instance
 from skulk.node import Node, NodeConfig
 from skulk.routing.memory import MemoryBus, MemoryTransport
 from skulk.shared.types.ids import ModelId, NodeId
+from skulk.testing.ports import free_port
 from skulk.worker.runner.supervisor import RunnerSupervisor
 
 MODEL = ModelId("smollm2-135m")
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def echo_supervisor(**kwargs: Any) -> RunnerSupervisor:

@@ -25,7 +25,25 @@ def namespace_fingerprint(namespace: str) -> str:
     return hashlib.sha256(namespace.encode()).hexdigest()[:16]
 
 
-class TopicSubscription(Generic[T]):
+class _ClosingSubscription:
+    """Owns a transport subscription: `close()` ends it, and so does leaving `async with`."""
+
+    def __init__(self, subscription: Subscription) -> None:
+        self._subscription = subscription
+
+    def close(self) -> None:
+        """Stop receiving; iteration ends."""
+        self._subscription.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, error_type: type[BaseException] | None,
+                        error: BaseException | None, traceback: TracebackType | None) -> None:
+        self.close()
+
+
+class TopicSubscription(_ClosingSubscription, Generic[T]):
     """Decoded values of one topic; use as `async with router.subscribe(topic) as values`.
 
     Undecodable payloads are logged and skipped. A cancelled wait loses nothing, so the
@@ -33,8 +51,8 @@ class TopicSubscription(Generic[T]):
     """
 
     def __init__(self, topic: TypedTopic[T], subscription: Subscription) -> None:
+        super().__init__(subscription)
         self._topic = topic
-        self._subscription = subscription
 
     def __aiter__(self) -> Self:
         return self
@@ -49,23 +67,10 @@ class TopicSubscription(Generic[T]):
                 logger.warning("dropped an undecodable {} message ({} bytes, {})",
                                self._topic.name, len(message.payload), type(error).__name__)
 
-    def close(self) -> None:
-        """Stop receiving; iteration ends."""
-        self._subscription.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, error_type: type[BaseException] | None,
-                        error: BaseException | None, traceback: TracebackType | None) -> None:
-        self.close()
 
 
-class MembershipWatch:
+class MembershipWatch(_ClosingSubscription):
     """Use as `async with router.membership() as changes: async for node, alive in changes`."""
-
-    def __init__(self, subscription: Subscription) -> None:
-        self._subscription = subscription
 
     def __aiter__(self) -> Self:
         return self
@@ -73,16 +78,6 @@ class MembershipWatch:
     async def __anext__(self) -> tuple[NodeId, bool]:
         message = await anext(self._subscription)
         return NodeId(message.key.rsplit("/", 1)[-1]), message.payload == ALIVE
-
-    def close(self) -> None:
-        self._subscription.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, error_type: type[BaseException] | None,
-                        error: BaseException | None, traceback: TracebackType | None) -> None:
-        self.close()
 
 
 class Router:

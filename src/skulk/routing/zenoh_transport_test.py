@@ -1,4 +1,3 @@
-import socket
 import subprocess
 import sys
 import textwrap
@@ -14,13 +13,7 @@ from skulk.routing.transport import Message, Subscription, TransportClosed
 from skulk.routing.zenoh_transport import ZenohTransport
 from skulk.shared.types.chunks import DataChunk, TokenChunk
 from skulk.shared.types.ids import CommandId, NodeId
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+from skulk.testing.ports import free_port
 
 
 async def until_heard(sender: ZenohTransport, key: str, received: Subscription) -> None:
