@@ -261,7 +261,7 @@ class Node:
         tasks.start_soon(self._apply_telemetry, telemetry)
         data = await self._subscription(tasks, topics.DATA)
         tasks.start_soon(self._dispatch_data, data)
-        tasks.start_soon(self._end_failed_streams, tasks)
+        tasks.start_soon(self._react_to_applied_events, tasks)
 
     async def send_command_place(self, model: ModelId,
                                  excluded: list[NodeId] | None = None) -> None:
@@ -304,8 +304,9 @@ class Node:
         async for chunk in chunks:
             self.streams.dispatch(chunk)
 
-    async def _end_failed_streams(self, tasks: TaskGroup) -> None:
-        """Control-plane failures end the streams they concern."""
+    async def _react_to_applied_events(self, tasks: TaskGroup) -> None:
+        """Applied events acknowledge our local events, and control-plane failures end the
+        streams they concern."""
         async with self.replica.subscribe() as applied:
             async for indexed in applied:
                 if self._local_events is not None:
