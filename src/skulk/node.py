@@ -138,6 +138,7 @@ class Node:
     async def run(self) -> None:
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
         self.node_id = load_or_create_node_id(self.config.data_dir)
+        self.telemetry.set_own_node(self.node_id)
         self.live_nodes = {self.node_id}
         self._router = Router(self._transport, namespace=self.config.namespace,
                               node_id=self.node_id)
@@ -290,9 +291,11 @@ class Node:
     async def _publish_telemetry_forever(self) -> None:
         backends = probe_backends() if self.config.run_worker else []
         while True:
+            warm = [] if self._worker is None else self._worker.warm_models()
             reading = read_telemetry(self.node_id, has_worker=self.config.run_worker,
-                                     backends=backends, api_url=self._api_url())
-            self.telemetry.update(reading)  # our own reading needs no round trip
+                                     backends=backends, api_url=self._api_url(),
+                                     data_dir=self.config.data_dir, warm=warm)
+            self.telemetry.update(reading, gossip=False)  # ours needs no round trip
             await self.router.publish(topics.TELEMETRY, reading)
             await anyio.sleep(TELEMETRY_INTERVAL_SECONDS)
 

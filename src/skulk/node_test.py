@@ -113,6 +113,15 @@ async def test_instances_can_be_placed_inspected_and_deleted(node: Node) -> None
         [instance_id] = state["instances"]
         body = (await http.get(f"/instance/{instance_id}")).json()
         assert body["status"] == "ready" and body["ranks"][0]["end_layer"] == 30
+        with anyio.fail_after(10):
+            while True:  # the capability card rides the next telemetry reading
+                [me] = (await http.get("/cluster")).json()["nodes"]
+                if me["warm"]:
+                    break
+                await anyio.sleep(0.2)
+        assert me["warm"][0]["model_id"] == "smollm2-135m" and me["warm"][0]["role"] == "whole"
+        assert me["health"] in ("ok", "warn") and me["alive"]
+        assert node.node_id in (await http.get("/state")).json()["node_health"]
         assert (await http.get("/instance/nope")).status_code == 404
         assert (await http.delete(f"/instance/{instance_id}")).json() == {"deleted": instance_id}
         placed = await http.post("/place_instance", json={"model_id": "smollm2-135m"})

@@ -39,7 +39,10 @@ def status(url: str) -> int:
         free = f"{memory / 1024**3:.1f} GiB available" if memory else "no readings"
         role = " (master)" if node["node_id"] == cluster["master_node_id"] else ""
         print(f"  node {node['node_id']}{role}: {'up' if node['alive'] else 'gone'}, {free}, "
-              f"backends {', '.join(node['backends']) or 'none'}, api {node['api_url']}")
+              f"backends {', '.join(node['backends']) or 'none'}, api {node['api_url']}, "
+              f"health {node['health']}")
+        for reason in node["health_reasons"]:
+            print(f"    {reason['level']}: {reason['message']} ({reason['remedy']})")
     for instance in cluster["instances"]:
         print(f"  instance {instance['instance_id']}: {instance['model_id']} on "
               f"{instance['engine']}, {instance['status']}")

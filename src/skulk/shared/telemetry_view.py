@@ -6,27 +6,34 @@ from collections.abc import Callable, Mapping
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.telemetry import NodeTelemetry
 
-DEFAULT_TELEMETRY_TTL_SECONDS = 30.0
-
 
 class TelemetryView:
-    """Holds readings by node; a reading older than the TTL is treated as absent."""
+    """Holds readings by node; a reading past its own TTL is treated as absent.
+
+    The newest stamp wins, and a node's own readings are never overwritten by gossip
+    (an old copy of them can still be circulating).
+    """
 
     def __init__(
         self,
         *,
-        ttl_seconds: float = DEFAULT_TELEMETRY_TTL_SECONDS,
+        own_node: NodeId | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self._ttl = ttl_seconds
+        self._own_node = own_node
         self._clock = clock
         self._readings: dict[NodeId, NodeTelemetry] = {}
 
-    def update(self, reading: NodeTelemetry) -> None:
+    def set_own_node(self, node_id: NodeId) -> None:
+        self._own_node = node_id
+
+    def update(self, reading: NodeTelemetry, *, gossip: bool = True) -> None:
+        if gossip and reading.node_id == self._own_node:
+            return
         current = self._readings.get(reading.node_id)
         if current is None or reading.stamp >= current.stamp:
             self._readings[reading.node_id] = reading
 
     def live(self) -> Mapping[NodeId, NodeTelemetry]:
-        cutoff = self._clock() - self._ttl
-        return {n: r for n, r in self._readings.items() if r.stamp >= cutoff}
+        now = self._clock()
+        return {n: r for n, r in self._readings.items() if now - r.stamp <= r.card_ttl_seconds}

@@ -18,8 +18,15 @@ def test_newest_stamp_wins_whatever_the_arrival_order() -> None:
 
 def test_expired_readings_drop_on_read() -> None:
     now = [100.0]
-    view = TelemetryView(ttl_seconds=10.0, clock=lambda: now[0])
-    view.update(reading("a", 95.0))
+    view = TelemetryView(clock=lambda: now[0])
+    view.update(reading("a", 95.0).model_copy(update={"card_ttl_seconds": 10.0}))
     assert NodeId("a") in view.live()
     now[0] = 106.0
     assert view.live() == {}
+
+
+def test_gossip_never_overwrites_a_nodes_own_card() -> None:
+    view = TelemetryView(own_node=NodeId("me"), clock=lambda: 100.0)
+    view.update(reading("me", 90.0, available=7), gossip=False)
+    view.update(reading("me", 99.0, available=1))  # an echo of ours, or an impostor
+    assert view.live()[NodeId("me")].memory_available_bytes == 7

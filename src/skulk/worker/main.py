@@ -22,8 +22,9 @@ from skulk.shared.types.ids import (
     new_command_id,
 )
 from skulk.shared.types.instances import Instance
-from skulk.shared.types.runners import RunnerFailed, RunnerStatus
+from skulk.shared.types.runners import RunnerFailed, RunnerStatus, is_serving
 from skulk.shared.types.tasks import TextGenerationTask
+from skulk.shared.types.telemetry import WarmModel
 from skulk.worker.engines.protocol import EngineConfig
 from skulk.worker.plan import (
     CancelRunnerTask,
@@ -115,6 +116,23 @@ class Worker:
             )
             for runner_id, runner in self._runners.items()
         }
+
+    def warm_models(self) -> list[WarmModel]:
+        """This node's capability card: runners that serve, and how fast they decoded."""
+        warm = []
+        state = self._replica.state
+        for runner_id, runner in self._runners.items():
+            instance = state.instances.get(runner.instance_id)
+            if instance is None or not is_serving(runner.supervisor.status):
+                continue
+            shard = instance.shards[runner_id]
+            role = "whole" if shard.world_size == 1 else (
+                f"rank {shard.rank} of {shard.world_size}")
+            warm.append(WarmModel(model_id=instance.model_id, instance_id=instance.instance_id,
+                                  role=role,
+                                  tokens_per_second=getattr(runner.supervisor,
+                                                            "tokens_per_second", None)))
+        return warm
 
     def runner_pid(self, runner_id: RunnerId) -> int | None:
         runner = self._runners.get(runner_id)

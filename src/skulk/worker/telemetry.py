@@ -2,12 +2,14 @@
 
 import importlib.util
 import os
+import shutil
 import time
+from pathlib import Path
 
 import psutil
 
 from skulk.shared.types.ids import NodeId
-from skulk.shared.types.telemetry import NodeTelemetry
+from skulk.shared.types.telemetry import NodeTelemetry, WarmModel
 
 
 def probe_backends() -> list[str]:
@@ -19,8 +21,10 @@ def probe_backends() -> list[str]:
 
 
 def read_telemetry(node_id: NodeId, *, has_worker: bool, backends: list[str],
-                   api_url: str | None = None) -> NodeTelemetry:
+                   api_url: str | None = None, data_dir: Path | None = None,
+                   warm: list[WarmModel] | None = None) -> NodeTelemetry:
     memory = psutil.virtual_memory()
+    disk = shutil.disk_usage(data_dir or Path.home())
     return NodeTelemetry(
         node_id=node_id,
         stamp=time.time(),
@@ -30,4 +34,7 @@ def read_telemetry(node_id: NodeId, *, has_worker: bool, backends: list[str],
         backends=backends,
         has_worker=has_worker,
         api_url=api_url,
+        disk_total_bytes=disk.total,
+        disk_free_bytes=disk.free,
+        warm=warm or [],
     )

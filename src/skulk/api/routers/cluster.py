@@ -4,10 +4,13 @@
 `{"node_id", "master_node_id", "nodes": [...], "instances": [...]}`.
 """
 
+import time
+
 from fastapi import APIRouter, Request
 
 from skulk.api.context import ApiContext
 from skulk.api.instance_view import instance_body
+from skulk.api.node_health import node_health
 
 router = APIRouter(tags=["cluster"])
 
@@ -17,7 +20,8 @@ async def cluster(request: Request) -> dict[str, object]:
     context: ApiContext = request.app.state.context
     state = context.replica.state
     readings = context.telemetry.live()
-    live = context.live_nodes() or {context.node_id}
+    live = set(context.live_nodes()) or {context.node_id}
+    health = node_health(live | set(readings), readings, live, state, time.time())
     nodes = []
     for node_id in sorted(live | set(readings)):
         reading = readings.get(node_id)
@@ -29,7 +33,9 @@ async def cluster(request: Request) -> dict[str, object]:
             "backends": reading.backends if reading else [],
             "memory_available_bytes": reading.memory_available_bytes if reading else None,
             "memory_total_bytes": reading.memory_total_bytes if reading else None,
-            "health": "ok" if node_id in live and reading else "unknown",
+            "warm": [w.model_dump(mode="json") for w in reading.warm] if reading else [],
+            "health": health[node_id]["level"],
+            "health_reasons": health[node_id]["reasons"],
         })
     return {
         "node_id": context.node_id,

@@ -3,7 +3,17 @@
 from pydantic import Field
 
 from skulk.shared.types.base import WireModel
-from skulk.shared.types.ids import NodeId
+from skulk.shared.types.ids import InstanceId, ModelId, NodeId
+
+
+class WarmModel(WireModel):
+    """A model this node holds loaded and ready, and how fast it has been serving."""
+
+    model_id: ModelId = Field(description="The model.")
+    instance_id: InstanceId = Field(description="The instance it belongs to.")
+    role: str = Field(description="`whole`, or `rank R of N` for a shard of a split model.")
+    tokens_per_second: float | None = Field(
+        default=None, description="Decode speed measured on its last request, if any.")
 
 
 class NodeTelemetry(WireModel):
@@ -17,3 +27,9 @@ class NodeTelemetry(WireModel):
     backends: list[str] = Field(description="Engine tags, e.g. `llama_cpp-cpu`.")
     has_worker: bool = Field(description="Whether the node runs models.")
     api_url: str | None = Field(default=None, description="The node's HTTP API, if it serves one.")
+    disk_total_bytes: int = Field(default=0, description="Size of the data dir's volume.")
+    disk_free_bytes: int = Field(default=0, description="Free space on that volume.")
+    warm: list[WarmModel] = Field(
+        default_factory=list, description="Capability card: models loaded and serving here.")
+    card_ttl_seconds: float = Field(
+        default=30.0, description="How long these readings stay valid without a refresh.")

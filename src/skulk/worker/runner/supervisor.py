@@ -8,6 +8,7 @@ request with an error chunk, so no stream is left hanging.
 import multiprocessing
 import os
 import queue
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from multiprocessing.process import BaseProcess
 from multiprocessing.queues import Queue
@@ -54,6 +55,8 @@ class RunnerSupervisor:
         self._outbox: Queue[Any] | None = None
         self._stopping = False
         self._exited = False
+        self._first_chunk_at: dict[TaskId, float] = {}
+        self.tokens_per_second: float | None = None
 
     @property
     def status(self) -> RunnerStatus | None:
@@ -141,6 +144,10 @@ class RunnerSupervisor:
             return  # the task already ended; a late chunk must not follow its terminal one
         sequence = self._sequences.get(task_id, 0)
         self._sequences[task_id] = sequence + 1
+        now = time.monotonic()
+        first = self._first_chunk_at.setdefault(task_id, now)
+        if sequence > 1 and now > first:  # chunks after the first measure decode speed
+            self.tokens_per_second = (sequence - 1) / (now - first)
         await self._on_chunk(DataChunk(command_id=task.command_id, owner_node=task.owner_node,
                                        sequence=sequence, chunk=chunk))
 
@@ -149,6 +156,7 @@ class RunnerSupervisor:
         if self._in_flight.pop(task_id, None) is None:
             return
         self._sequences.pop(task_id, None)
+        self._first_chunk_at.pop(task_id, None)
         await self._on_event(TaskStatusUpdated(task_id=task_id, status=status,  # type: ignore[arg-type]
                                                error=error))
 

@@ -1,0 +1,41 @@
+from skulk.api.node_health import GIB, node_health
+from skulk.shared.types.ids import InstanceId, NodeId, RunnerId
+from skulk.shared.types.runners import RunnerFailed
+from skulk.shared.types.state import State
+from skulk.shared.types.telemetry import NodeTelemetry
+from skulk.testing import factories as f
+
+A, B = NodeId("node-a"), NodeId("node-b")
+
+
+def reading(node: NodeId, stamp: float = 100.0, free: int = 100 * GIB) -> NodeTelemetry:
+    return NodeTelemetry(node_id=node, stamp=stamp, memory_total_bytes=1,
+                         memory_available_bytes=1, cpu_count=2, backends=[], has_worker=True,
+                         disk_total_bytes=200 * GIB, disk_free_bytes=free)
+
+
+def test_a_healthy_node_is_ok() -> None:
+    health = node_health({A}, {A: reading(A)}, {A}, State(), now=101.0)
+    assert health[A] == {"level": "ok", "reasons": []}
+
+
+def test_low_disk_warns_and_nearly_full_disk_errors_with_a_remedy() -> None:
+    health = node_health({A, B}, {A: reading(A, free=3 * GIB), B: reading(B, free=GIB // 2)},
+                         {A, B}, State(), now=101.0)
+    assert health[A]["level"] == "warn" and health[B]["level"] == "error"
+    [reason] = health[B]["reasons"]  # type: ignore[misc]
+    assert reason["code"] == "disk_full" and "free space" in reason["remedy"]
+
+
+def test_stale_readings_and_departed_nodes() -> None:
+    health = node_health({A, B}, {A: reading(A, stamp=80.0)}, {A}, State(), now=100.0)
+    assert [r["code"] for r in health[A]["reasons"]] == ["stale_telemetry"]  # type: ignore[union-attr]
+    assert health[B]["level"] == "error"
+
+
+def test_a_failed_runner_marks_its_node_in_error() -> None:
+    state = State(instances={InstanceId("inst-1"): f.instance(node=A)},
+                  runners={RunnerId("run-1"): RunnerFailed(error="out of memory")})
+    health = node_health({A}, {A: reading(A)}, {A}, state, now=101.0)
+    [reason] = health[A]["reasons"]  # type: ignore[misc]
+    assert reason["code"] == "runner_failed" and "out of memory" in reason["message"]
