@@ -121,6 +121,9 @@ async def indexing_rate(log_dir: Path | None, count: int) -> float:
         def append(self, event: IndexedEvent) -> None:
             pass
 
+        def compact(self, snapshot: IndexedEvent) -> None:
+            pass
+
         def read_range(self, start: int, end: int) -> list[IndexedEvent]:
             return []
 

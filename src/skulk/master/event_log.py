@@ -104,6 +104,25 @@ class DiskEventLog:
             self._file = None
             self._degrade(f"could not start a new event log file: {error}")
 
+    def compact(self, snapshot: IndexedEvent) -> None:
+        """Archive the live file and start it again from `snapshot`, the state after the
+        last appended event; a replay from before it is then answered with the snapshot."""
+        if snapshot.index != self.next_index - 1:
+            raise ValueError(f"a snapshot must be of the last event ({self.next_index - 1}), "
+                             f"not {snapshot.index}")
+        if self._file is None or self.degraded:
+            return
+        self._file.close()
+        try:
+            archive(self.directory / LIVE_FILE, self.directory)
+            enforce_caps(self.directory, self._max_archives, self._max_archive_bytes)
+            self._file = (self.directory / LIVE_FILE).open("ab")
+            self._file.write(encode_record(snapshot))
+            self._file.flush()
+        except OSError as error:
+            self._file = None
+            self._degrade(f"compacting the event log failed: {error}")
+
     def read_range(self, start: int, end: int) -> list[IndexedEvent]:
         """Persisted events with `start <= index < end`."""
         live = self.directory / LIVE_FILE

@@ -126,3 +126,21 @@ def test_a_new_session_archives_the_old_one_and_counts_from_zero(tmp_path: Path)
     assert [e.index for e in log.read_range(0, 10)] == [0, 1]
     [archived] = tmp_path.glob(ARCHIVE_GLOB)
     assert [e.index for e in read_archive(archived)] == [0, 1, 2]
+
+
+def test_compaction_keeps_a_snapshot_and_archives_the_tail(tmp_path: Path) -> None:
+    from skulk.shared.types.events import StateSnapshotHydrated
+    from skulk.shared.types.state import State
+
+    log = DiskEventLog(tmp_path)
+    fill(log, 5)
+    snapshot = IndexedEvent(master_node="m", index=4, session=SessionId("s"),
+                            event=StateSnapshotHydrated(state=State(last_event_applied_idx=4)))
+    log.compact(snapshot)
+    fill(log, 2)
+    assert [e.index for e in log.read_range(0, 10)] == [4, 5, 6]
+    assert isinstance(log.read_range(0, 10)[0].event, StateSnapshotHydrated)
+    [archived] = tmp_path.glob(ARCHIVE_GLOB)
+    assert [e.index for e in read_archive(archived)] == [0, 1, 2, 3, 4]
+    with pytest.raises(ValueError, match="last event"):
+        log.compact(snapshot)

@@ -44,6 +44,8 @@ from skulk.shared.types.tasks import TERMINAL_TASK_STATUSES
 
 # Commands are deduplicated by id over this many recent commands (resends after a retry).
 _SEEN_COMMANDS_CAP = 10_000
+# Every this many events the master snapshots its State into the log and compacts it.
+SNAPSHOT_EVERY_EVENTS = 10_000
 # After a master starts, membership is still arriving: instances are not pruned for a
 # node's absence before this.
 TOPOLOGY_SETTLE_GRACE_SECONDS = 10.0
@@ -55,6 +57,8 @@ class EventLog(Protocol):
     """Where indexed events are persisted (the disk event log)."""
 
     def append(self, event: IndexedEvent) -> None: ...
+
+    def compact(self, snapshot: IndexedEvent) -> None: ...
 
     def read_range(self, start: int, end: int) -> list[IndexedEvent]: ...
 
@@ -81,6 +85,7 @@ class Master:
         seed: State | None = None,
         session_id: SessionId | None = None,
         reconcile_interval: float = 1.0,
+        snapshot_every: int = SNAPSHOT_EVERY_EVENTS,
         settle_grace_seconds: float = TOPOLOGY_SETTLE_GRACE_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -96,6 +101,7 @@ class Master:
         self._publish = publish
         self._seed = seed or State()
         self._reconcile_interval = reconcile_interval
+        self._snapshot_every = snapshot_every
         self._settle_grace = settle_grace_seconds
         self._clock = clock
         self._started_at = clock()
@@ -139,6 +145,14 @@ class Master:
                 self._track_terminal(event)
                 self._log.append(indexed)
                 await self._publish(indexed)
+                if self._next_index % self._snapshot_every == 0:
+                    self._log.compact(self._snapshot())
+
+    def _snapshot(self) -> IndexedEvent:
+        """The State after the last indexed event, as an event of that index."""
+        return IndexedEvent(index=self._next_index - 1, session=self.session_id,
+                            master_node=self.node_id,
+                            event=StateSnapshotHydrated(state=self._state))
 
     def _track_terminal(self, event: Event) -> None:
         if isinstance(event, TaskStatusUpdated) and event.status in TERMINAL_TASK_STATUSES:
@@ -186,9 +200,7 @@ class Master:
                 return
             # A snapshot carries the state after `last`: followers at `last` or beyond
             # drop it as a duplicate; a late or lagging follower adopts it.
-            await self._publish(IndexedEvent(
-                index=last, session=self.session_id, master_node=self.node_id,
-                event=StateSnapshotHydrated(state=self._state)))
+            await self._publish(self._snapshot())
 
     async def _command_loop(self) -> None:
         async for envelope in self._commands:

@@ -27,6 +27,12 @@ class ListLog:
     def append(self, event: IndexedEvent) -> None:
         self.events.append(event)
 
+    def compact(self, snapshot: IndexedEvent) -> None:
+        self.events = [snapshot]
+
+    def read_range(self, start: int, end: int) -> list[IndexedEvent]:
+        return [e for e in self.events if start <= e.index < end]
+
 
 def master(log: ListLog, published: list[IndexedEvent]) -> Master:
     async def publish(event: IndexedEvent) -> None:
@@ -75,3 +81,27 @@ async def test_resent_local_events_and_commands_are_indexed_once() -> None:
     assert kinds == ["StateSnapshotHydrated", "InstanceCreated", "InstanceCreated",
                      "CommandRejected"]
     assert isinstance(published[-1].event, CommandRejected)
+
+
+@pytest.mark.anyio
+async def test_the_master_compacts_and_answers_old_replays_with_a_snapshot() -> None:
+    from skulk.shared.types.election import StateSyncMessage
+
+    log, published = ListLog(), []
+    m = master(log, published)
+    m._snapshot_every = 4
+    await m.index([StateSnapshotHydrated(state=m.state)])
+    for seq in range(5):
+        await m.handle_local_event(LocalEvent(origin=f.NODE, epoch="e", origin_seq=seq,
+                                              event=InstanceCreated(instance=f.instance())))
+    assert [e.index for e in log.events] == [3, 4, 5]
+    assert isinstance(log.events[0].event, StateSnapshotHydrated)
+    published.clear()
+    await m.handle_sync(StateSyncMessage(kind="replay_request", node_id=f.NODE,
+                                         session=m.session_id, from_index=1))
+    [answer] = published
+    assert isinstance(answer.event, StateSnapshotHydrated) and answer.index == 5
+    published.clear()
+    await m.handle_sync(StateSyncMessage(kind="replay_request", node_id=f.NODE,
+                                         session=m.session_id, from_index=4))
+    assert [e.index for e in published] == [4, 5]
