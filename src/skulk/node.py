@@ -6,8 +6,7 @@ router, and its API hears its own master's indexed events through the router too
 
 import contextlib
 import secrets
-import signal
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -15,7 +14,6 @@ from typing import Protocol, TypeVar
 import anyio
 import uvicorn
 from anyio.abc import TaskGroup
-from loguru import logger
 from pydantic import BaseModel
 
 from skulk.api.app import create_app
@@ -358,44 +356,3 @@ async def _hold_open(subscription: _Closable[U], *,
         await anyio.sleep_forever()
     finally:
         subscription.close()
-
-
-def api_banner(config: NodeConfig) -> str:
-    url = f"http://{config.api_host}:{config.api_port}"
-    model = config.serve[0] if config.serve else "smollm2-135m"
-    return (f"Skulk is serving at {url}  (OpenAI API: {url}/v1)\n"
-            f"  try: curl {url}/v1/chat/completions -H 'Content-Type: application/json' "
-            f"-d '{{\"model\": \"{model}\", \"messages\": [{{\"role\": \"user\", "
-            f"\"content\": \"Hello!\"}}]}}'\n"
-            f"  or:  skulk chat {model}")
-
-
-async def run_node_forever(config: NodeConfig,
-                           open_transport: Callable[[NodeConfig], Awaitable[Transport]] | None
-                           = None) -> None:
-    """Run a node until SIGINT or SIGTERM, then shut it down cleanly."""
-    from skulk.routing.zenoh_transport import ZenohTransport
-
-    transport = (await open_transport(config) if open_transport else
-                 await ZenohTransport.open(listen=config.listen, connect=config.peers,
-                                           multicast_scouting=config.discover))
-    node = Node(config, transport)
-    try:
-        async with anyio.create_task_group() as tasks:
-            async def stop_on_signal() -> None:
-                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                    async for received in signals:
-                        logger.info("received {}, shutting down", signal.Signals(received).name)
-                        tasks.cancel_scope.cancel()
-                        return
-
-            tasks.start_soon(stop_on_signal)
-            tasks.start_soon(node.run)
-            await node.ready.wait()
-            if config.run_api:
-                logger.info("node {} is up\n{}", node.node_id, api_banner(config))
-            else:
-                logger.info("node {} is up (no API)", node.node_id)
-    finally:
-        with anyio.CancelScope(shield=True):
-            await transport.close()

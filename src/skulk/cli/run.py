@@ -1,14 +1,17 @@
 """`skulk run`: the flags of a node and the code that starts it."""
 
 import argparse
+import signal
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
 from loguru import logger
 
-from skulk.node import NodeConfig, run_node_forever
+from skulk.node import Node, NodeConfig
 from skulk.paths import default_data_dir
+from skulk.routing.transport import Transport
 
 DEFAULT_LISTEN = "tcp/127.0.0.1:0"
 
@@ -76,3 +79,44 @@ def run_node(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def api_banner(config: NodeConfig) -> str:
+    url = f"http://{config.api_host}:{config.api_port}"
+    model = config.serve[0] if config.serve else "smollm2-135m"
+    return (f"Skulk is serving at {url}  (OpenAI API: {url}/v1)\n"
+            f"  try: curl {url}/v1/chat/completions -H 'Content-Type: application/json' "
+            f"-d '{{\"model\": \"{model}\", \"messages\": [{{\"role\": \"user\", "
+            f"\"content\": \"Hello!\"}}]}}'\n"
+            f"  or:  skulk chat {model}")
+
+
+async def run_node_forever(config: NodeConfig,
+                           open_transport: Callable[[NodeConfig], Awaitable[Transport]] | None
+                           = None) -> None:
+    """Run a node until SIGINT or SIGTERM, then shut it down cleanly."""
+    from skulk.routing.zenoh_transport import ZenohTransport
+
+    transport = (await open_transport(config) if open_transport else
+                 await ZenohTransport.open(listen=config.listen, connect=config.peers,
+                                           multicast_scouting=config.discover))
+    node = Node(config, transport)
+    try:
+        async with anyio.create_task_group() as tasks:
+            async def stop_on_signal() -> None:
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    async for received in signals:
+                        logger.info("received {}, shutting down", signal.Signals(received).name)
+                        tasks.cancel_scope.cancel()
+                        return
+
+            tasks.start_soon(stop_on_signal)
+            tasks.start_soon(node.run)
+            await node.ready.wait()
+            if config.run_api:
+                logger.info("node {} is up\n{}", node.node_id, api_banner(config))
+            else:
+                logger.info("node {} is up (no API)", node.node_id)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await transport.close()

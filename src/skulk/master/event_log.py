@@ -93,16 +93,7 @@ class DiskEventLog:
         if self.next_index == 0:
             return
         self.next_index = 0
-        if self._file is None or self.degraded:
-            return
-        self._file.close()
-        try:
-            archive(self.directory / LIVE_FILE, self.directory)
-            enforce_caps(self.directory, self._max_archives, self._max_archive_bytes)
-            self._file = (self.directory / LIVE_FILE).open("ab")
-        except OSError as error:
-            self._file = None
-            self._degrade(f"could not start a new event log file: {error}")
+        self._restart_live_file(first_record=None, failure="could not start a new log file")
 
     def compact(self, snapshot: IndexedEvent) -> None:
         """Archive the live file and start it again from `snapshot`, the state after the
@@ -110,6 +101,9 @@ class DiskEventLog:
         if snapshot.index != self.next_index - 1:
             raise ValueError(f"a snapshot must be of the last event ({self.next_index - 1}), "
                              f"not {snapshot.index}")
+        self._restart_live_file(first_record=snapshot, failure="compacting the log failed")
+
+    def _restart_live_file(self, first_record: IndexedEvent | None, failure: str) -> None:
         if self._file is None or self.degraded:
             return
         self._file.close()
@@ -117,11 +111,12 @@ class DiskEventLog:
             archive(self.directory / LIVE_FILE, self.directory)
             enforce_caps(self.directory, self._max_archives, self._max_archive_bytes)
             self._file = (self.directory / LIVE_FILE).open("ab")
-            self._file.write(encode_record(snapshot))
-            self._file.flush()
+            if first_record is not None:
+                self._file.write(encode_record(first_record))
+                self._file.flush()
         except OSError as error:
             self._file = None
-            self._degrade(f"compacting the event log failed: {error}")
+            self._degrade(f"{failure}: {error}")
 
     def read_range(self, start: int, end: int) -> list[IndexedEvent]:
         """Persisted events with `start <= index < end`."""
