@@ -240,10 +240,6 @@ class Node:
                     session=self.replica.session, from_index=gap))
             await self._local_events.resend_due()
 
-    def stop(self) -> None:
-        if self._api_server is not None:
-            self._api_server.should_exit = True
-
     async def _subscription(self, tasks: TaskGroup, topic: topics.TypedTopic[T]
                             ) -> AsyncIterator[T]:
         return await self._open(tasks, self.router.subscribe(topic))

@@ -4,7 +4,6 @@ from pathlib import Path
 from skulk.master.commands import CommandContext, events_for_command
 from skulk.master.reconcile import FINISHED_TASK_RETENTION_SECONDS, reconcile
 from skulk.models.catalog import ModelCatalog
-from skulk.shared.apply import apply
 from skulk.shared.types.commands import (
     CancelTask,
     Command,
@@ -16,7 +15,6 @@ from skulk.shared.types.commands import (
 from skulk.shared.types.events import (
     CommandRejected,
     Event,
-    IndexedEvent,
     InstanceCreated,
     InstanceDeleted,
     TaskCreated,
@@ -29,7 +27,6 @@ from skulk.shared.types.ids import (
     ModelId,
     NodeId,
     RunnerId,
-    SessionId,
     TaskId,
 )
 from skulk.shared.types.state import State
@@ -48,12 +45,7 @@ def context(nodes: dict[NodeId, NodeTelemetry] = NODES) -> CommandContext:
                           new_task_id=lambda: TaskId(f"task-{next(counter)}"))
 
 
-def state_with(*events: Event) -> State:
-    state = State()
-    for event in events:
-        state = apply(state, IndexedEvent(master_node="m", index=state.last_event_applied_idx + 1,
-                                          session=SessionId("s"), event=event))
-    return state
+state_with = f.state_with
 
 
 def handle(state: State, command: Command,

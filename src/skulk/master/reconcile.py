@@ -3,7 +3,7 @@
 from collections.abc import Mapping, Set
 
 from skulk.shared.types.events import Event, TaskDeleted, TaskStatusUpdated
-from skulk.shared.types.ids import InstanceId, NodeId, TaskId
+from skulk.shared.types.ids import NodeId, TaskId
 from skulk.shared.types.instances import Instance
 from skulk.shared.types.state import State
 from skulk.shared.types.tasks import TERMINAL_TASK_STATUSES
@@ -35,6 +35,3 @@ def instances_on_lost_nodes(state: State, live_nodes: Set[NodeId]) -> list[Insta
     return [i for i in state.instances.values()
             if any(shard.node_id not in live_nodes for shard in i.shards.values())]
 
-
-def lost_instance_ids(state: State, live_nodes: Set[NodeId]) -> list[InstanceId]:
-    return [i.instance_id for i in instances_on_lost_nodes(state, live_nodes)]

@@ -24,11 +24,7 @@ SESSION = SessionId("sess-test")
 
 
 def run(events: list[Event], state: State | None = None) -> State:
-    state = state or State()
-    for event in events:
-        state = apply(state, IndexedEvent(master_node="m", index=state.last_event_applied_idx + 1,
-                                          session=SESSION, event=event))
-    return state
+    return f.state_with(*events, start=state)
 
 
 def test_instance_created_adds_the_instance() -> None:

@@ -57,6 +57,20 @@ def task(
     )
 
 
+def state_with(*events: Event, start: State | None = None) -> State:
+    """`start` (or an empty State) with `events` applied in order, as a master would."""
+    from skulk.shared.apply import apply
+    from skulk.shared.types.events import IndexedEvent
+    from skulk.shared.types.ids import SessionId
+
+    state = start or State()
+    for event in events:
+        state = apply(state, IndexedEvent(index=state.last_event_applied_idx + 1,
+                                          session=SessionId("s"), master_node=NODE,
+                                          event=event))
+    return state
+
+
 def one_of_each_event() -> list[Event]:
     """One event of every type, in an order that applies cleanly from an empty State."""
     return [

@@ -1,13 +1,10 @@
-from skulk.shared.apply import apply
 from skulk.shared.types.events import (
-    Event,
-    IndexedEvent,
     InstanceCreated,
     RunnerStatusUpdated,
     TaskCreated,
     TaskStatusUpdated,
 )
-from skulk.shared.types.ids import InstanceId, NodeId, RunnerId, SessionId, TaskId
+from skulk.shared.types.ids import InstanceId, NodeId, RunnerId, TaskId
 from skulk.shared.types.runners import (
     RunnerCreated,
     RunnerLoaded,
@@ -33,12 +30,7 @@ ME = f.NODE
 R1, I1, T1 = RunnerId("run-1"), InstanceId("inst-1"), TaskId("task-1")
 
 
-def state_with(*events: Event) -> State:
-    state = State()
-    for event in events:
-        state = apply(state, IndexedEvent(master_node="m", index=state.last_event_applied_idx + 1,
-                                          session=SessionId("s"), event=event))
-    return state
+state_with = f.state_with
 
 
 READY_STATUS = RunnerReady()
