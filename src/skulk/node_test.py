@@ -128,5 +128,5 @@ async def test_instances_can_be_placed_inspected_and_deleted(node: Node) -> None
         assert placed.status_code == 201
         refused = await http.post("/place_instance", json={"model_id": "smollm2-135m",
                                                             "min_nodes": 2})
-        assert refused.status_code == 503 and "min_nodes" in refused.json()["error"]["message"]
+        assert refused.status_code == 400 and "min_nodes" in refused.json()["error"]["message"]
         assert (await http.post("/place_instance", json={"model_id": "x"})).status_code == 404

@@ -1,11 +1,15 @@
 """What the API needs from its node: identity, cards, the State replica, streams, commands."""
 
+import time
 from collections.abc import Awaitable, Callable, Set
 from dataclasses import dataclass, field
 
 import anyio
 
+from skulk.api.metrics import ApiMetrics
+from skulk.api.sessions import SessionStore
 from skulk.api.streams import StreamRegistry
+from skulk.api.tracing import TraceStore
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.replica import StateReplica
 from skulk.shared.telemetry_view import TelemetryView
@@ -23,6 +27,8 @@ class ApiContext:
     telemetry: TelemetryView
     streams: StreamRegistry
     send_command: Callable[[Command], Awaitable[None]]
+    # The node's Ed25519 public key, hex; empty in tests that build no identity.
+    public_key: str = ""
     # A request for a model with no instance places one when it fits.
     auto_place: bool = True
     # How long a request waits for an instance to become ready (placement + load).
@@ -32,3 +38,9 @@ class ApiContext:
     master_node: Callable[[], NodeId | None] = lambda: None
     # One placement at a time per model, so concurrent first requests place it once.
     placement_locks: dict[ModelId, anyio.Lock] = field(default_factory=dict)
+    metrics: ApiMetrics = field(default_factory=ApiMetrics)
+    sessions: SessionStore = field(default_factory=SessionStore)
+    traces: TraceStore = field(default_factory=TraceStore)
+    # This node's runners, for diagnostics (empty on a node without a worker).
+    runners_report: Callable[[], list[dict[str, object]]] = lambda: []
+    started_at: float = field(default_factory=time.monotonic)

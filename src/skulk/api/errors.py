@@ -1,4 +1,11 @@
-"""Errors in the OpenAI format, `{"error": {"message", "type", "param", "code"}}`, everywhere."""
+"""API errors: one internal `ApiError`, rendered in the dialect of the route it came from.
+
+OpenAI: `{"error": {"message", "type", "param", "code"}}`. Anthropic (`/v1/messages`):
+`{"type": "error", "error": {"type", "message"}}`. Ollama (`/api/...`, `/ollama/api/...`):
+`{"error": "message"}`. Each official client library turns these into its own exception.
+"""
+
+from typing import Literal
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -6,6 +13,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from skulk.shared.types.chunks import ErrorChunk, ErrorKind
+
+Dialect = Literal["openai", "anthropic", "ollama"]
 
 # (HTTP status, OpenAI error type, code) per internal error kind. Placement failures are
 # 503: the request is valid, the cluster lacks room now, and more nodes or fewer models
@@ -21,9 +30,23 @@ ERROR_KIND_HTTP: dict[ErrorKind, tuple[int, str, str]] = {
     "internal": (500, "server_error", "internal_error"),
 }
 
+# Anthropic's error types by HTTP status (https://docs.anthropic.com/en/api/errors).
+_ANTHROPIC_TYPES = {400: "invalid_request_error", 401: "authentication_error",
+                    403: "permission_error", 404: "not_found_error",
+                    413: "request_too_large", 429: "rate_limit_error",
+                    503: "overloaded_error", 529: "overloaded_error"}
+
+
+def dialect_of(path: str) -> Dialect:
+    if path.startswith("/v1/messages"):
+        return "anthropic"
+    if path.startswith(("/api/", "/ollama/api/")):
+        return "ollama"
+    return "openai"
+
 
 class ApiError(Exception):
-    """Raised anywhere in a route; becomes an OpenAI-format error response."""
+    """Raised anywhere in a route; rendered in the route's dialect."""
 
     def __init__(self, status: int, message: str, *, type: str = "invalid_request_error",
                  code: str | None = None, param: str | None = None) -> None:
@@ -39,12 +62,18 @@ class ApiError(Exception):
         status, type_, code = ERROR_KIND_HTTP[chunk.error_kind]
         return cls(status, chunk.message, type=type_, code=code)
 
-    def body(self) -> dict[str, object]:
+    def body(self, dialect: Dialect = "openai") -> dict[str, object]:
+        if dialect == "anthropic":
+            fallback = "api_error" if self.status >= 500 else "invalid_request_error"
+            return {"type": "error", "error": {
+                "type": _ANTHROPIC_TYPES.get(self.status, fallback), "message": self.message}}
+        if dialect == "ollama":
+            return {"error": self.message}
         return {"error": {"message": self.message, "type": self.type, "param": self.param,
                           "code": self.code}}
 
-    def response(self) -> JSONResponse:
-        return JSONResponse(self.body(), status_code=self.status)
+    def response(self, dialect: Dialect = "openai") -> JSONResponse:
+        return JSONResponse(self.body(dialect), status_code=self.status)
 
 
 def _validation_error(error: RequestValidationError) -> ApiError:
@@ -59,18 +88,21 @@ def _validation_error(error: RequestValidationError) -> ApiError:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    async def on_api_error(_: Request, error: Exception) -> JSONResponse:
+    async def on_api_error(request: Request, error: Exception) -> JSONResponse:
         assert isinstance(error, ApiError)
-        return error.response()
+        return error.response(dialect_of(request.url.path))
 
-    async def on_validation(_: Request, error: Exception) -> JSONResponse:
+    async def on_validation(request: Request, error: Exception) -> JSONResponse:
         assert isinstance(error, RequestValidationError)
-        return _validation_error(error).response()
+        return _validation_error(error).response(dialect_of(request.url.path))
 
-    async def on_http(_: Request, error: Exception) -> JSONResponse:
+    async def on_http(request: Request, error: Exception) -> JSONResponse:
         assert isinstance(error, HTTPException)
         type_ = "invalid_request_error" if error.status_code < 500 else "server_error"
-        return ApiError(error.status_code, str(error.detail), type=type_).response()
+        code = {413: "request_too_large", 404: "not_found", 405: "method_not_allowed"}.get(
+            error.status_code)
+        return ApiError(error.status_code, str(error.detail), type=type_, code=code).response(
+            dialect_of(request.url.path))
 
     app.add_exception_handler(ApiError, on_api_error)
     app.add_exception_handler(RequestValidationError, on_validation)

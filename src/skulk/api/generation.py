@@ -13,6 +13,7 @@ from skulk.api.context import ApiContext
 from skulk.api.errors import ApiError
 from skulk.api.instance_view import has_ready_instance
 from skulk.api.streams import CommandStream
+from skulk.api.tracing import RequestTrace
 from skulk.shared.types.chunks import Chunk, ErrorChunk
 from skulk.shared.types.commands import (
     CancelTask,
@@ -107,6 +108,7 @@ class Generation:
     first: Chunk
     created: int
     done: bool = False
+    trace: RequestTrace | None = None
 
     async def chunks(self) -> AsyncIterator[Chunk]:
         yield self.first
@@ -154,6 +156,8 @@ async def _send_until(context: ApiContext, command: Command,
 async def finish_generation(context: ApiContext, generation: Generation) -> None:
     """Always called: cancels an unfinished generation, then lets the master forget it."""
     with anyio.CancelScope(shield=True):
+        if generation.trace is not None:
+            generation.trace.end("abandoned")  # unless its final chunk ended it already
         context.streams.close(generation.command_id)
         if not generation.done and not generation.stream.finished:
             await context.send_command(CancelTask(command_id=new_command_id(),

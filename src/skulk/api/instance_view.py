@@ -37,4 +37,5 @@ def instance_body(state: State, instance: Instance) -> dict[str, object]:
     return {"instance_id": instance.instance_id, "model_id": instance.model_id,
             "engine": instance.engine, "sharding": instance.sharding,
             "context_token_limit": instance.context_token_limit,
+            "drafter_node": instance.drafter_node,
             "status": instance_status(state, instance), "ranks": ranks}

@@ -1,6 +1,10 @@
-"""CLI subcommands that talk to a running node over its HTTP API."""
+"""CLI subcommands that talk to a running node over its HTTP API.
+
+A node started with an API key needs it here too: `SKULK_API_KEY=<key> skulk status`.
+"""
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -11,9 +15,15 @@ class NodeUnreachable(Exception):
     """No node answers at the URL."""
 
 
+def _auth() -> dict[str, str]:
+    key = os.environ.get("SKULK_API_KEY", "").split(",")[0].strip()
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
 def _request(method: str, url: str, **kwargs: Any) -> httpx.Response:
     try:
-        return httpx.request(method, url, timeout=httpx.Timeout(600.0, connect=5.0), **kwargs)
+        return httpx.request(method, url, timeout=httpx.Timeout(600.0, connect=5.0),
+                             headers=_auth(), **kwargs)
     except httpx.TransportError as error:
         raise NodeUnreachable(
             f"no Skulk node answers at {url} ({error}); start one with `skulk run`") from error
@@ -86,7 +96,7 @@ def _stream_reply(url: str, model: str, messages: list[dict[str, str]], max_toke
             "max_tokens": max_tokens, "temperature": temperature}
     parts: list[str] = []
     try:
-        with httpx.stream("POST", f"{url}/v1/chat/completions", json=body,
+        with httpx.stream("POST", f"{url}/v1/chat/completions", json=body, headers=_auth(),
                           timeout=httpx.Timeout(600.0, connect=5.0)) as response:
             if response.status_code != 200:
                 response.read()

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from skulk.cli import client
+from skulk.cli.models_import import add_import_arguments, run_import
 from skulk.cli.run import add_run_arguments, run_node
 from skulk.models.catalog import ModelCatalog
 from skulk.paths import default_data_dir
@@ -25,9 +26,13 @@ def build_parser() -> argparse.ArgumentParser:
         return sub
 
     with_url("status", "show the cluster's nodes, instances and tasks")
-    models = commands.add_parser("models", help="list the models this node knows, and where")
-    models.add_argument("action", choices=["list"], nargs="?", default="list")
+    models = commands.add_parser("models", help="list or import the models this node knows")
     models.add_argument("--data-dir", type=Path, default=None, help="node data dir")
+    model_actions = models.add_subparsers(dest="action")
+    listing = model_actions.add_parser("list", help="the models and where their weights live")
+    listing.add_argument("--data-dir", type=Path, default=argparse.SUPPRESS, help="node data dir")
+    add_import_arguments(model_actions.add_parser(
+        "import", help="turn a GGUF file or Hugging Face directory into an MLX model"))
     place = with_url("place", "place a model on the cluster")
     place.add_argument("model")
     chat = with_url("chat", "chat with a model in the terminal")
@@ -61,6 +66,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return run_node(args)
             case "status":
                 return client.status(args.url)
+            case "models" if args.action == "import":
+                return run_import(args)
             case "models":
                 return list_models(args.data_dir or default_data_dir())
             case "place":

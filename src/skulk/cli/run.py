@@ -1,6 +1,7 @@
 """`skulk run`: the flags of a node and the code that starts it."""
 
 import argparse
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -9,6 +10,7 @@ from pathlib import Path
 import anyio
 from loguru import logger
 
+from skulk.api.security import API_KEY_ENV, ApiSecurity
 from skulk.node import Node, NodeConfig
 from skulk.paths import default_data_dir
 from skulk.routing.transport import Transport
@@ -42,6 +44,18 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="do not place a model when a request asks for an unplaced one")
     parser.add_argument("--threads", type=int, default=None,
                         help="engine threads per runner (default: all cores)")
+    parser.add_argument("--no-batching", dest="batching", action="store_false",
+                        help="MLX runners of models wholly on this node serve one request "
+                             "at a time instead of batching concurrent requests together "
+                             "(split models always batch: their ranks must agree)")
+    parser.add_argument("--api-key", action="append", default=[],
+                        help="require this API key on every request but /healthz "
+                             "(repeatable; also $SKULK_API_KEY, comma-separated)")
+    parser.add_argument("--cors-origin", action="append", default=[],
+                        help="let browser pages from this origin call the API (repeatable; "
+                             "'*' for any)")
+    parser.add_argument("--max-body-mb", type=float, default=8.0,
+                        help="largest request body accepted, in MiB (default 8)")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
     parser.add_argument("-q", "--quiet", action="count", default=0, help="less logging")
 
@@ -67,9 +81,18 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         serve=args.serve,
         auto_place=not args.no_auto_place,
         engine_threads=args.threads,
+        batching=args.batching,
         discover=args.discover,
         force_master=args.force_master,
+        security=ApiSecurity(
+            api_keys=frozenset(args.api_key) | keys_from_env(),
+            cors_origins=args.cors_origin,
+            max_body_bytes=int(args.max_body_mb * 1024 * 1024)),
     )
+
+
+def keys_from_env() -> frozenset[str]:
+    return frozenset(k.strip() for k in os.environ.get(API_KEY_ENV, "").split(",") if k.strip())
 
 
 def run_node(args: argparse.Namespace) -> int:

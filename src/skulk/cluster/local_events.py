@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 from loguru import logger
 
-from skulk.shared.types.events import Event, IndexedEvent, LocalEvent
+from skulk.shared.types.events import Event, LocalEvent
 from skulk.shared.types.ids import NodeId
+from skulk.shared.types.state import State
 
 FIRST_RESEND_SECONDS = 1.0
 MAX_RESEND_GAP_SECONDS = 8.0
@@ -48,11 +49,13 @@ class LocalEventSender:
                                                    FIRST_RESEND_SECONDS)
         await self._publish(local)
 
-    def indexed(self, indexed: IndexedEvent) -> None:
-        source = indexed.source
-        if source is not None and source.origin == self._node_id and (
-                source.epoch == self._epoch):
-            self._pending.pop(source.origin_seq, None)
+    def acknowledge(self, state: State) -> None:
+        """Stop resending what the State shows indexed (a snapshot counts too)."""
+        mark = state.producer_marks.get(self._node_id)
+        if mark is None:
+            return
+        for seq in [s for s in self._pending if mark.covers(self._epoch, s)]:
+            del self._pending[seq]
 
     async def resend_due(self) -> None:
         now = self._clock()

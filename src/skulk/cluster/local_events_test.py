@@ -1,8 +1,16 @@
 import pytest
 
 from skulk.cluster.local_events import GIVE_UP_SECONDS, LocalEventSender
-from skulk.shared.types.events import EventSource, IndexedEvent, LocalEvent, TaskDeleted
+from skulk.shared.types.event_source import EventSource
+from skulk.shared.types.events import LocalEvent, TaskDeleted
 from skulk.shared.types.ids import NodeId, TaskId
+from skulk.shared.types.state import State
+
+
+def marked(epoch: str, origin_seq: int) -> State:
+    """A State (replayed or adopted from a snapshot) whose newest event from `a` is given."""
+    return State(producer_marks={
+        NodeId("a"): EventSource(origin=NodeId("a"), epoch=epoch, origin_seq=origin_seq)})
 
 
 @pytest.mark.anyio
@@ -18,9 +26,7 @@ async def test_events_are_resent_with_backoff_until_indexed_then_given_up() -> N
     await sender.send(TaskDeleted(task_id=TaskId("t1")))
     await sender.send(TaskDeleted(task_id=TaskId("t2")))
     assert [s.origin_seq for s in sent] == [0, 1]
-    sender.indexed(IndexedEvent(index=4, session="s", master_node="m",  # type: ignore[arg-type]
-                                event=sent[0].event,
-                                source=EventSource(origin=NodeId("a"), epoch="e", origin_seq=0)))
+    sender.acknowledge(marked(epoch="e", origin_seq=0))
     now[0] = 1.0
     await sender.resend_due()
     assert [s.origin_seq for s in sent] == [0, 1, 1]
@@ -33,3 +39,17 @@ async def test_events_are_resent_with_backoff_until_indexed_then_given_up() -> N
     now[0] = GIVE_UP_SECONDS + 1
     await sender.resend_due()
     assert sender.pending == 0
+
+
+@pytest.mark.anyio
+async def test_a_state_mark_acknowledges_everything_at_or_below_it_in_the_same_epoch() -> None:
+    async def publish(local: LocalEvent) -> None:
+        pass
+
+    sender = LocalEventSender(node_id=NodeId("a"), epoch="e2", publish=publish)
+    for n in range(3):
+        await sender.send(TaskDeleted(task_id=TaskId(f"t{n}")))
+    sender.acknowledge(marked(epoch="e1", origin_seq=5))
+    assert sender.pending == 3, "a mark from an earlier start acknowledges nothing"
+    sender.acknowledge(marked(epoch="e2", origin_seq=1))
+    assert sender.pending == 1

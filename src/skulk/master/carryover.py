@@ -12,8 +12,8 @@ from skulk.shared.types.tasks import TERMINAL_TASK_STATUSES
 
 
 def seed_for_new_session(replica: State, live_nodes: Set[NodeId]) -> State:
-    """Instances carry; runner statuses carry for live nodes; tasks carry if all their
-    instance's nodes live, and are failed with a reason otherwise."""
+    """Instances and producer marks carry; runner statuses carry for live nodes; tasks
+    carry if all their instance's nodes live, and are failed with a reason otherwise."""
     runners = {
         runner_id: status
         for instance in replica.instances.values()
@@ -32,4 +32,6 @@ def seed_for_new_session(replica: State, live_nodes: Set[NodeId]) -> State:
                 "error": "the master changed while a node serving this request was lost; "
                          "retry the request"})
         tasks[task_id] = task
-    return State(instances=dict(replica.instances), runners=runners, tasks=tasks)
+    # Producer marks carry so the new master drops resends of events already indexed.
+    return State(instances=dict(replica.instances), runners=runners, tasks=tasks,
+                 producer_marks=dict(replica.producer_marks))

@@ -4,13 +4,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import assert_never
 
-from skulk.master.placement import PlacementError, place
+from skulk.master.placement import (
+    DEFAULT_RING_PORTS,
+    ClusterView,
+    PlacementError,
+    place,
+    wider_placement,
+)
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.types.commands import (
     CancelTask,
     Command,
     DeleteInstance,
     PlaceInstance,
+    RefusePlacement,
+    ReplaceInstance,
     TaskFinished,
     TextGeneration,
 )
@@ -23,13 +31,16 @@ from skulk.shared.types.events import (
     TaskDeleted,
     TaskStatusUpdated,
 )
-from skulk.shared.types.ids import InstanceId, NodeId, RunnerId, TaskId
+from skulk.shared.types.ids import InstanceId, NodeId, RunnerId, TaskId, new_instance_id
 from skulk.shared.types.instances import Instance
 from skulk.shared.types.runners import is_serving
 from skulk.shared.types.state import State
 from skulk.shared.types.tasks import TERMINAL_TASK_STATUSES, TextGenerationTask
 from skulk.shared.types.telemetry import NodeTelemetry
 
+# A split instance whose ranks keep ending is placed again this many times, then given up:
+# a model that crashes wherever it goes must not cycle through the cluster forever.
+MAX_REPLACEMENTS = 3
 
 @dataclass(frozen=True)
 class CommandContext:
@@ -39,6 +50,20 @@ class CommandContext:
     nodes: Mapping[NodeId, NodeTelemetry]
     new_runner_id: Callable[[], RunnerId]
     new_task_id: Callable[[], TaskId]
+    # Live members, readings or not (None: exactly the nodes with readings). A member
+    # without readings turns a failed placement into "pending" rather than "impossible".
+    live_nodes: frozenset[NodeId] | None = None
+    new_instance_id: Callable[[], InstanceId] = new_instance_id
+    ring_ports: range = DEFAULT_RING_PORTS
+
+    def cluster(self, state: State) -> ClusterView:
+        """The cluster as placement sees it, with the instances placed in `state`."""
+        return ClusterView(nodes=self.nodes, live_nodes=self.live_nodes,
+                           instances=state.instances, ring_ports=self.ring_ports)
+
+    def cluster_size(self) -> int:
+        """Nodes that could hold a shard: live, reporting, running a worker."""
+        return sum(1 for n in self.nodes.values() if n.has_worker)
 
 
 def events_for_command(state: State, command: Command, context: CommandContext) -> list[Event]:
@@ -47,6 +72,10 @@ def events_for_command(state: State, command: Command, context: CommandContext) 
             return _place_instance(state, command, context)
         case DeleteInstance():
             return delete_instance_events(state, command.instance_id, "deleted on request")
+        case RefusePlacement():
+            return _refuse_placement(state, command, context)
+        case ReplaceInstance():
+            return _replace_instance(state, command, context)
         case TextGeneration():
             return _text_generation(state, command, context)
         case CancelTask():
@@ -81,11 +110,68 @@ def _place_instance(state: State, command: PlaceInstance, context: CommandContex
     if card is None:
         return [CommandRejected(command_id=command.command_id, error_kind="model_not_found",
                                 message=f"unknown model {command.model_id!r}")]
-    result = place(command, card, context.nodes, context.new_runner_id())
+    result = place(command, card, context.cluster(state), context.new_runner_id)
     if isinstance(result, PlacementError):
         return [CommandRejected(command_id=command.command_id, error_kind="placement_failed",
                                 message=result.describe())]
     return [InstanceCreated(instance=result)]
+
+
+def _refuse_placement(state: State, refusal: RefusePlacement,
+                      context: CommandContext) -> list[Event]:
+    """Remove the refused instance and place it once more, one node wider, if it can be."""
+    instance = state.instances.get(refusal.instance_id)
+    if instance is None:
+        return []  # already handled: another rank's refusal got here first
+    reason = f"node {refusal.node_id} refused its shard: {refusal.reason}"
+    wider = wider_placement(instance, refusal, context.cluster_size(),
+                            context.new_instance_id())
+    card = context.catalog.resolve(instance.model_id)
+    if isinstance(wider, str):
+        return delete_instance_events(state, instance.instance_id,
+                                      f"{reason}; no wider placement: {wider}")
+    if card is None:
+        return delete_instance_events(state, instance.instance_id,
+                                      f"{reason}; its model card is gone")
+    # The refused instance still counts as placed here, so its ring ports are not reused.
+    placed = place(wider, card, context.cluster(state), context.new_runner_id)
+    if isinstance(placed, PlacementError):
+        return delete_instance_events(state, instance.instance_id,
+                                      f"{reason}; no wider placement: {placed.describe()}")
+    return [*delete_instance_events(state, instance.instance_id,
+                                    f"{reason}; placed again over {len(placed.shards)} nodes "
+                                    f"as {placed.instance_id}"),
+            InstanceCreated(instance=placed)]
+
+
+def _replace_instance(state: State, command: ReplaceInstance,
+                      context: CommandContext) -> list[Event]:
+    """Remove a failed split instance and place it again at its width; every rank's worker
+    asks, the first request does it and the others find the instance gone."""
+    instance = state.instances.get(command.instance_id)
+    if instance is None:
+        return []
+    if instance.replaced >= MAX_REPLACEMENTS:
+        return delete_instance_events(
+            state, instance.instance_id,
+            f"{command.reason}; not placed again: it was placed again {instance.replaced} "
+            "times already and a rank ended each time (look at the nodes' runner logs and "
+            "GET /v1/diagnostics/cluster, then place it by hand)")
+    card = context.catalog.resolve(instance.model_id)
+    again = PlaceInstance(command_id=command.command_id, instance_id=context.new_instance_id(),
+                          model_id=instance.model_id, engine=instance.engine,
+                          sharding=instance.sharding, min_nodes=len(instance.shards))
+    # The failed instance still counts as placed here, so its ring ports are not reused.
+    placed = None if card is None else place(again, card, context.cluster(state),
+                                             context.new_runner_id)
+    if not isinstance(placed, Instance):
+        why = "its model card is gone" if placed is None else placed.describe()
+        return delete_instance_events(state, instance.instance_id,
+                                      f"{command.reason}; not placed again: {why}")
+    placed = placed.model_copy(update={"replaced": instance.replaced + 1})
+    return [*delete_instance_events(state, instance.instance_id,
+                                    f"{command.reason}; placed again as {placed.instance_id}"),
+            InstanceCreated(instance=placed)]
 
 
 def _load(state: State, instance: Instance) -> tuple[bool, int]:

@@ -12,16 +12,18 @@ import anyio
 from loguru import logger
 
 from skulk.master.commands import CommandContext, delete_instance_events, events_for_command
+from skulk.master.local_event_order import LocalEventOrder
 from skulk.master.reconcile import instances_on_lost_nodes, reconcile
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.apply import apply
 from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.commands import CommandEnvelope, PlaceInstance
 from skulk.shared.types.election import StateSyncMessage
+from skulk.shared.types.event_source import EventSource
 from skulk.shared.types.events import (
     Event,
-    EventSource,
     IndexedEvent,
+    InstanceDeleted,
     LocalEvent,
     StateSnapshotHydrated,
     TaskDeleted,
@@ -108,7 +110,7 @@ class Master:
         self._state = State()
         self._next_index = 0
         self._lock = anyio.Lock()
-        self._last_origin_seq: dict[tuple[NodeId, str], int] = {}
+        self._local_order = LocalEventOrder(lambda: self._state.producer_marks)
         self._seen_commands: dict[CommandId, None] = {}
         self._terminal_since: dict[TaskId, float] = {}
         self._lost_since: dict[InstanceId, float] = {}
@@ -116,6 +118,10 @@ class Master:
     @property
     def state(self) -> State:
         return self._state
+
+    @property
+    def events_indexed(self) -> int:
+        return self._next_index
 
     async def run(self) -> None:
         # The session's first event is its seed, so every follower starts from the same state.
@@ -163,7 +169,7 @@ class Master:
     def _context(self) -> CommandContext:
         live = self.live_nodes()
         nodes = {n: r for n, r in self._telemetry.live().items() if n in live}
-        return CommandContext(catalog=self._catalog, nodes=nodes,
+        return CommandContext(catalog=self._catalog, nodes=nodes, live_nodes=frozenset(live),
                               new_runner_id=new_runner_id, new_task_id=new_task_id)
 
     async def handle_command(self, envelope: CommandEnvelope) -> None:
@@ -174,15 +180,17 @@ class Master:
         if len(self._seen_commands) > _SEEN_COMMANDS_CAP:
             self._seen_commands.pop(next(iter(self._seen_commands)))
         events = events_for_command(self._state, command, self._context())
+        for event in events:
+            if isinstance(event, InstanceDeleted):
+                logger.info("instance {} removed: {}", event.instance_id, event.reason)
         if events:
             await self.index(events)
 
     async def handle_local_event(self, local: LocalEvent) -> None:
-        # Producers number their events; a resend of one already indexed is dropped.
-        producer = (local.origin, local.epoch)
-        if local.origin_seq <= self._last_origin_seq.get(producer, -1):
-            return
-        self._last_origin_seq[producer] = local.origin_seq
+        for ready in self._local_order.arrive(local, self._clock()):
+            await self._index_local(ready)
+
+    async def _index_local(self, local: LocalEvent) -> None:
         source = EventSource(origin=local.origin, epoch=local.epoch,
                              origin_seq=local.origin_seq)
         await self.index([local.event], source)
@@ -220,6 +228,8 @@ class Master:
             await self.reconcile_once()
 
     async def reconcile_once(self) -> None:
+        for overdue in self._local_order.overdue(self._clock()):
+            await self._index_local(overdue)
         events = reconcile(self._state, self._terminal_since, self._clock())
         if events:
             await self.index(events)

@@ -52,6 +52,11 @@ class ModelCatalog:
     def builtin(cls, models_dir: Path) -> "ModelCatalog":
         return cls(load_cards(builtin_cards_dir()), models_dir)
 
+    @property
+    def models_dir(self) -> Path:
+        """This node's model store: downloaded and imported weights live here."""
+        return self._models_dir
+
     def cards(self) -> list[ModelCard]:
         return list(self._cards)
 

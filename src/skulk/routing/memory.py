@@ -6,7 +6,7 @@ import anyio
 
 from skulk.routing.keys import key_matches
 from skulk.routing.queue_subscription import QueueSubscription
-from skulk.routing.transport import ALIVE, GONE, Message, TransportClosed
+from skulk.routing.transport import ALIVE, GONE, Message, QueryHandler, TransportClosed
 
 
 class MemoryBus:
@@ -16,6 +16,18 @@ class MemoryBus:
         self._subscriptions: list[tuple[str, QueueSubscription]] = []
         self._tokens: dict[str, MemoryTransport] = {}
         self._watches: list[tuple[str, QueueSubscription]] = []
+        self._answerers: dict[str, tuple[QueryHandler, MemoryTransport]] = {}
+
+    def add_answerer(self, key: str, handler: QueryHandler, owner: "MemoryTransport") -> None:
+        self._answerers[key] = (handler, owner)
+
+    def drop_answerers_of(self, owner: "MemoryTransport") -> None:
+        self._answerers = {k: v for k, v in self._answerers.items() if v[1] is not owner}
+
+    def query(self, key: str, payload: bytes) -> bytes | None:
+        """The answer of whoever answers `key`; None when nobody does (or it declines)."""
+        answerer = self._answerers.get(key)
+        return None if answerer is None else answerer[0](payload)
 
     def add_token(self, key: str, owner: "MemoryTransport") -> None:
         self._tokens[key] = owner
@@ -87,6 +99,10 @@ class MemoryTransport:
         self._own.append(watch)
         return watch
 
+    def answer(self, key: str, handler: QueryHandler) -> None:
+        self._check_open()
+        self._bus.add_answerer(key, handler, self)
+
     async def close(self) -> None:
         """Like a node dying: its subscriptions end and its tokens vanish for everyone;
         the bus and other transports go on."""
@@ -94,6 +110,7 @@ class MemoryTransport:
         for subscription in list(self._own):
             subscription.close()
         self._bus.drop_tokens_of(self)
+        self._bus.drop_answerers_of(self)
 
     def _forget(self, subscription: QueueSubscription) -> None:
         self._bus.detach(subscription)

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from skulk.routing.keys import check_chunk
 from skulk.routing.topics import TypedTopic
-from skulk.routing.transport import ALIVE, Subscription, Transport
+from skulk.routing.transport import ALIVE, QueryHandler, Subscription, Transport
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.wire import from_msgpack, to_msgpack
 
@@ -112,6 +112,14 @@ class Router:
     def membership(self) -> "MembershipWatch":
         """(node id, alive) for every member now, then for each arrival and departure."""
         return MembershipWatch(self._transport.watch_liveliness(f"{self._prefix}/members/*"))
+
+    def service_key(self, service: str, node_id: NodeId) -> str:
+        """The key a node answers `service` queries on (request and response)."""
+        return f"{self._prefix}/{check_chunk(service)}/{check_chunk(node_id)}"
+
+    def answer(self, service: str, handler: QueryHandler) -> None:
+        """Answer this node's `service` queries with `handler` while the transport lives."""
+        self._transport.answer(self.service_key(service, self._node_id), handler)
 
     def subscribe(self, topic: TypedTopic[T]) -> TopicSubscription[T]:
         """Start receiving `topic` now; of an addressed topic, only this node's values."""

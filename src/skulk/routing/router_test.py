@@ -13,6 +13,7 @@ from skulk.shared.types.election import ElectionMessage, StateSyncMessage
 from skulk.shared.types.events import IndexedEvent, LocalEvent, TaskDeleted
 from skulk.shared.types.ids import CommandId, NodeId, SessionId, TaskId
 from skulk.shared.types.telemetry import NodeTelemetry
+from skulk.shared.types.traces import RankSpans, Span
 from skulk.shared.types.wire import to_msgpack
 
 T = TypeVar("T", bound=BaseModel)
@@ -41,6 +42,8 @@ SAMPLES: dict[str, BaseModel] = {
                                has_worker=True),
     "data": DataChunk(command_id=CommandId("c"), owner_node=NodeId("a"), sequence=3,
                       chunk=ErrorChunk(error_kind="timeout", message="m")),
+    "trace_spans": RankSpans(command_id=CommandId("c"), owner_node=NodeId("a"), spans=[
+        Span(name="runner.work", node_id=NodeId("b"), rank=1, start_us=5, duration_us=7)]),
 }
 
 

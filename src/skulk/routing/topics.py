@@ -12,6 +12,7 @@ from skulk.shared.types.election import ElectionMessage, StateSyncMessage
 from skulk.shared.types.events import IndexedEvent, LocalEvent
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.telemetry import NodeTelemetry
+from skulk.shared.types.traces import RankSpans
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -34,6 +35,10 @@ def _chunk_owner(chunk: DataChunk) -> NodeId:
     return chunk.owner_node
 
 
+def _spans_owner(spans: RankSpans) -> NodeId:
+    return spans.owner_node
+
+
 COMMANDS = TypedTopic("commands", CommandEnvelope)
 LOCAL_EVENTS = TypedTopic("local_events", LocalEvent)
 GLOBAL_EVENTS = TypedTopic("global_events", IndexedEvent)
@@ -41,6 +46,8 @@ ELECTION = TypedTopic("election", ElectionMessage)
 STATE_SYNC = TypedTopic("state_sync", StateSyncMessage)
 TELEMETRY = TypedTopic("telemetry", NodeTelemetry)
 DATA = TypedTopic("data", DataChunk, address_of=_chunk_owner)
+TRACE_SPANS = TypedTopic("trace_spans", RankSpans, address_of=_spans_owner)
 
 ALL_TOPICS: tuple[TypedTopic[Any], ...] = (
-    COMMANDS, LOCAL_EVENTS, GLOBAL_EVENTS, ELECTION, STATE_SYNC, TELEMETRY, DATA)
+    COMMANDS, LOCAL_EVENTS, GLOBAL_EVENTS, ELECTION, STATE_SYNC, TELEMETRY, DATA,
+    TRACE_SPANS)

@@ -1,7 +1,12 @@
 """The transport interface the router speaks: keyed publish and subscribe of bytes."""
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, Self
+
+# Answers one query's payload (None: no answer). Called on a transport thread, so it must
+# be quick and thread-safe.
+QueryHandler = Callable[[bytes], bytes | None]
 
 
 @dataclass(frozen=True)
@@ -53,5 +58,10 @@ class Transport(Protocol):
     def declare_liveliness(self, key: str) -> None: ...
 
     def watch_liveliness(self, key_expr: str) -> Subscription: ...
+
+    def answer(self, key: str, handler: QueryHandler) -> None:
+        """Answer queries on `key` with `handler` while the transport lives (request and
+        response over the cluster: remote drafting)."""
+        ...
 
     async def close(self) -> None: ...

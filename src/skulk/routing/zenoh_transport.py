@@ -8,12 +8,25 @@ publications to its own subscribers, which is how a lone node talks to itself.
 
 import asyncio
 import json
+import os
 
 import anyio
-import zenoh
+from loguru import logger
+
+# Zenoh's receive-side runtimes default to one or two threads. When a peer's link dies
+# silently (a cable pulled, a partition), one of them stalls once the lease expires, and
+# for ~9 s every other peer's messages wait behind it (delayed, not lost). Measured with
+# three Zenoh peers on network namespaces publishing every 100 ms, cutting one: the two
+# survivors stalled in 9 cuts of 10 by default, in 0 of 3 with these threads (more tx or
+# net threads did not help). Must be set before Zenoh starts its runtimes.
+os.environ.setdefault(
+    "ZENOH_RUNTIME", "(rx: (worker_threads: 4), acc: (worker_threads: 4), "
+    "app: (worker_threads: 4))")
+
+import zenoh  # noqa: E402  (reads ZENOH_RUNTIME when its runtimes start)
 
 from skulk.routing.queue_subscription import QueueSubscription
-from skulk.routing.transport import ALIVE, GONE, Message, TransportClosed
+from skulk.routing.transport import ALIVE, GONE, Message, QueryHandler, TransportClosed
 
 LEASE_MILLISECONDS = 4000
 
@@ -27,6 +40,9 @@ def _config(listen: list[str], connect: list[str], multicast_scouting: bool) -> 
     # A silent link is declared dead after the lease: 4 s (Zenoh's default is 10 s) lets a
     # cluster notice a lost machine, and elect around it, within a few seconds on a LAN.
     config.insert_json5("transport/link/tx/lease", json.dumps(LEASE_MILLISECONDS))
+    # Read-only admin space: the only place Zenoh reports the ports it actually bound.
+    config.insert_json5("adminspace/enabled", json.dumps(True))
+    config.insert_json5("adminspace/permissions", json.dumps({"read": True, "write": False}))
     return config
 
 
@@ -42,6 +58,7 @@ class ZenohTransport:
         self._publishers: dict[str, zenoh.Publisher] = {}
         self._subscribers: dict[QueueSubscription, zenoh.Subscriber[None]] = {}
         self._tokens: list[zenoh.LivelinessToken] = []
+        self._queryables: list[zenoh.Queryable[None]] = []
         self._closed = False
 
     @classmethod
@@ -59,6 +76,20 @@ class ZenohTransport:
     def peer_count(self) -> int:
         """How many Zenoh peers this session is connected to right now."""
         return len(self._session.info.peers_zid())
+
+    async def listen_endpoints(self) -> list[str]:
+        """The endpoints this session listens on as bound (`tcp/127.0.0.1:0` resolved to
+        its real port, `0.0.0.0` expanded to each interface), from the admin space."""
+        self._check_open()
+
+        def ask() -> list[str]:
+            for reply in self._session.get(f"@/{self._session.zid()}/peer", timeout=2.0):
+                if reply.ok is not None:
+                    locators = json.loads(reply.ok.payload.to_string()).get("locators", [])
+                    return [str(locator) for locator in locators]
+            return []
+
+        return await anyio.to_thread.run_sync(ask)
 
     async def publish(self, key: str, payload: bytes) -> None:
         self._check_open()
@@ -100,11 +131,30 @@ class ZenohTransport:
             key_expr, on_change, history=True)
         return watch
 
+    def answer(self, key: str, handler: QueryHandler) -> None:
+        self._check_open()
+
+        def on_query(query: zenoh.Query) -> None:
+            # On a Zenoh thread: the handler is quick and thread-safe by contract.
+            payload = b"" if query.payload is None else query.payload.to_bytes()
+            try:
+                reply = handler(payload)
+            except Exception as error:  # noqa: BLE001  (a bad query must not kill Zenoh's thread)
+                logger.warning("query on {} failed: {}", key, type(error).__name__)
+                return
+            if reply is not None:
+                query.reply(query.key_expr, reply)
+
+        self._queryables.append(self._session.declare_queryable(key, on_query))
+
     async def close(self) -> None:
         """End every subscription, then close the session; safe to call twice."""
         if self._closed:
             return
         self._closed = True
+        for queryable in self._queryables:
+            queryable.undeclare()  # type: ignore[no-untyped-call]
+        self._queryables.clear()
         for subscription in list(self._subscribers):
             subscription.close()
         for publisher in self._publishers.values():
@@ -123,3 +173,26 @@ class ZenohTransport:
     def _check_open(self) -> None:
         if self._closed:
             raise TransportClosed("this Zenoh transport is closed; open a new one")
+
+
+class ZenohQueryClient:
+    """A blocking Zenoh client session for request/response from a process that is not a
+    node (a runner asking another node for drafts). It connects to a node's endpoint and
+    Zenoh routes its queries through that node."""
+
+    def __init__(self, connect: list[str]) -> None:
+        config = zenoh.Config()
+        config.insert_json5("mode", json.dumps("client"))
+        config.insert_json5("connect/endpoints", json.dumps(connect))
+        config.insert_json5("scouting/multicast/enabled", json.dumps(False))
+        self._session = zenoh.open(config)
+
+    def query(self, key: str, payload: bytes, timeout_seconds: float) -> bytes | None:
+        """The first answer within the timeout, or None (nobody answers, or too late)."""
+        for reply in self._session.get(key, payload=payload, timeout=timeout_seconds):
+            if reply.ok is not None:
+                return reply.ok.payload.to_bytes()
+        return None
+
+    def close(self) -> None:
+        self._session.close()  # type: ignore[no-untyped-call]

@@ -33,9 +33,11 @@ def apply(state: State, indexed: IndexedEvent) -> State:
     expected = state.last_event_applied_idx + 1
     if indexed.index != expected:
         raise EventOutOfOrder(f"expected event {expected}, got {indexed.index}")
-    return _apply_event(state, event).model_copy(
-        update={"last_event_applied_idx": indexed.index}
-    )
+    update: dict[str, object] = {"last_event_applied_idx": indexed.index}
+    if indexed.source is not None:
+        update["producer_marks"] = {**state.producer_marks,
+                                    indexed.source.origin: indexed.source}
+    return _apply_event(state, event).model_copy(update=update)
 
 
 def _apply_event(state: State, event: Event) -> State:

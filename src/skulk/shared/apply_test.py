@@ -3,6 +3,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skulk.shared.apply import EventOutOfOrder, apply
+from skulk.shared.types.event_source import EventSource
 from skulk.shared.types.events import (
     CommandRejected,
     Event,
@@ -15,7 +16,7 @@ from skulk.shared.types.events import (
     TaskDeleted,
     TaskStatusUpdated,
 )
-from skulk.shared.types.ids import CommandId, InstanceId, RunnerId, SessionId, TaskId
+from skulk.shared.types.ids import CommandId, InstanceId, NodeId, RunnerId, SessionId, TaskId
 from skulk.shared.types.runners import RunnerLoading, RunnerReady
 from skulk.shared.types.state import State
 from skulk.testing import factories as f
@@ -94,6 +95,16 @@ def test_snapshot_replaces_state_at_any_index() -> None:
                                        event=StateSnapshotHydrated(state=snapshot)))
     assert after.instances == snapshot.instances and after.tasks == {}
     assert after.last_event_applied_idx == 41
+
+
+def test_a_local_event_moves_its_producers_mark() -> None:
+    def from_a(index: int, seq: int) -> IndexedEvent:
+        return IndexedEvent(master_node="m", index=index, session=SESSION,  # type: ignore[arg-type]
+                            event=TaskDeleted(task_id=TaskId("t")),
+                            source=EventSource(origin=NodeId("a"), epoch="e", origin_seq=seq))
+    state = apply(apply(State(), from_a(0, 3)), from_a(1, 4))
+    assert state.producer_marks == {
+        NodeId("a"): EventSource(origin=NodeId("a"), epoch="e", origin_seq=4)}
 
 
 def test_out_of_order_index_is_refused() -> None:

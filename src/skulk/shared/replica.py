@@ -14,6 +14,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from loguru import logger
 
 from skulk.shared.apply import apply
+from skulk.shared.recent_events import RecentEvents
 from skulk.shared.types.events import IndexedEvent, StateSnapshotHydrated
 from skulk.shared.types.ids import NodeId, SessionId
 from skulk.shared.types.state import State
@@ -34,6 +35,8 @@ class StateReplica:
         self._on_gap = on_gap
         self._expected_master: NodeId | None = None
         self._master_node: NodeId | None = None
+        # The last events applied here, for people to read (`GET /events`).
+        self.recent = RecentEvents()
 
     def follow_master(self, master: NodeId | None) -> None:
         """Accept events only from `master` (None: from any master, for a lone node)."""
@@ -106,6 +109,8 @@ class StateReplica:
         return applied
 
     def _notify(self, applied: list[IndexedEvent]) -> None:
+        for indexed in applied:
+            self.recent.record(indexed)
         for listener in list(self._listeners):
             try:
                 for indexed in applied:

@@ -115,3 +115,14 @@ def test_a_snapshot_past_a_gap_catches_up_and_an_old_one_is_a_duplicate() -> Non
     snapshot = State(instances={"inst-1": f.instance()})  # type: ignore[dict-item]
     applied = replica.receive(ev(5, StateSnapshotHydrated(state=snapshot)))
     assert [e.index for e in applied] == [5] and "inst-1" in replica.state.instances
+
+
+def test_applied_events_are_kept_for_reading_in_order() -> None:
+    replica = StateReplica()
+    replica.receive(seed())
+    replica.receive(noop(2))
+    assert [r.index for r in replica.recent.query()] == [0]  # 2 waits for 1
+    replica.receive(noop(1))
+    assert [(r.seq, r.index) for r in replica.recent.query()] == [(1, 0), (2, 1), (3, 2)]
+    replica.receive(seed(S2))
+    assert [r.session for r in replica.recent.query(after_seq=3)] == [S2]

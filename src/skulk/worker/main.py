@@ -2,6 +2,7 @@
 
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import Protocol
 
 import anyio
@@ -9,9 +10,15 @@ from anyio.abc import TaskGroup
 from loguru import logger
 
 from skulk.models.catalog import ModelCatalog
+from skulk.models.mlx_import import ensure_mlx_model
 from skulk.shared.replica import StateReplica
 from skulk.shared.types.chunks import DataChunk
-from skulk.shared.types.commands import Command, DeleteInstance
+from skulk.shared.types.commands import (
+    Command,
+    DeleteInstance,
+    RefusePlacement,
+    ReplaceInstance,
+)
 from skulk.shared.types.events import Event, RunnerStatusUpdated, StateSnapshotHydrated
 from skulk.shared.types.ids import (
     InstanceId,
@@ -22,10 +29,13 @@ from skulk.shared.types.ids import (
     new_command_id,
 )
 from skulk.shared.types.instances import Instance
+from skulk.shared.types.model_cards import ModelCard
 from skulk.shared.types.runners import RunnerFailed, RunnerStatus, is_serving
 from skulk.shared.types.tasks import TextGenerationTask
-from skulk.shared.types.telemetry import WarmModel
+from skulk.shared.types.telemetry import NodeTelemetry, WarmModel
+from skulk.shared.types.traces import RankSpans
 from skulk.worker.engines.protocol import EngineConfig
+from skulk.worker.fit_guard import refusal
 from skulk.worker.plan import (
     CancelRunnerTask,
     CreateRunner,
@@ -86,20 +96,31 @@ class Worker:
         supervisor_factory: SupervisorFactory = RunnerSupervisor,
         engine_threads: int | None = None,
         clock: Callable[[], float] = time.monotonic,
+        read_own: Callable[[], NodeTelemetry] | None = None,
+        batching: bool = True,
+        publish_spans: Callable[[RankSpans], Awaitable[None]] | None = None,
+        remote_drafting: Callable[[NodeId], Awaitable[dict[str, str]]] | None = None,
     ) -> None:
         self._node_id = node_id
         self._replica = replica
         self._catalog = catalog
         self._publish_event = publish_event
         self._publish_chunk = publish_chunk
+        self._publish_spans = publish_spans
         self._send_command = send_command
         self._supervisor_factory = supervisor_factory
         self._engine_threads = engine_threads
         self._clock = clock
+        # Fresh readings of this node for the fit guard; None skips the guard.
+        self._read_own = read_own
+        self._batching = batching
+        # Engine options that let a runner reach a drafting node (None: no remote drafts).
+        self._remote_drafting = remote_drafting
         self._runners: dict[RunnerId, _Runner] = {}
         self._dispatched: set[TaskId] = set()
         self._given_up: set[InstanceId] = set()
         self._crashes: dict[InstanceId, CrashWindow] = {}
+        self.runner_failures = 0
         self._wake = anyio.Event()
         self._reported_session: SessionId | None = None
 
@@ -133,6 +154,23 @@ class Worker:
                                   tokens_per_second=getattr(runner.supervisor,
                                                             "tokens_per_second", None)))
         return warm
+
+    def runners_report(self) -> list[dict[str, object]]:
+        """Each runner on this node: process, status, work in flight, flight recorder."""
+        report = []
+        for runner_id, runner in self._runners.items():
+            supervisor = runner.supervisor
+            recorder = getattr(supervisor, "recorder", None)
+            status = supervisor.status
+            report.append({
+                "runner_id": runner_id, "instance_id": runner.instance_id,
+                "pid": getattr(supervisor, "pid", None),
+                "status": None if status is None else status.model_dump(),
+                "tasks_in_flight": sorted(supervisor.in_flight),
+                "tokens_per_second": getattr(supervisor, "tokens_per_second", None),
+                "flight_recorder": recorder.entries() if recorder is not None else [],
+                "flight_recorder_dropped": recorder.dropped if recorder is not None else 0})
+        return report
 
     def runner_pid(self, runner_id: RunnerId) -> int | None:
         runner = self._runners.get(runner_id)
@@ -207,23 +245,75 @@ class Worker:
 
     async def _create(self, instance: Instance, runner_id: RunnerId, tasks: TaskGroup) -> None:
         card = self._catalog.resolve(instance.model_id)
-        path = None if card is None else self._catalog.local_path(card, "gguf")
+        shard = instance.shards[runner_id]
+        if card is not None and self._read_own is not None:
+            why = refusal(card, instance, shard, self._read_own())
+            if why is not None:
+                await self._refuse(instance.instance_id, runner_id, why)
+                return
+        path = None if card is None else await self._weights(card, instance)
         if path is None:
             await self._give_up(instance.instance_id, runner_id,
-                                f"weights of {instance.model_id} are not on node {self._node_id}")
+                                f"weights of {instance.model_id} for {instance.engine} are not "
+                                f"on node {self._node_id}")
             return
-        shard = instance.shards[runner_id]
         config = EngineConfig(model_path=str(path),
                               context_token_limit=instance.context_token_limit,
                               n_threads=self._engine_threads, start_layer=shard.start_layer,
                               end_layer=shard.end_layer, world_size=shard.world_size,
-                              rank=shard.rank)
+                              rank=shard.rank,
+                              options={**engine_options(instance, batching=self._batching),
+                                       **await self._drafting_options(card, instance)})
         supervisor = self._supervisor_factory(
-            runner_id=runner_id, instance_id=instance.instance_id,
+            runner_id=runner_id, instance_id=instance.instance_id, node_id=self._node_id,
             engine_name=instance.engine, config=config,
-            on_event=self._on_runner_event, on_chunk=self._publish_chunk)
+            on_event=self._on_runner_event, on_chunk=self._publish_chunk,
+            on_spans=self._publish_spans)
         self._runners[runner_id] = _Runner(supervisor, instance.instance_id)
         tasks.start_soon(supervisor.run)
+
+    async def _drafting_options(self, card: ModelCard | None, instance: Instance
+                                ) -> dict[str, str]:
+        """Speculative decoding options from the model card: the default drafter, the
+        quantized copy that drafts for the model (imported on first use) and, when the
+        master placed one, how to reach the remote drafting node."""
+        if card is None or instance.engine != "mlx":
+            return {}
+        options: dict[str, str] = {"drafter": card.drafters[0] if card.drafters else "none"}
+        if "draft_model" in card.drafters and card.draft_model_q_bits is not None:
+            try:
+                draft: Path = await anyio.to_thread.run_sync(
+                    lambda: ensure_mlx_model(self._catalog, card, q_bits=card.draft_model_q_bits))
+                options["draft_model_path"] = str(draft)
+            except (OSError, ValueError) as error:
+                logger.warning("no draft model for {}: {}", card.model_id, error)
+        if instance.drafter_node is not None and self._remote_drafting is not None:
+            options.update(await self._remote_drafting(instance.drafter_node))
+        return options
+
+    async def _weights(self, card: ModelCard, instance: Instance) -> Path | None:
+        """The weights this instance's engine loads; MLX copies are imported from the
+        node's GGUF on first use (in a thread: it takes seconds)."""
+        if instance.engine != "mlx":
+            return self._catalog.local_path(card, "gguf")
+        local = self._catalog.local_path(card, "mlx")
+        if local is not None or self._catalog.local_path(card, "gguf") is None:
+            return local
+        logger.info("importing {} for MLX into the model store", card.model_id)
+        try:
+            imported: Path = await anyio.to_thread.run_sync(ensure_mlx_model, self._catalog,
+                                                            card)
+        except (OSError, ValueError) as error:
+            logger.error("could not import {} for MLX: {}", card.model_id, error)
+            return None
+        return imported
+
+    async def _refuse(self, instance_id: InstanceId, runner_id: RunnerId, reason: str) -> None:
+        logger.warning("refusing shard {} of instance {}: {}", runner_id, instance_id, reason)
+        self._given_up.add(instance_id)
+        await self._send_command(RefusePlacement(
+            command_id=new_command_id(), instance_id=instance_id, node_id=self._node_id,
+            reason=reason))
 
     async def _on_runner_event(self, event: Event) -> None:
         await self._publish_event(event)
@@ -231,6 +321,22 @@ class Worker:
 
     async def _reap(self, runner_id: RunnerId) -> None:
         runner = self._runners.pop(runner_id)
+        if isinstance(runner.supervisor.status, RunnerFailed):
+            self.runner_failures += 1
+        instance = self._replica.state.instances.get(runner.instance_id)
+        if instance is not None and len(instance.shards) > 1:
+            # The other ranks' ring is broken too: restarting this rank alone cannot join
+            # it, so the whole instance is placed again with a fresh ring.
+            status = runner.supervisor.status
+            why = status.error if isinstance(status, RunnerFailed) else "runner exited"
+            logger.error("rank {} of instance {} ended ({}); asking to place it again",
+                         runner_id, instance.instance_id, why)
+            self._given_up.add(instance.instance_id)
+            await self._send_command(ReplaceInstance(
+                command_id=new_command_id(), instance_id=instance.instance_id,
+                reason=f"rank {instance.shards[runner_id].rank} on {self._node_id} ended: "
+                       f"{why}"))
+            return
         window = self._crashes.setdefault(runner.instance_id, CrashWindow())
         if window.record(self._clock()):
             status = runner.supervisor.status
@@ -245,3 +351,17 @@ class Worker:
             RunnerStatusUpdated(runner_id=runner_id, status=RunnerFailed(error=reason)))
         await self._send_command(
             DeleteInstance(command_id=new_command_id(), instance_id=instance_id))
+
+
+def engine_options(instance: Instance, batching: bool = True) -> dict[str, str]:
+    """What every rank's engine must agree on beyond its own shard: how the model is split
+    and where each rank of the ring listens (stamped by the master); and this node's choice
+    of batching concurrent requests, for instances wholly on this node only: every rank of
+    a split instance must run the same batch shape, whatever each node's flag says."""
+    options = {} if batching or len(instance.shards) > 1 else {"batching": "off"}
+    if instance.ring_port is None:
+        return options
+    ranks = sorted(instance.shards.values(), key=lambda s: s.rank)
+    hosts = [f"{shard.ring_host or '127.0.0.1'}:{instance.ring_port + shard.rank}"
+             for shard in ranks]
+    return {**options, "sharding": instance.sharding, "ring_hosts": ",".join(hosts)}

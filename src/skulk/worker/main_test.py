@@ -160,3 +160,47 @@ async def test_three_crashes_within_a_minute_give_the_instance_up() -> None:
     assert len(FakeSupervisor.created) == 3
     [command] = cluster.commands
     assert isinstance(command, DeleteInstance) and command.instance_id == "inst-1"
+
+
+@pytest.mark.anyio
+async def test_a_node_whose_memory_says_no_refuses_its_shard_and_starts_nothing() -> None:
+    from skulk.master.placement.testing import node as reading
+    from skulk.shared.types.commands import RefusePlacement
+
+    cluster = Cluster()
+    full = Worker(node_id=f.NODE, replica=cluster.replica,
+                  catalog=ModelCatalog.builtin(Path(".")),
+                  publish_event=cluster.publish_event, publish_chunk=cluster.publish_chunk,
+                  send_command=cluster.send_command, supervisor_factory=FakeSupervisor,
+                  read_own=lambda: reading(f.NODE, available=64 * 1024**2))
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(full.run)
+        cluster.apply(InstanceCreated(instance=f.instance()))
+        with anyio.fail_after(5):
+            while not cluster.commands:
+                await anyio.sleep(0.01)
+        await anyio.sleep(0.1)
+        tasks.cancel_scope.cancel()
+    assert FakeSupervisor.created == []
+    [command] = cluster.commands
+    assert isinstance(command, RefusePlacement) and command.instance_id == "inst-1"
+    assert command.node_id == f.NODE and "usable now" in command.reason
+
+
+def test_engine_options_carry_the_ring_every_rank_dials() -> None:
+    from skulk.shared.types.ids import InstanceId, ModelId, NodeId, RunnerId
+    from skulk.shared.types.instances import Instance, ShardAssignment
+    from skulk.worker.main import engine_options
+
+    shards = {RunnerId(f"r{rank}"): ShardAssignment(
+        node_id=NodeId(f"n{rank}"), rank=rank, world_size=2, start_layer=15 * rank,
+        end_layer=15 * (rank + 1), ring_host=f"10.0.0.{rank + 1}") for rank in (1, 0)}
+    split = Instance(instance_id=InstanceId("i"), model_id=ModelId("m"), engine="mlx",
+                     sharding="pipeline", shards=shards, context_token_limit=8192,
+                     ring_port=53000)
+    assert engine_options(split) == {"sharding": "pipeline",
+                                     "ring_hosts": "10.0.0.1:53000,10.0.0.2:53001"}
+    assert engine_options(f.instance()) == {}
+    assert engine_options(f.instance(), batching=False) == {"batching": "off"}
+    assert "batching" not in engine_options(split, batching=False), \
+        "a node's --no-batching cannot give one rank of a split another batch shape"

@@ -1,3 +1,7 @@
+import json
+import subprocess
+import sys
+
 from skulk.shared.types.ids import NodeId
 from skulk.worker.telemetry import probe_backends, read_telemetry
 
@@ -10,3 +14,17 @@ def test_readings_are_real_and_positive() -> None:
 
 def test_llama_cpp_backend_is_claimed_when_importable() -> None:
     assert "llama_cpp-cpu" in probe_backends()
+
+
+
+def test_mlx_is_claimed_by_platform_without_being_imported() -> None:
+    # A fresh interpreter: another test in this process may have imported mlx already.
+    code = ("import json, sys; from skulk.worker.telemetry import probe_backends; "
+            "print(json.dumps([probe_backends('linux'), probe_backends('darwin'), "
+            "sorted(m for m in sys.modules if m == 'mlx' or m.startswith('mlx.'))]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60).stdout
+    linux, darwin, imported = json.loads(out)
+    assert "mlx-cpu" in linux and "mlx-metal" not in linux
+    assert "mlx-metal" in darwin and "mlx-cpu" not in darwin
+    assert imported == []

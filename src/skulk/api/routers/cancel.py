@@ -10,7 +10,8 @@ from skulk.shared.types.ids import CommandId, new_command_id
 router = APIRouter(tags=["requests"])
 
 
-@router.post("/v1/cancel/{command_id}")
+@router.post("/v1/cancel/{command_id}",
+             summary="Cancel a running generation by the command id its response announced")
 async def cancel(command_id: str, request: Request) -> dict[str, str]:
     context: ApiContext = request.app.state.context
     task = context.replica.state.task_for_command(command_id)

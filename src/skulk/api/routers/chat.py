@@ -1,9 +1,12 @@
-"""`POST /v1/chat/completions`: the OpenAI chat dialect, streaming or not."""
+"""`POST /v1/chat/completions`: the OpenAI chat dialect, streaming or not.
+
+With tools, the reply is read whole before anything is sent (it may turn out to be a
+call), then sent as content or as tool calls; a stream then carries it in one delta.
+"""
 
 import json
 from collections.abc import AsyncIterator
 
-import anyio
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
@@ -11,90 +14,90 @@ from skulk.api.adapters.openai_chat import (
     ChatCompletionRequest,
     chunk_body,
     completion_body,
-    to_generation_params,
+    plan_chat,
+    tool_calls_body,
     usage_chunk_body,
+)
+from skulk.api.consume import (
+    Completion,
+    announce,
+    client_gone,
+    collect,
+    run_params,
+    token_chunks,
 )
 from skulk.api.context import ApiContext
 from skulk.api.errors import ApiError
-from skulk.api.generation import (
-    Generation,
-    ensure_serving,
-    finish_generation,
-    resolve_card,
-    start_generation,
-)
-from skulk.shared.types.chunks import ErrorChunk, FinishReason, Usage
+from skulk.api.generation import Generation, resolve_card
 
 router = APIRouter(tags=["openai"])
 
-DISCONNECT_POLL_SECONDS = 0.5
 
-
-def _sse(body: object) -> bytes:
+def sse(body: object) -> bytes:
     return f"data: {json.dumps(body, separators=(',', ':'))}\n\n".encode()
 
 
-@router.post("/v1/chat/completions", response_model=None)
+@router.post("/v1/chat/completions", response_model=None,
+             summary="Chat completion (OpenAI dialect), streamed as server-sent events or whole")
 async def chat_completions(body: ChatCompletionRequest, request: Request) -> Response:
     context: ApiContext = request.app.state.context
-    card = resolve_card(context, body.model)
-    params = to_generation_params(body, card)
-    await ensure_serving(context, card.model_id)
-    generation = await start_generation(context, params)
+    plan = plan_chat(body, resolve_card(context, body.model))
+    generation = await run_params(context, plan.params)
     completion_id = f"chatcmpl-{generation.command_id.removeprefix('cmd-')}"
-    if body.stream:
-        include_usage = bool(body.stream_options and body.stream_options.include_usage)
+    headers = announce(generation)
+    include_usage = bool(body.stream_options and body.stream_options.include_usage)
+    with_logprobs = plan.params.logprobs is not None
+    if body.stream and not plan.tools:
         return StreamingResponse(
-            _stream(context, generation, completion_id, body.model, include_usage),
-            media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
-    return await _complete(context, generation, completion_id, body.model, request)
-
-
-async def _complete(context: ApiContext, generation: Generation, completion_id: str,
-                    model: str, request: Request) -> JSONResponse:
-    parts: list[str] = []
-    finish: FinishReason | None = None
-    usage: Usage | None = None
-    try:
-        async with anyio.create_task_group() as tasks:
-            async def cancel_on_disconnect() -> None:
-                while not await request.is_disconnected():
-                    await anyio.sleep(DISCONNECT_POLL_SECONDS)
-                tasks.cancel_scope.cancel()
-
-            tasks.start_soon(cancel_on_disconnect)
-            async for chunk in generation.chunks():
-                if isinstance(chunk, ErrorChunk):
-                    raise ApiError.from_chunk(chunk)
-                parts.append(chunk.text)
-                finish, usage = chunk.finish_reason, chunk.usage or usage
-            generation.done = True
-            tasks.cancel_scope.cancel()
-    finally:
-        await finish_generation(context, generation)
-    if not generation.done:
-        return ApiError(499, "the client went away", code="client_disconnected").response()
-    return JSONResponse(completion_body(completion_id, generation.created, model,
-                                        "".join(parts), finish, usage))
+            _stream(context, generation, completion_id, body.model, include_usage,
+                    with_logprobs),
+            media_type="text/event-stream", headers={"Cache-Control": "no-cache", **headers})
+    completion = await collect(context, generation, request)
+    if completion is None:
+        return client_gone().response()
+    calls = tool_calls_body(plan.tool_calls_in(completion.text), completion_id[-12:])
+    if body.stream:
+        return StreamingResponse(
+            _replay(completion, calls, completion_id, generation.created, body.model,
+                    include_usage),
+            media_type="text/event-stream", headers={"Cache-Control": "no-cache", **headers})
+    return JSONResponse(completion_body(
+        completion_id, generation.created, body.model, completion.text,
+        completion.finish_reason, completion.usage, calls,
+        completion.logprobs if with_logprobs else None), headers=headers)
 
 
 async def _stream(context: ApiContext, generation: Generation, completion_id: str,
-                  model: str, include_usage: bool) -> AsyncIterator[bytes]:
+                  model: str, include_usage: bool,
+                  with_logprobs: bool) -> AsyncIterator[bytes]:
     created = generation.created
+    yield sse(chunk_body(completion_id, created, model, {"role": "assistant", "content": ""}))
     try:
-        yield _sse(chunk_body(completion_id, created, model, {"role": "assistant",
-                                                               "content": ""}))
-        async for chunk in generation.chunks():
-            if isinstance(chunk, ErrorChunk):
-                yield _sse(ApiError.from_chunk(chunk).body())
-                break
+        async for chunk in token_chunks(context, generation):
             if chunk.text:
-                yield _sse(chunk_body(completion_id, created, model, {"content": chunk.text}))
+                yield sse(chunk_body(completion_id, created, model, {"content": chunk.text},
+                                     logprobs=chunk.logprobs if with_logprobs else None))
             if chunk.finish_reason is not None:
-                generation.done = True
-                yield _sse(chunk_body(completion_id, created, model, {}, chunk.finish_reason))
+                yield sse(chunk_body(completion_id, created, model, {}, chunk.finish_reason))
                 if include_usage:
-                    yield _sse(usage_chunk_body(completion_id, created, model, chunk.usage))
-        yield b"data: [DONE]\n\n"
-    finally:
-        await finish_generation(context, generation)
+                    yield sse(usage_chunk_body(completion_id, created, model, chunk.usage))
+    except ApiError as error:
+        yield sse(error.body())
+        return
+    yield b"data: [DONE]\n\n"
+
+
+async def _replay(completion: Completion, calls: list[dict[str, object]], completion_id: str,
+                  created: int, model: str, include_usage: bool) -> AsyncIterator[bytes]:
+    """A reply read whole, as a stream: one delta with the content or the calls."""
+    if calls:
+        delta: dict[str, object] = {"role": "assistant", "content": None, "tool_calls": [
+            {"index": index, **call} for index, call in enumerate(calls)]}
+    else:
+        delta = {"role": "assistant", "content": completion.text}
+    yield sse(chunk_body(completion_id, created, model, delta))
+    finish = "tool_calls" if calls else completion.finish_reason
+    yield sse(chunk_body(completion_id, created, model, {}, finish))
+    if include_usage:
+        yield sse(usage_chunk_body(completion_id, created, model, completion.usage))
+    yield b"data: [DONE]\n\n"

@@ -1,7 +1,9 @@
 """`GET /cluster`: a small, stable summary of the cluster for people and scripts.
 
 `/state` is the whole replicated State; this is what `skulk status` and scripts rely on:
-`{"node_id", "master_node_id", "nodes": [...], "instances": [...]}`.
+`{"node_id", "master_node_id", "nodes": [...], "instances": [...]}`. Each node lists its
+`addresses` and `reachable_peers`: the peers it reached in its latest probe round, with the
+addresses that answered (best first) and their connect RTTs.
 """
 
 import time
@@ -11,17 +13,19 @@ from fastapi import APIRouter, Request
 from skulk.api.context import ApiContext
 from skulk.api.instance_view import instance_body
 from skulk.api.node_health import node_health
+from skulk.shared.topology import topology
 
 router = APIRouter(tags=["cluster"])
 
 
-@router.get("/cluster")
+@router.get("/cluster", summary="Cluster summary: master, nodes with health, instances")
 async def cluster(request: Request) -> dict[str, object]:
     context: ApiContext = request.app.state.context
     state = context.replica.state
     readings = context.telemetry.live()
     live = set(context.live_nodes()) or {context.node_id}
     health = node_health(live | set(readings), readings, live, state, time.time())
+    edges = topology(readings).edges
     nodes = []
     for node_id in sorted(live | set(readings)):
         reading = readings.get(node_id)
@@ -34,8 +38,14 @@ async def cluster(request: Request) -> dict[str, object]:
             "memory_available_bytes": reading.memory_available_bytes if reading else None,
             "memory_total_bytes": reading.memory_total_bytes if reading else None,
             "warm": [w.model_dump(mode="json") for w in reading.warm] if reading else [],
+            "drafters": reading.drafters if reading else [],
             "health": health[node_id]["level"],
             "health_reasons": health[node_id]["reasons"],
+            "addresses": reading.reachability.addresses if reading else [],
+            "reachable_peers": [
+                {"node_id": e.to_node, "observed_at": e.observed_at,
+                 "addresses": [a.model_dump(mode="json") for a in e.addresses]}
+                for e in edges if e.from_node == node_id],
         })
     return {
         "node_id": context.node_id,

@@ -1,21 +1,30 @@
-"""Instances: place a model, look at one, remove one."""
+"""Instances: place a model, preview where it could go, look at one, remove one."""
 
-from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+import time
+
+import anyio
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from skulk.api.context import ApiContext
 from skulk.api.errors import ApiError
 from skulk.api.generation import place_instance, resolve_card
-from skulk.api.instance_view import instance_body
+from skulk.api.instance_view import InstanceStatus, instance_status
+from skulk.master.placement import ClusterView, PlacementError, choose_plan, previews
+from skulk.master.placement.previews import PlacementPreview
 from skulk.shared.types.commands import DeleteInstance, PlaceInstance
 from skulk.shared.types.ids import InstanceId, NodeId, new_command_id, new_instance_id
-from skulk.shared.types.instances import Sharding
-from skulk.shared.types.model_cards import EngineName
+from skulk.shared.types.instances import Instance, Sharding
+from skulk.shared.types.model_cards import EngineName, ModelCard
+from skulk.shared.types.state import State
 
 router = APIRouter(tags=["instances"])
 
 DELETE_WAIT_SECONDS = 30.0
+# Right after nodes join, their memory readings are still on their way: a placement that
+# fails only for want of them is retried this long before the API answers 503.
+PLACEMENT_INFO_WAIT_SECONDS = 15.0
+PLACEMENT_INFO_POLL_SECONDS = 0.5
 
 
 class PlaceInstanceRequest(BaseModel):
@@ -23,10 +32,79 @@ class PlaceInstanceRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     model_id: str = Field(description="A model id or alias.")
-    engine: EngineName | None = Field(default=None, description="Pin an engine.")
-    sharding: Sharding = Field(default="pipeline", description="How to split the model.")
-    min_nodes: int = Field(default=1, ge=1, description="Use at least this many nodes.")
+    engine: EngineName | None = Field(
+        default=None, description="Pin an engine; unset lets placement choose (llama_cpp "
+        "when the model fits whole on one node, mlx when it must be split).")
+    sharding: Sharding = Field(default="pipeline", description="How to split the model: "
+                               "`pipeline` by layers, `tensor` by attention heads.")
+    min_nodes: int = Field(default=1, ge=1, description="Use at least this many nodes "
+                           "(capped at the number of usable nodes).")
     excluded_nodes: list[NodeId] = Field(default_factory=list, description="Nodes to avoid.")
+
+
+class RankView(BaseModel):
+    """One rank of an instance: where it runs, what it holds, how its runner is doing."""
+
+    runner_id: str = Field(description="The rank's runner.")
+    node_id: str = Field(description="Node that runs the rank.")
+    rank: int = Field(description="Rank within the instance, from 0.")
+    world_size: int = Field(description="Number of ranks in the instance.")
+    start_layer: int = Field(description="First layer held (inclusive).")
+    end_layer: int = Field(description="Last layer held (exclusive).")
+    runner_status: str = Field(description="The runner's last reported status, or `pending`.")
+    ring_host: str | None = Field(description="Ring address of the rank, once resolved.")
+
+
+class InstanceView(BaseModel):
+    """An instance and its ranks; `ready` when every rank serves."""
+
+    instance_id: str = Field(description="Id of the instance.")
+    model_id: str = Field(description="Model it serves.")
+    engine: EngineName = Field(description="Engine chosen at placement.")
+    sharding: Sharding = Field(description="How the model is split.")
+    status: InstanceStatus = Field(description="`ready` when every rank serves.")
+    context_token_limit: int = Field(description="Longest prompt plus output it admits.")
+    ring_port: int | None = Field(description="First ring port (rank r uses ring_port + r); "
+                                  "None for a single node.")
+    ranks: list[RankView] = Field(description="Ranks in order.")
+
+
+class DeletedInstance(BaseModel):
+    """The instance that was removed."""
+
+    deleted: str = Field(description="Id of the removed instance.")
+
+
+class NodeMemoryView(BaseModel):
+    """One rank of a candidate placement and its memory figures."""
+
+    node_id: str = Field(description="Node that would run the rank.")
+    rank: int = Field(description="Rank within the candidate, from 0.")
+    start_layer: int = Field(description="First layer it would hold (inclusive).")
+    end_layer: int = Field(description="Last layer it would hold (exclusive).")
+    needed_bytes: int = Field(description="Weights share x engine overhead + KV + floor.")
+    usable_bytes: int = Field(description="What the node can give (must exceed the need).")
+    fits: bool = Field(description="Whether the node admits this rank.")
+
+
+class PlacementPreviewView(BaseModel):
+    """One candidate shape of a placement."""
+
+    engine: EngineName = Field(description="Engine of this candidate.")
+    sharding: Sharding = Field(description="Sharding of this candidate.")
+    width: int = Field(description="Number of nodes.")
+    fits: bool = Field(description="Whether it could be placed now.")
+    reason: str | None = Field(description="Why it cannot be placed; None when it can.")
+    nodes: list[NodeMemoryView] = Field(description="Per-rank memory, when nodes exist for it.")
+
+
+class PlacementPreviews(BaseModel):
+    """Every candidate placement of a model over 1..N usable nodes."""
+
+    model_id: str = Field(description="The model, by canonical id.")
+    waiting_for: list[str] = Field(description="Live nodes whose memory is not known yet; "
+                                   "previews may change once they report.")
+    previews: list[PlacementPreviewView] = Field(description="The candidates.")
 
 
 def _context(request: Request) -> ApiContext:
@@ -34,16 +112,90 @@ def _context(request: Request) -> ApiContext:
     return context
 
 
-@router.post("/place_instance", status_code=201)
-async def place(body: PlaceInstanceRequest, request: Request) -> dict[str, str]:
+def _cluster(context: ApiContext) -> ClusterView:
+    readings = context.telemetry.live()
+    live = frozenset(context.live_nodes()) or frozenset({context.node_id, *readings})
+    return ClusterView(nodes={n: r for n, r in readings.items() if n in live},
+                       live_nodes=live, instances=context.replica.state.instances)
+
+
+def instance_view(state: State, instance: Instance) -> InstanceView:
+    """The instance with its status and ranks, as the API shows it."""
+    ranks = [RankView(runner_id=runner_id, node_id=shard.node_id, rank=shard.rank,
+                      world_size=shard.world_size, start_layer=shard.start_layer,
+                      end_layer=shard.end_layer, ring_host=shard.ring_host,
+                      runner_status=state.runners[runner_id].kind
+                      if runner_id in state.runners else "pending")
+             for runner_id, shard in sorted(instance.shards.items(), key=lambda kv: kv[1].rank)]
+    return InstanceView(instance_id=instance.instance_id, model_id=instance.model_id,
+                        engine=instance.engine, sharding=instance.sharding,
+                        status=instance_status(state, instance),
+                        context_token_limit=instance.context_token_limit,
+                        ring_port=instance.ring_port, ranks=ranks)
+
+
+async def _dry_run(context: ApiContext, command: PlaceInstance, card: ModelCard) -> None:
+    """Raise 400 when no placement can exist, 503 when node readings stay missing."""
+    deadline = time.monotonic() + PLACEMENT_INFO_WAIT_SECONDS
+    while True:
+        plan = choose_plan(command, card, _cluster(context))
+        if not isinstance(plan, PlacementError):
+            return
+        if not plan.pending:
+            raise ApiError(400, f"cannot place {card.model_id}: {plan.describe()}",
+                           code="placement_impossible")
+        if time.monotonic() >= deadline:
+            raise ApiError(503, f"cannot place {card.model_id} yet: {plan.describe()}; "
+                           "try again in a few seconds", type="server_error",
+                           code="placement_pending")
+        await anyio.sleep(PLACEMENT_INFO_POLL_SECONDS)
+
+
+@router.post("/place_instance", status_code=201, response_model=InstanceView,
+             summary="Place an instance of a model; waits until the master placed it",
+             description="Placement is checked here first: 400 when no set of nodes can hold "
+             "the model as asked (the message says, per node, why), 503 when live nodes "
+             "have not reported their memory yet.")
+async def place(body: PlaceInstanceRequest, request: Request) -> InstanceView:
     context = _context(request)
     card = resolve_card(context, body.model_id)
     command = PlaceInstance(command_id=new_command_id(), instance_id=new_instance_id(),
                             model_id=card.model_id, engine=body.engine,
                             sharding=body.sharding, min_nodes=body.min_nodes,
                             excluded_nodes=body.excluded_nodes)
+    await _dry_run(context, command, card)
     await place_instance(context, command)
-    return {"instance_id": command.instance_id, "model_id": card.model_id}
+    state = context.replica.state
+    instance = state.instances.get(command.instance_id)
+    if instance is None:  # placed, then removed again (a refusal, a lost node)
+        raise ApiError(503, f"instance {command.instance_id} was placed and removed again; "
+                       "GET /state shows what replaced it", type="server_error",
+                       code="placement_failed")
+    return instance_view(state, instance)
+
+
+def _preview_view(preview: PlacementPreview) -> PlacementPreviewView:
+    ranks = [] if preview.plan is None else preview.plan.ranks
+    return PlacementPreviewView(
+        engine=preview.engine, sharding=preview.sharding, width=preview.width,
+        fits=preview.reason is None, reason=preview.reason,
+        nodes=[NodeMemoryView(node_id=r.node_id, rank=i, start_layer=r.start_layer,
+                              end_layer=r.end_layer, needed_bytes=r.needed_bytes,
+                              usable_bytes=r.usable_bytes, fits=r.fits)
+               for i, r in enumerate(ranks)])
+
+
+# Declared before /instance/{instance_id}, which would otherwise take `previews` as an id.
+@router.get("/instance/previews", response_model=PlacementPreviews,
+            summary="Candidate placements of a model: per node, memory needed vs usable")
+async def get_previews(request: Request,
+                       model_id: str = Query(description="A model id or alias.")
+                       ) -> PlacementPreviews:
+    context = _context(request)
+    card = resolve_card(context, model_id)
+    cluster = _cluster(context)
+    return PlacementPreviews(model_id=card.model_id, waiting_for=cluster.missing_readings(),
+                             previews=[_preview_view(p) for p in previews(card, cluster)])
 
 
 def _known(context: ApiContext, instance_id: str) -> InstanceId:
@@ -53,15 +205,17 @@ def _known(context: ApiContext, instance_id: str) -> InstanceId:
     return InstanceId(instance_id)
 
 
-@router.get("/instance/{instance_id}")
-async def get_instance(instance_id: str, request: Request) -> dict[str, object]:
+@router.get("/instance/{instance_id}", response_model=InstanceView,
+            summary="One instance: status and its ranks with nodes and layer ranges")
+async def get_instance(instance_id: str, request: Request) -> InstanceView:
     context = _context(request)
     state = context.replica.state
-    return instance_body(state, state.instances[_known(context, instance_id)])
+    return instance_view(state, state.instances[_known(context, instance_id)])
 
 
-@router.delete("/instance/{instance_id}")
-async def delete_instance(instance_id: str, request: Request) -> JSONResponse:
+@router.delete("/instance/{instance_id}", response_model=DeletedInstance,
+               summary="Delete an instance; its runners shut down")
+async def delete_instance(instance_id: str, request: Request) -> DeletedInstance:
     context = _context(request)
     known = _known(context, instance_id)
     await context.send_command(DeleteInstance(command_id=new_command_id(), instance_id=known))
@@ -70,4 +224,4 @@ async def delete_instance(instance_id: str, request: Request) -> JSONResponse:
     if gone is None:
         raise ApiError(504, f"instance {known} was not removed within {DELETE_WAIT_SECONDS:.0f} s",
                        type="server_error", code="timeout")
-    return JSONResponse({"deleted": known})
+    return DeletedInstance(deleted=known)

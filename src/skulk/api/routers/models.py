@@ -20,13 +20,13 @@ def _model_body(context: ApiContext, card: ModelCard) -> dict[str, object]:
             "running_instances": len(context.replica.state.instances_of(card.model_id))}
 
 
-@router.get("/v1/models")
+@router.get("/v1/models", summary="Models the cluster knows (OpenAI list format)")
 async def list_models(request: Request) -> dict[str, object]:
     context: ApiContext = request.app.state.context
     return {"object": "list", "data": [_model_body(context, c) for c in context.catalog.cards()]}
 
 
-@router.get("/v1/models/{model_id:path}")
+@router.get("/v1/models/{model_id:path}", summary="One model by id or alias")
 async def get_model(model_id: str, request: Request) -> dict[str, object]:
     context: ApiContext = request.app.state.context
     return _model_body(context, resolve_card(context, model_id))

@@ -6,17 +6,20 @@ from fastapi import APIRouter, Request
 
 from skulk.api.context import ApiContext
 from skulk.api.node_health import node_health
+from skulk.shared.topology import topology
 
 router = APIRouter(tags=["cluster"])
 
 
-@router.get("/state")
+@router.get("/state", summary="The full replicated State, with telemetry and node health")
 async def get_state(request: Request) -> dict[str, object]:
-    """The replicated State, with live node telemetry merged in."""
+    """The replicated State, with live node telemetry and the observed topology (nodes,
+    and directed edges with the addresses that answered and their RTTs) merged in."""
     context: ApiContext = request.app.state.context
     body: dict[str, object] = context.replica.state.model_dump(mode="json")
     readings = context.telemetry.live()
     body["telemetry"] = {n: r.model_dump(mode="json") for n, r in readings.items()}
+    body["topology"] = topology(readings).model_dump(mode="json")
     live = set(context.live_nodes()) or {context.node_id}
     body["node_health"] = node_health(live | set(readings), readings, live,
                                       context.replica.state, time.time())
@@ -25,13 +28,13 @@ async def get_state(request: Request) -> dict[str, object]:
     return body
 
 
-@router.get("/node_id")
+@router.get("/node_id", summary="This node's id and public key")
 async def get_node_id(request: Request) -> dict[str, str]:
     context: ApiContext = request.app.state.context
-    return {"node_id": context.node_id}
+    return {"node_id": context.node_id, "public_key": context.public_key}
 
 
-@router.get("/healthz")
+@router.get("/healthz", summary="Liveness of this node's API (needs no key)")
 async def healthz(request: Request) -> dict[str, str]:
     context: ApiContext = request.app.state.context
     return {"status": "ok", "node_id": context.node_id}

@@ -20,7 +20,9 @@ class PlaceInstance(WireModel):
     model_id: ModelId = Field(description="Model to place.")
     engine: EngineName | None = Field(default=None, description="Pin an engine.")
     sharding: Sharding = Field(default="pipeline", description="How to split it.")
-    min_nodes: int = Field(default=1, description="Use at least this many nodes.")
+    min_nodes: int = Field(
+        default=1, ge=1,
+        description="Use at least this many nodes (capped at the number of usable nodes).")
     excluded_nodes: list[NodeId] = Field(
         default_factory=list, description="Nodes not to use."
     )
@@ -32,6 +34,27 @@ class DeleteInstance(WireModel):
     kind: Literal["DeleteInstance"] = "DeleteInstance"
     command_id: CommandId = Field(description="Id of this command.")
     instance_id: InstanceId = Field(description="Instance to remove.")
+
+
+class RefusePlacement(WireModel):
+    """A worker cannot hold its shard: its live memory says no. The master re-places the
+    instance one node wider, or removes it when it is already as wide as the cluster."""
+
+    kind: Literal["RefusePlacement"] = "RefusePlacement"
+    command_id: CommandId = Field(description="Id of this command.")
+    instance_id: InstanceId = Field(description="Instance whose shard is refused.")
+    node_id: NodeId = Field(description="Node that refuses its shard.")
+    reason: str = Field(description="Why, e.g. what the shard needs and what is free.")
+
+
+class ReplaceInstance(WireModel):
+    """A rank of a split instance failed and the others cannot go on without it: remove the
+    instance and place it again at the same width (a fresh ring), if it still fits."""
+
+    kind: Literal["ReplaceInstance"] = "ReplaceInstance"
+    command_id: CommandId = Field(description="Id of this command.")
+    instance_id: InstanceId = Field(description="Instance to place again.")
+    reason: str = Field(description="What failed.")
 
 
 class TextGeneration(WireModel):
@@ -60,7 +83,13 @@ class TaskFinished(WireModel):
 
 
 Command = Annotated[
-    PlaceInstance | DeleteInstance | TextGeneration | CancelTask | TaskFinished,
+    PlaceInstance
+    | DeleteInstance
+    | RefusePlacement
+    | ReplaceInstance
+    | TextGeneration
+    | CancelTask
+    | TaskFinished,
     Field(discriminator="kind"),
 ]
 

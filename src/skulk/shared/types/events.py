@@ -6,6 +6,7 @@ from pydantic import Field
 
 from skulk.shared.types.base import WireModel
 from skulk.shared.types.chunks import ErrorKind
+from skulk.shared.types.event_source import EventSource
 from skulk.shared.types.ids import CommandId, InstanceId, NodeId, RunnerId, SessionId, TaskId
 from skulk.shared.types.instances import Instance
 from skulk.shared.types.runners import RunnerStatus
@@ -95,14 +96,6 @@ class LocalEvent(WireModel):
     epoch: str = Field(description="Fresh per producer start, so a restart counts anew.")
     origin_seq: int = Field(description="Sequence within (origin, epoch), to drop resends.")
     event: Event = Field(description="The event.")
-
-
-class EventSource(WireModel):
-    """Which producer proposed an indexed event, so the producer can stop resending it."""
-
-    origin: NodeId = Field(description="Node that produced the event.")
-    epoch: str = Field(description="The producer's start epoch.")
-    origin_seq: int = Field(description="Sequence within (origin, epoch).")
 
 
 class IndexedEvent(WireModel):

@@ -32,9 +32,5 @@ def new_command_id() -> CommandId:
     return CommandId(f"cmd-{_fresh()}")
 
 
-def new_node_id() -> NodeId:
-    return NodeId(f"node-{_fresh()[:12]}")
-
-
 def new_session_id() -> SessionId:
     return SessionId(f"sess-{_fresh()[:12]}")

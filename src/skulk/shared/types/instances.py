@@ -20,6 +20,10 @@ class ShardAssignment(WireModel):
     world_size: int = Field(description="Number of shards in the instance.")
     start_layer: int = Field(description="First layer held (inclusive).")
     end_layer: int = Field(description="Last layer held (exclusive).")
+    ring_host: str | None = Field(
+        default=None,
+        description="Address this rank's ring neighbour reaches it at, chosen by the master "
+        "from observed reachability; None when the instance has no ring.")
 
 
 class Instance(WireModel):
@@ -35,6 +39,18 @@ class Instance(WireModel):
     context_token_limit: int = Field(
         description="Longest prompt plus output, in tokens, this instance admits."
     )
+    ring_port: int | None = Field(
+        default=None,
+        description="First port of the instance's ring: rank r listens on ring_port + r. "
+        "Set by the master for multi-node MLX instances; None when there is no ring.")
+    drafter_node: NodeId | None = Field(
+        default=None,
+        description="The node whose drafter serves this instance's `remote` speculative "
+        "decoding, chosen by the master from capability cards (another node when one "
+        "advertises a drafter); None: no remote drafter.")
+    replaced: int = Field(
+        default=0, description="How many times this model was placed again because a rank "
+        "of a split instance ended (the master stops after a few).")
 
     def runner_on(self, node_id: NodeId) -> RunnerId | None:
         return next((r for r, s in self.shards.items() if s.node_id == node_id), None)

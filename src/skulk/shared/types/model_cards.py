@@ -10,6 +10,7 @@ from skulk.shared.types.ids import ModelId
 ModelFormat = Literal["gguf", "mlx"]
 Capability = Literal["text", "chat", "vision", "thinking", "embedding"]
 EngineName = Literal["llama_cpp", "mlx"]
+CardDrafter = Literal["ngram", "draft_model", "remote", "none"]
 
 
 class ModelSource(WireModel):
@@ -41,6 +42,13 @@ class ModelCard(WireModel):
     chat_template_source: Literal["gguf", "tokenizer_config"] = Field(
         description="Where the chat template is read from."
     )
+    drafters: list[CardDrafter] = Field(
+        default_factory=lambda: list[CardDrafter](["ngram"]),
+        description="Speculative drafters that suit this model on the MLX engine; the first "
+        "is what requests get when they do not choose (`none`: no drafting by default).")
+    draft_model_q_bits: int | None = Field(
+        default=None, description="The `draft_model` drafter is this model's own MLX copy "
+        "quantized to these bits (imported beside the full one); None: it has none.")
 
     def source_for(self, format: ModelFormat) -> ModelSource | None:
         return next((s for s in self.sources if s.format == format), None)

@@ -5,7 +5,8 @@ from collections.abc import Mapping
 from pydantic import Field
 
 from skulk.shared.types.base import WireModel
-from skulk.shared.types.ids import InstanceId, ModelId, RunnerId, TaskId
+from skulk.shared.types.event_source import EventSource
+from skulk.shared.types.ids import InstanceId, ModelId, NodeId, RunnerId, TaskId
 from skulk.shared.types.instances import Instance
 from skulk.shared.types.runners import RunnerStatus
 from skulk.shared.types.tasks import Task
@@ -23,6 +24,10 @@ class State(WireModel):
     tasks: Mapping[TaskId, Task] = Field(
         default_factory=dict, description="Tasks not yet finished by their owner."
     )
+    producer_marks: Mapping[NodeId, EventSource] = Field(
+        default_factory=dict,
+        description="Per producing node, its newest indexed local event: producers stop "
+        "resending what is at or below it, and a new master drops resends below it.")
     last_event_applied_idx: int = Field(
         default=-1, description="Index of the last applied event; -1 before any."
     )

@@ -21,6 +21,23 @@ class ChatMessage(WireModel):
     content: str = Field(description="What was said.")
 
 
+DrafterChoice = Literal["ngram", "draft_model", "remote", "none"]
+MAX_DRAFT_TOKENS = 16
+
+
+class SpeculativeParams(WireModel):
+    """Speculative decoding for one request; greedy output is the same with or without it."""
+
+    drafter: DrafterChoice = Field(
+        description="Who proposes tokens for the model to verify: `ngram` (prompt lookup, "
+        "no weights), `draft_model` (a smaller model sharing the tokenizer), `remote` (a "
+        "drafter on another node), or `none` to decode without drafting.")
+    max_draft: int | None = Field(
+        default=None, ge=1, le=MAX_DRAFT_TOKENS,
+        description="Most tokens proposed per round (1-16); None: the node's default. The "
+        "loop adapts the length below it to recent acceptance.")
+
+
 class GenerationParams(WireModel):
     """Engine-neutral parameters of one text generation, parsed at the API edge."""
 
@@ -31,8 +48,35 @@ class GenerationParams(WireModel):
     )
     temperature: float = Field(default=1.0, description="Sampling temperature; 0 is greedy.")
     top_p: float = Field(default=1.0, description="Nucleus sampling mass.")
+    top_k: int | None = Field(default=None, description="Keep the k likeliest tokens; None is "
+                              "the engine's default.")
     seed: int | None = Field(default=None, description="Sampler seed.")
     stop: list[str] = Field(default_factory=list, description="Stop sequences.")
+    output: Literal["text", "json"] = Field(
+        default="text", description="`json`: constrained decoding makes the output valid JSON.")
+    json_schema: str | None = Field(
+        default=None, description="With output `json`: the JSON Schema (as JSON text) the "
+        "output must satisfy; None allows any JSON object.")
+    prompt_token_ids: list[int] | None = Field(
+        default=None, description="Token ids to continue as is (a session of tokens); "
+        "`messages` is then empty.")
+    session_id: str | None = Field(
+        default=None, description="The conversation this turn belongs to: the runner keeps "
+        "its KV cache between turns so only the new part is prefilled.")
+    logprobs: int | None = Field(
+        default=None, description="Report each generated token's log probability and this "
+        "many likeliest alternatives (0-20); None reports none.")
+    embed: list[str] | None = Field(
+        default=None, description="Texts to embed instead of generating: the runner answers "
+        "with one chunk carrying a unit-length vector per text.")
+    trace: bool = Field(default=False, description="Time the runner's steps and send them "
+                        "back with the final chunk.")
+    raw_prompt: str | None = Field(
+        default=None, description="Text to continue as is, without the chat template "
+        "(legacy completions); `messages` is then empty.")
+    speculative: SpeculativeParams | None = Field(
+        default=None, description="Speculative decoding asked for or refused; None: the "
+        "instance's default for its model.")
 
 
 class TextGenerationTask(WireModel):

@@ -16,6 +16,39 @@ class WarmModel(WireModel):
         default=None, description="Decode speed measured on its last request, if any.")
 
 
+class ReachableAddress(WireModel):
+    """One address of a peer that answered this node's probe."""
+
+    address: str = Field(description="The peer's IP address (IPv4 or IPv6, no port).")
+    rtt_ms: float = Field(description="TCP connect round-trip time, in milliseconds.")
+
+
+class PeerReachability(WireModel):
+    """An observed edge: how this node reached one peer in its latest probe round."""
+
+    node_id: NodeId = Field(description="The peer that answered.")
+    addresses: list[ReachableAddress] = Field(
+        description="Addresses of the peer that answered, best first (same subnet and "
+                    "lower round-trip first; loopback only for a peer on the same host).")
+    observed_at: float = Field(description="Unix time of the probe round that saw them.")
+    ttl_seconds: float = Field(
+        description="How long the observation stays valid unless a newer round confirms it.")
+
+
+class Reachability(WireModel):
+    """Where a node can be reached, and which peers it has reached itself."""
+
+    addresses: list[str] = Field(
+        default_factory=list,
+        description="The node's IP addresses: its interfaces' and loopback, no ports.")
+    listen_ports: list[int] = Field(
+        default_factory=list,
+        description="TCP ports the node listens on (cluster transport, API), as bound; "
+                    "peers probe every address on each of them.")
+    peers: list[PeerReachability] = Field(
+        default_factory=list, description="Peers this node reached in its latest probe round.")
+
+
 class NodeTelemetry(WireModel):
     """One node's readings at one moment."""
 
@@ -31,5 +64,11 @@ class NodeTelemetry(WireModel):
     disk_free_bytes: int = Field(default=0, description="Free space on that volume.")
     warm: list[WarmModel] = Field(
         default_factory=list, description="Capability card: models loaded and serving here.")
+    drafters: list[str] = Field(
+        default_factory=list, description="Capability card: drafters this node serves to "
+        "other nodes' runners for speculative decoding (e.g. `ngram`).")
     card_ttl_seconds: float = Field(
         default=30.0, description="How long these readings stay valid without a refresh.")
+    reachability: Reachability = Field(
+        default_factory=Reachability,
+        description="Addresses and ports peers can probe, and the edges this node observed.")

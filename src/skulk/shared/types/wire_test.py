@@ -10,6 +10,8 @@ from skulk.shared.types.commands import (
     CommandEnvelope,
     DeleteInstance,
     PlaceInstance,
+    RefusePlacement,
+    ReplaceInstance,
     TaskFinished,
     TextGeneration,
 )
@@ -44,6 +46,9 @@ def wire_values() -> list[BaseModel]:
     commands = [
         PlaceInstance(command_id=CMD, instance_id=InstanceId("i"), model_id=ModelId("m")),
         DeleteInstance(command_id=CMD, instance_id=InstanceId("i")),
+        ReplaceInstance(command_id=CMD, instance_id=InstanceId("i"), reason="rank died"),
+        RefusePlacement(command_id=CMD, instance_id=InstanceId("i"), node_id=NODE,
+                        reason="needs 1.2 GiB, 0.8 GiB free"),
         TextGeneration(command_id=CMD, owner_node=NODE, params=f.params()),
         CancelTask(command_id=CMD, target_command_id=CommandId("c2")),
         TaskFinished(command_id=CMD, target_command_id=CommandId("c2")),

@@ -32,6 +32,16 @@ class EchoEngine:
     def warm_up(self) -> None:
         pass
 
+    def embed(self, texts: list[str]) -> tuple[list[list[float]], int]:
+        """A unit vector per text: its length in words, letters and other characters."""
+        vectors = []
+        for text in texts:
+            raw = [float(len(text.split())), float(sum(c.isalpha() for c in text)),
+                   float(sum(not c.isalpha() for c in text))]
+            norm = sum(x * x for x in raw) ** 0.5 or 1.0
+            vectors.append([x / norm for x in raw])
+        return vectors, sum(len(t.split()) for t in texts)
+
     def generate(self, params: GenerationParams) -> Iterator[TokenChunk]:
         prompt_words = sum(len(m.content.split()) for m in params.messages)
         if prompt_words >= self._config.context_token_limit:
@@ -55,8 +65,9 @@ class EchoEngine:
             generated += 1
             text = scanner.feed(word if index == 0 else " " + word)
             if text:
-                yield TokenChunk(text=text, token_id=index)
+                yield TokenChunk(text=text, token_ids=[index])
             if scanner.stopped:
                 break
         yield TokenChunk(text=scanner.flush(), finish_reason=finish,
+                         stop_sequence=scanner.matched,
                          usage=Usage(prompt_tokens=prompt_words, completion_tokens=generated))

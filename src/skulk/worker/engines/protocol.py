@@ -2,10 +2,11 @@
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol, runtime_checkable
 
-from skulk.shared.types.chunks import TokenChunk
+from skulk.shared.types.chunks import ErrorChunk, TokenChunk
 from skulk.shared.types.tasks import GenerationParams
+from skulk.shared.types.traces import Span
 
 
 @dataclass(frozen=True)
@@ -49,4 +50,72 @@ class Engine(Protocol):
         Raises `ContextOverflow` or `InvalidRequest` before yielding anything. Closing the
         iterator stops generation (that is how cancellation between tokens works).
         """
+        ...
+
+    def embed(self, texts: list[str]) -> tuple[list[list[float]], int]:
+        """One unit-length vector per text, and how many tokens they were in all.
+
+        Raises `InvalidRequest` when the engine cannot embed or a text is too long.
+        """
+        ...
+
+
+@dataclass(frozen=True)
+class TaskJoined:
+    """The request entered the running batch (it is now being prefilled or decoded)."""
+
+    task_id: str
+
+
+@dataclass(frozen=True)
+class TaskOutput:
+    """A chunk for the user; only rank 0 produces these."""
+
+    task_id: str
+    chunk: TokenChunk | ErrorChunk
+
+
+@dataclass(frozen=True)
+class TaskDone:
+    """The request left the engine; reported exactly once per submitted task."""
+
+    task_id: str
+    status: Literal["complete", "failed", "cancelled"]
+    error: str | None = None
+    # What the engine timed for this request (pipeline hops, ...); the supervisor fills in
+    # node and rank, which the engine does not know.
+    spans: tuple[Span, ...] = ()
+
+
+EngineEvent = TaskJoined | TaskOutput | TaskDone
+
+
+@runtime_checkable
+class BatchingEngine(Engine, Protocol):
+    """An engine that runs many requests at once: the runner hands requests over as they
+    come and steps the engine while it has work, forwarding what each step produced."""
+
+    def submit(self, task_id: str, params: GenerationParams) -> None:
+        """Queue a request; never raises for a bad request (it ends with an error chunk
+        and a failed `TaskDone` from a later step)."""
+        ...
+
+    def cancel(self, task_id: str) -> None:
+        """Stop a request between steps; unknown or finished ids are ignored."""
+        ...
+
+    @property
+    def has_work(self) -> bool:
+        """Whether `step` would do anything: requests queued, prefilling or decoding."""
+        ...
+
+    @property
+    def idle_step_seconds(self) -> float | None:
+        """Step this often even without work (None: never). A model split over several
+        processes needs it: its ranks agree on requests inside `step`, so every rank must
+        keep stepping for one that holds a request the others never got to time it out."""
+        ...
+
+    def step(self) -> list[EngineEvent]:
+        """Advance every request by at most one token (and prefill a bounded slice)."""
         ...

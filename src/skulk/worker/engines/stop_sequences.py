@@ -10,6 +10,7 @@ class StopScanner:
     stops: list[str]
     _held: str = field(default="", init=False)
     stopped: bool = field(default=False, init=False)
+    matched: str | None = field(default=None, init=False)
 
     def feed(self, piece: str) -> str:
         text = self._held + piece
@@ -17,7 +18,8 @@ class StopScanner:
         if hits:
             self.stopped = True
             self._held = ""
-            return text[: min(hits)[0]]
+            at, self.matched = min(hits)
+            return text[:at]
         keep = self._longest_stop_prefix_suffix(text)
         self._held = text[len(text) - keep:] if keep else ""
         return text[: len(text) - keep]

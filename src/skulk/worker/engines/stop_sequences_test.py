@@ -15,7 +15,7 @@ def test_a_stop_split_across_pieces_is_caught_and_not_emitted() -> None:
     assert scanner.feed("one E") == "one "
     assert scanner.feed("N") == ""
     assert scanner.feed("D two") == ""
-    assert scanner.stopped
+    assert scanner.stopped and scanner.matched == "END"
 
 
 def test_a_false_alarm_is_released() -> None:

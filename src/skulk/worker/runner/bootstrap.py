@@ -1,7 +1,10 @@
-"""The runner subprocess: load one shard, then serve tasks one at a time.
+"""The runner subprocess: load one shard, then serve tasks.
 
-It talks to its supervisor only through two queues of typed messages, checks for
-cancellation between tokens, and exits when its parent dies.
+An engine that batches (`BatchingEngine`) takes every task as it comes and is stepped
+while it has work, the inbox drained between steps without blocking; any other engine
+serves tasks one at a time through `generate`. The runner talks to its supervisor only
+through two queues of typed messages, checks for cancellation between tokens or steps,
+and exits when its parent dies.
 """
 
 import ctypes
@@ -15,7 +18,7 @@ from collections import deque
 from multiprocessing.queues import Queue
 from typing import Any
 
-from skulk.shared.types.chunks import ErrorChunk, ErrorKind
+from skulk.shared.types.chunks import ErrorChunk, ErrorKind, TokenChunk, Usage
 from skulk.shared.types.runners import (
     RunnerCreated,
     RunnerFailed,
@@ -27,7 +30,17 @@ from skulk.shared.types.runners import (
     RunnerWarmingUp,
 )
 from skulk.shared.types.tasks import TextGenerationTask
-from skulk.worker.engines.protocol import ContextOverflow, Engine, EngineConfig, InvalidRequest
+from skulk.worker.engines.protocol import (
+    BatchingEngine,
+    ContextOverflow,
+    Engine,
+    EngineConfig,
+    EngineEvent,
+    InvalidRequest,
+    TaskDone,
+    TaskJoined,
+    TaskOutput,
+)
 from skulk.worker.engines.registry import create_engine
 from skulk.worker.runner import messages
 
@@ -60,26 +73,42 @@ class Runner:
         self._inbox = inbox
         self._outbox = outbox
         self._engine: Engine | None = None
+        self._batching: BatchingEngine | None = None
         self._queued: deque[TextGenerationTask] = deque()
+        self._submitted: dict[str, TextGenerationTask] = {}  # batching: not yet ended
+        self._last_step = 0.0
         self._shutdown = False
+        self._exit_code = 0
 
     def serve(self) -> int:
         self._report(RunnerCreated())
         while not self._shutdown:
+            if self._batching is not None and self._step_due(self._batching):
+                self._drain_inbox()
+                if not self._shutdown:
+                    self._step(self._batching)
+                continue
             if self._queued and self._engine is not None:
                 self._run_task(self._queued.popleft())
                 continue
-            message = self._inbox.get()
-            match message:
-                case messages.LoadModel():
-                    if not self._lifecycle(self._load, RunnerLoading(), RunnerLoaded()):
-                        return 1
-                case messages.WarmUp():
-                    if not self._lifecycle(self._warm_up, RunnerWarmingUp(), RunnerReady()):
-                        return 1
-                case _:
-                    self._handle_while_idle(message)
-        return 0
+            try:
+                message = self._inbox.get(timeout=self._idle_wait())
+            except queue.Empty:
+                continue
+            self._dispatch(message)
+        return self._exit_code
+
+    def _dispatch(self, message: Any) -> None:
+        match message:
+            case messages.LoadModel():
+                loaded = self._lifecycle(self._load, RunnerLoading(), RunnerLoaded())
+            case messages.WarmUp():
+                loaded = self._lifecycle(self._warm_up, RunnerWarmingUp(), RunnerReady())
+            case _:
+                self._handle_while_idle(message)
+                return
+        if not loaded:
+            self._shutdown, self._exit_code = True, 1
 
     def _lifecycle(self, action: Any, before: RunnerStatus, after: RunnerStatus) -> bool:
         self._report(before)
@@ -94,6 +123,10 @@ class Runner:
     def _load(self) -> None:
         self._engine = create_engine(self._engine_name, self._config)
         self._engine.load()
+        if isinstance(self._engine, BatchingEngine):
+            self._batching = self._engine
+            while self._queued:  # tasks that came before the engine: it takes them now
+                self._handle_while_idle(messages.StartTask(task=self._queued.popleft()))
 
     def _warm_up(self) -> None:
         assert self._engine is not None, "warm up before load"
@@ -101,12 +134,73 @@ class Runner:
 
     def _handle_while_idle(self, message: Any) -> None:
         match message:
+            case messages.StartTask(task=task) if self._batching is not None:
+                self._submitted[task.task_id] = task
+                self._batching.submit(task.task_id, task.params)
             case messages.StartTask(task=task):
                 self._queued.append(task)
+            case messages.CancelTask(task_id=task_id) if self._batching is not None:
+                self._batching.cancel(task_id)
             case messages.CancelTask(task_id=task_id):
                 self._drop_queued(task_id)
             case messages.Shutdown():
                 self._shutdown = True
+
+    def _idle_wait(self) -> float | None:
+        """How long to block on the inbox: forever, unless the engine wants idle steps."""
+        if self._batching is None or self._batching.idle_step_seconds is None:
+            return None
+        return max(self._batching.idle_step_seconds - (time.monotonic() - self._last_step),
+                   0.001)
+
+    def _step_due(self, engine: BatchingEngine) -> bool:
+        """Step while there is work; a split engine also steps now and then when idle, so
+        its ranks keep meeting (to agree on requests only some of them hold)."""
+        if engine.has_work:
+            return True
+        every = engine.idle_step_seconds
+        return every is not None and time.monotonic() - self._last_step >= every
+
+    def _drain_inbox(self) -> None:
+        """Everything waiting, without blocking: a split engine steps even before its
+        warm-up (its peers may be warming up), so lifecycle messages come this way too."""
+        while not self._shutdown:
+            try:
+                message = self._inbox.get_nowait()
+            except queue.Empty:
+                return
+            self._dispatch(message)
+
+    def _step(self, engine: BatchingEngine) -> None:
+        self._last_step = time.monotonic()
+        was_busy = bool(self._submitted)
+        try:
+            events = engine.step()
+        except Exception as error:  # a supervision boundary: the batch state is lost
+            self._report(RunnerFailed(error=f"{type(error).__name__}: {error}"))
+            self._shutdown, self._exit_code = True, 1
+            return
+        for event in events:
+            self._forward(event)
+        if was_busy and not self._submitted and not self._shutdown:
+            self._report(RunnerReady())
+
+    def _forward(self, event: EngineEvent) -> None:
+        task = self._submitted.get(event.task_id)
+        if task is None:
+            return  # the engine's own request (a warm-up)
+        match event:
+            case TaskJoined():
+                self._send(messages.TaskAcknowledged(task_id=task.task_id))
+                self._report(RunnerRunning())
+            case TaskOutput(chunk=chunk):
+                self._send(messages.ChunkProduced(task_id=task.task_id,
+                                                  command_id=task.command_id, chunk=chunk))
+            case TaskDone(status=status, error=error, spans=spans):
+                del self._submitted[task.task_id]
+                self._send(messages.TaskEnded(
+                    task_id=task.task_id, status=status, error=error,
+                    spans=list(spans) if task.params.trace else []))
 
     def _drop_queued(self, task_id: str) -> None:
         for task in list(self._queued):
@@ -130,6 +224,14 @@ class Runner:
             self._report(RunnerReady())
 
     def _stream(self, task: TextGenerationTask, engine: Engine) -> None:
+        if task.params.embed is not None:
+            vectors, tokens = engine.embed(task.params.embed)
+            self._send(messages.ChunkProduced(
+                task_id=task.task_id, command_id=task.command_id, chunk=TokenChunk(
+                    text="", embeddings=vectors, finish_reason="stop",
+                    usage=Usage(prompt_tokens=tokens, completion_tokens=0))))
+            self._send(messages.TaskEnded(task_id=task.task_id, status="complete"))
+            return
         stream = engine.generate(task.params)
         try:
             for chunk in stream:

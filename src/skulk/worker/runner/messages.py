@@ -9,6 +9,7 @@ from skulk.shared.types.chunks import Chunk
 from skulk.shared.types.ids import CommandId, TaskId
 from skulk.shared.types.runners import RunnerStatus
 from skulk.shared.types.tasks import TextGenerationTask
+from skulk.shared.types.traces import Span
 
 
 class LoadModel(WireModel):
@@ -59,6 +60,7 @@ class TaskEnded(WireModel):
     task_id: TaskId
     status: Literal["complete", "failed", "cancelled"]
     error: str | None = None
+    spans: list[Span] = Field(default_factory=list)  # the engine's, for a traced task
 
 
 FromRunner = Annotated[StatusReport | TaskAcknowledged | ChunkProduced | TaskEnded,

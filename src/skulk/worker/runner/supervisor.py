@@ -17,16 +17,24 @@ from typing import Any
 import anyio
 from loguru import logger
 
-from skulk.shared.types.chunks import Chunk, DataChunk, ErrorChunk
+from skulk.shared.types.chunks import Chunk, DataChunk, ErrorChunk, TokenChunk
 from skulk.shared.types.events import Event, RunnerStatusUpdated, TaskStatusUpdated
-from skulk.shared.types.ids import InstanceId, RunnerId, TaskId
+from skulk.shared.types.ids import InstanceId, NodeId, RunnerId, TaskId
 from skulk.shared.types.runners import RunnerFailed, RunnerShutdown, RunnerStatus
 from skulk.shared.types.tasks import TextGenerationTask
+from skulk.shared.types.traces import RankSpans, Span
 from skulk.worker.engines.protocol import EngineConfig
+from skulk.worker.engines.registry import spawn_environment
 from skulk.worker.runner import messages
 from skulk.worker.runner.bootstrap import entrypoint
+from skulk.worker.runner.flight_recorder import FlightRecorder
 
 _POLL_SECONDS = 0.2
+_NO_NODE = NodeId("")
+
+
+def _now_us() -> int:
+    return time.time_ns() // 1000
 JOIN_SECONDS = 5.0
 
 
@@ -40,13 +48,17 @@ class RunnerSupervisor:
         config: EngineConfig,
         on_event: Callable[[Event], Awaitable[None]],
         on_chunk: Callable[[DataChunk], Awaitable[None]],
+        on_spans: Callable[[RankSpans], Awaitable[None]] | None = None,
+        node_id: NodeId = _NO_NODE,
     ) -> None:
         self.runner_id = runner_id
+        self.node_id = node_id
         self.instance_id = instance_id
         self._engine_name = engine_name
         self._config = config
         self._on_event = on_event
         self._on_chunk = on_chunk
+        self._on_spans = on_spans
         self._status: RunnerStatus | None = None
         self._in_flight: dict[TaskId, TextGenerationTask] = {}
         self._sequences: dict[TaskId, int] = {}
@@ -56,7 +68,9 @@ class RunnerSupervisor:
         self._stopping = False
         self._exited = False
         self._first_chunk_at: dict[TaskId, float] = {}
+        self._timeline: dict[TaskId, list[int]] = {}  # wall µs: started, acknowledged, first
         self.tokens_per_second: float | None = None
+        self.recorder = FlightRecorder()
 
     @property
     def status(self) -> RunnerStatus | None:
@@ -81,7 +95,9 @@ class RunnerSupervisor:
         self._process = context.Process(
             target=entrypoint, name=f"skulk-runner-{self.runner_id}", daemon=True,
             args=(self._engine_name, self._config, self._inbox, self._outbox, os.getpid()))
-        self._process.start()
+        with spawn_environment(self._engine_name, self._config):  # e.g. OpenBLAS preloaded
+            self._process.start()
+        self.recorder.record("spawned", f"pid {self._process.pid}, engine {self._engine_name}")
         logger.info("runner {} started (pid {}, engine {})", self.runner_id,
                     self._process.pid, self._engine_name)
         while True:
@@ -117,25 +133,34 @@ class RunnerSupervisor:
             self._inbox.put(message)
 
     def start_task(self, task: TextGenerationTask) -> None:
+        self.recorder.record("task_started", task.task_id)
+        if task.params.trace:
+            self._timeline[task.task_id] = [_now_us()]
         self._in_flight[task.task_id] = task  # before sending: its chunks may come at once
         if self._inbox is not None:
             self._inbox.put(messages.StartTask(task=task))
 
     def cancel_task(self, task_id: TaskId) -> None:
+        self.recorder.record("task_cancel_requested", task_id)
         if self._inbox is not None:
             self._inbox.put(messages.CancelTask(task_id=task_id))
 
     async def _forward(self, message: Any) -> None:
         match message:
             case messages.StatusReport(status=status):
+                self.recorder.record("status", status.kind)
                 self._status = status
                 await self._on_event(RunnerStatusUpdated(runner_id=self.runner_id, status=status))
             case messages.TaskAcknowledged(task_id=task_id):
+                if task_id in self._timeline:
+                    self._timeline[task_id].append(_now_us())
                 if task_id in self._in_flight:
                     await self._on_event(TaskStatusUpdated(task_id=task_id, status="running"))
             case messages.ChunkProduced(task_id=task_id, chunk=chunk):
-                await self._emit_chunk(task_id, chunk)
-            case messages.TaskEnded(task_id=task_id, status=status, error=error):
+                if self._config.rank == 0:  # rank 0 speaks for a split instance
+                    await self._emit_chunk(task_id, chunk)
+            case messages.TaskEnded(task_id=task_id, status=status, error=error, spans=spans):
+                await self._send_rank_spans(task_id, spans)
                 await self._end_task(task_id, status, error)
 
     async def _emit_chunk(self, task_id: TaskId, chunk: Chunk) -> None:
@@ -148,8 +173,41 @@ class RunnerSupervisor:
         first = self._first_chunk_at.setdefault(task_id, now)
         if sequence > 1 and now > first:  # chunks after the first measure decode speed
             self.tokens_per_second = (sequence - 1) / (now - first)
+        timeline = self._timeline.get(task_id)
+        if timeline is not None:
+            if len(timeline) == 2:
+                timeline.append(_now_us())
+            if isinstance(chunk, TokenChunk) and chunk.finish_reason is not None:
+                chunk = chunk.model_copy(update={"spans": self._spans(task, timeline)})
         await self._on_chunk(DataChunk(command_id=task.command_id, owner_node=task.owner_node,
                                        sequence=sequence, chunk=chunk))
+
+    async def _send_rank_spans(self, task_id: TaskId, engine_spans: list[Span]) -> None:
+        """A traced task's spans that no chunk carries: every rank's engine timings and,
+        on ranks other than 0 (which send no chunks), their queue and work time."""
+        task, timeline = self._in_flight.get(task_id), self._timeline.get(task_id)
+        if task is None or timeline is None or self._on_spans is None:
+            return
+        spans = [span.model_copy(update={"node_id": self.node_id, "rank": self._config.rank})
+                 for span in engine_spans]  # the runner knows neither
+        if self._config.rank != 0:
+            marks = [*timeline[:2], _now_us()]
+            spans += [Span(name=name, node_id=self.node_id, rank=self._config.rank,
+                           start_us=start, duration_us=max(end - start, 0))
+                      for name, start, end in zip(["runner.queue", "runner.work"],
+                                                  marks, marks[1:], strict=False)]
+        if spans:
+            await self._on_spans(RankSpans(command_id=task.command_id,
+                                           owner_node=task.owner_node, spans=spans))
+
+    def _spans(self, task: TextGenerationTask, timeline: list[int]) -> list[Span]:
+        """queue: handed to the runner → it took the task; prefill: → first chunk;
+        decode: → last chunk."""
+        marks = [*timeline, _now_us()]
+        names = ["runner.queue", "runner.prefill", "runner.decode"]
+        return [Span(name=name, node_id=self.node_id, rank=self._config.rank,
+                     start_us=start, duration_us=max(end - start, 0))
+                for name, start, end in zip(names, marks, marks[1:], strict=False)]
 
     async def _end_task(self, task_id: TaskId, status: str, error: str | None) -> None:
         # Popping first makes the terminal status go out once, whoever calls second.
@@ -157,17 +215,25 @@ class RunnerSupervisor:
             return
         self._sequences.pop(task_id, None)
         self._first_chunk_at.pop(task_id, None)
+        self._timeline.pop(task_id, None)
+        self.recorder.record("task_ended", f"{task_id} {status}" + (f": {error}" if error else ""))
         await self._on_event(TaskStatusUpdated(task_id=task_id, status=status,  # type: ignore[arg-type]
                                                error=error))
 
     async def _handle_death(self, exitcode: int | None) -> None:
         reason = f"runner process exited with code {exitcode}"
+        self.recorder.record("died", reason)
         logger.error("runner {} died: {}", self.runner_id, reason)
         if not isinstance(self._status, RunnerFailed):
             self._status = RunnerFailed(error=reason)
             await self._on_event(RunnerStatusUpdated(runner_id=self.runner_id,
                                                      status=self._status))
         for task_id in list(self._in_flight):
+            # Another rank's chunks would clash with rank 0's sequence numbers; its failed
+            # task status ends the stream instead.
+            if self._config.rank != 0:
+                await self._end_task(task_id, "failed", reason)
+                continue
             await self._emit_chunk(task_id, ErrorChunk(
                 error_kind="runner_failed",
                 message=f"the model's runner died mid-request ({reason}); retry the request"))
@@ -181,15 +247,18 @@ class RunnerSupervisor:
             process = self._process
             if process is None:
                 return
+            self.recorder.record("shutdown", "asked to stop")
             if process.is_alive():
                 self.send(messages.Shutdown())
                 await anyio.to_thread.run_sync(process.join, timeout)
             if process.is_alive():
                 logger.warning("runner {} ignored shutdown; sending SIGTERM", self.runner_id)
+                self.recorder.record("shutdown", "SIGTERM")
                 process.terminate()
                 await anyio.to_thread.run_sync(process.join, timeout)
             if process.is_alive():
                 logger.warning("runner {} ignored SIGTERM; sending SIGKILL", self.runner_id)
+                self.recorder.record("shutdown", "SIGKILL")
                 process.kill()
                 await anyio.to_thread.run_sync(process.join, timeout)
             for task_id in list(self._in_flight):

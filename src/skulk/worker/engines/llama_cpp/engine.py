@@ -9,16 +9,30 @@ decoding and stop-sequence hold-back.
 import codecs
 import os
 import random
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
 import llama_cpp
+import numpy as np
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar
 
-from skulk.shared.types.chunks import FinishReason, TokenChunk, Usage
+from skulk.shared.types.chunks import (
+    FinishReason,
+    TokenChunk,
+    TokenLogprob,
+    TopLogprob,
+    Usage,
+)
 from skulk.shared.types.tasks import GenerationParams
+from skulk.worker.engines.llama_cpp import session_kv
 from skulk.worker.engines.protocol import ContextOverflow, EngineConfig, InvalidRequest
 from skulk.worker.engines.stop_sequences import StopScanner
+
+# KV states kept for sessions not in the context; beyond this the oldest is dropped (its
+# next turn prefills in full). 135M at 2k tokens is ~46 MB of KV each.
+MAX_SAVED_SESSIONS = 8
 
 # llama-cpp-python's own chat-completion defaults, so outputs match its server's.
 TOP_K = 40
@@ -26,11 +40,28 @@ MIN_P = 0.05
 REPEAT_PENALTY = 1.0
 
 
+def grammar_for(params: GenerationParams) -> Any:
+    """The llama.cpp grammar that constrains sampling to the requested JSON, if any."""
+    if params.output != "json":
+        return None
+    if params.json_schema is None:
+        return LlamaGrammar.from_string(JSON_GBNF, verbose=False)
+    try:
+        return LlamaGrammar.from_json_schema(params.json_schema, verbose=False)
+    except Exception as error:  # the converter raises whatever it meets first
+        raise InvalidRequest(f"the JSON schema cannot be turned into a grammar: {error}") \
+            from error
+
+
 class LlamaCppEngine:
     def __init__(self, config: EngineConfig) -> None:
         self._config = config
         self._llama: Any = None
         self._formatter: Any = None
+        # The KV state of sessions not in the context right now, least recently used first.
+        self._saved_sessions: OrderedDict[str, session_kv.SavedKv] = OrderedDict()
+        self._active_session: str | None = None
+        self._embedder: Any = None  # a second context, made on the first embedding request
 
     def load(self) -> None:
         if self._config.world_size != 1:
@@ -59,7 +90,30 @@ class LlamaCppEngine:
         for _ in self.generate(warm):
             pass
 
+    def embed(self, texts: list[str]) -> tuple[list[list[float]], int]:
+        """Mean-pooled, unit-length embeddings from the same GGUF, in its own context."""
+        if self._embedder is None:
+            self._embedder = llama_cpp.Llama(
+                model_path=self._config.model_path, embedding=True,
+                n_ctx=self._config.context_token_limit,
+                n_threads=self._config.n_threads or os.cpu_count(),
+                pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN, verbose=False)
+        limit = self._config.context_token_limit
+        counts = [len(self._embedder.tokenize(t.encode("utf-8"))) for t in texts]
+        for index, count in enumerate(counts):
+            if count > limit:
+                raise InvalidRequest(f"input {index} is {count} tokens; this model embeds at "
+                                     f"most {limit}")
+        vectors: list[list[float]] = self._embedder.embed(texts, normalize=True)
+        return vectors, sum(counts)
+
     def prompt_tokens(self, params: GenerationParams) -> list[int]:
+        if params.prompt_token_ids is not None:
+            return list(params.prompt_token_ids)
+        if params.raw_prompt is not None:
+            raw: list[int] = self._llama.tokenize(params.raw_prompt.encode("utf-8"),
+                                                  add_bos=True, special=False)
+            return raw
         rendered = self._formatter(messages=[m.model_dump() for m in params.messages])
         tokens: list[int] = self._llama.tokenize(
             rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True)
@@ -67,6 +121,8 @@ class LlamaCppEngine:
 
     def generate(self, params: GenerationParams) -> Iterator[TokenChunk]:
         prompt = self.prompt_tokens(params)
+        if not prompt:
+            raise InvalidRequest("the prompt is empty: give the model at least one token")
         limit = self._config.context_token_limit
         if len(prompt) >= limit:
             raise ContextOverflow(len(prompt), limit)
@@ -74,27 +130,82 @@ class LlamaCppEngine:
         max_tokens = room if params.max_tokens is None else min(params.max_tokens, room)
         if max_tokens < 1:
             raise InvalidRequest("max_tokens must be at least 1")
-        return self._stream(prompt, params, max_tokens)
+        grammar = grammar_for(params)
+        self._enter_session(params.session_id)
+        return self._stream(prompt, params, max_tokens, grammar)
+
+    def _enter_session(self, session_id: str | None) -> None:
+        """Put the session's KV in the context (saving the one there), so that
+        `Llama.generate` reuses the longest common prefix and prefills only the rest."""
+        if session_id == self._active_session:
+            return
+        if self._active_session is not None:
+            self._saved_sessions[self._active_session] = session_kv.save(self._llama)
+            self._saved_sessions.move_to_end(self._active_session)
+            while len(self._saved_sessions) > MAX_SAVED_SESSIONS:
+                self._saved_sessions.popitem(last=False)
+        self._active_session = session_id
+        saved = self._saved_sessions.pop(session_id, None) if session_id else None
+        if saved is not None:
+            session_kv.restore(self._llama, saved)
+        elif session_id is not None:
+            self._llama.reset()  # a new session (or an evicted one) starts from nothing
+
+    def _logprob(self, token: int, top: int) -> TokenLogprob:
+        """The token's log probability under the logits it was sampled from (the raw
+        model distribution, before temperature and truncation), and the `top` likeliest."""
+        llama = self._llama
+        logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llama._ctx.ctx, -1),
+                                       shape=(llama.n_vocab(),))
+        shifted = logits - logits.max()
+        logprobs = shifted - np.log(np.exp(shifted).sum())
+
+        def entry(candidate: int) -> TopLogprob:
+            raw = llama.detokenize([candidate])
+            return TopLogprob(token=raw.decode("utf-8", errors="replace"), bytes=list(raw),
+                              logprob=float(logprobs[candidate]))
+
+        best: list[int] = [int(c) for c in np.argsort(logprobs)[::-1][:top]]
+        chosen = entry(token)
+        return TokenLogprob(token=chosen.token, bytes=chosen.bytes, logprob=chosen.logprob,
+                            top=[entry(c) for c in best])
+
+    def _reusable_prefix(self, prompt: list[int]) -> int:
+        """How many prompt tokens `Llama.generate` will take from the KV cache."""
+        cached = 0
+        for held, wanted in zip(self._llama._input_ids, prompt, strict=False):
+            if held != wanted:
+                break
+            cached += 1
+        return cached - 1 if cached == len(prompt) else cached  # one is always re-evaluated
 
     def _stream(self, prompt: list[int], params: GenerationParams,
-                max_tokens: int) -> Iterator[TokenChunk]:
+                max_tokens: int, grammar: Any) -> Iterator[TokenChunk]:
         llama = self._llama
         llama.set_seed(params.seed if params.seed is not None else random.getrandbits(32))
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         scanner = StopScanner(list(params.stop))
         generated = 0
+        cached = self._reusable_prefix(prompt)
         finish: FinishReason = "length"
-        tokens = llama.generate(prompt, top_k=TOP_K, top_p=params.top_p, min_p=MIN_P,
-                                temp=params.temperature, repeat_penalty=REPEAT_PENALTY)
+        tokens = llama.generate(prompt, top_k=params.top_k or TOP_K, top_p=params.top_p,
+                                min_p=MIN_P, temp=params.temperature,
+                                repeat_penalty=REPEAT_PENALTY, grammar=grammar)
+        held: list[int] = []  # tokens whose text the stop scanner still holds back
+        scored: list[TokenLogprob] = []  # their log probabilities, when asked for
         try:
             for token in tokens:
                 if llama_cpp.llama_vocab_is_eog(llama._model.vocab, token):
                     finish = "stop"
                     break
                 generated += 1
+                held.append(token)
+                if params.logprobs is not None:
+                    scored.append(self._logprob(token, params.logprobs))
                 text = scanner.feed(decoder.decode(llama.detokenize([token])))
                 if text:
-                    yield TokenChunk(text=text, token_id=token)
+                    yield TokenChunk(text=text, token_ids=held, logprobs=scored)
+                    held, scored = [], []
                 if scanner.stopped:
                     finish = "stop"
                     break
@@ -104,5 +215,8 @@ class LlamaCppEngine:
             tokens.close()
         tail = "" if scanner.stopped else scanner.feed(decoder.decode(b"", final=True))
         tail += "" if scanner.stopped else scanner.flush()
-        yield TokenChunk(text=tail, finish_reason=finish,
-                         usage=Usage(prompt_tokens=len(prompt), completion_tokens=generated))
+        yield TokenChunk(text=tail, token_ids=[] if scanner.stopped else held,
+                         logprobs=[] if scanner.stopped else scored,
+                         finish_reason=finish, stop_sequence=scanner.matched,
+                         usage=Usage(prompt_tokens=len(prompt), completion_tokens=generated,
+                                     cached_tokens=max(cached, 0)))

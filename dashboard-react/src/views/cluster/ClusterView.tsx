@@ -1,0 +1,34 @@
+import { ErrorNote } from "../../components/ErrorNote";
+import { useClusterData } from "../../hooks/ClusterData";
+import { buildClusterGraph } from "../../state/cluster";
+import { requestsInFlight } from "../../state/instances";
+import { ClusterGraph } from "./ClusterGraph";
+import { NodeCard } from "./NodeCard";
+
+export function ClusterView() {
+  const { state, cluster, error } = useClusterData();
+  if (!state || !cluster) {
+    return <><ErrorNote error={error} what="read the cluster" /><p className="muted">Reading the cluster…</p></>;
+  }
+  const graph = buildClusterGraph(cluster, state);
+  const alive = graph.nodes.filter((n) => n.alive).length;
+  return (
+    <section aria-labelledby="cluster-title">
+      <h2 id="cluster-title">Cluster</h2>
+      <ErrorNote error={error} what="refresh the cluster" />
+      <ul className="stats" aria-label="Cluster summary">
+        <li><strong>{alive}</strong> of {graph.nodes.length} nodes alive</li>
+        <li>master <strong>{cluster.master_node_id ?? "not elected"}</strong></li>
+        <li><strong>{cluster.instances.length}</strong> instances</li>
+        <li><strong>{requestsInFlight(state)}</strong> requests in flight</li>
+        <li>event <strong>{state.last_event_applied_idx}</strong> of session <code>{state.session ?? "–"}</code></li>
+      </ul>
+      <div className="cluster-layout">
+        <div className="panel graph-panel"><ClusterGraph graph={graph} /></div>
+        <div className="node-cards">
+          {graph.nodes.map((node) => <NodeCard key={node.id} node={node} />)}
+        </div>
+      </div>
+    </section>
+  );
+}

@@ -1,0 +1,50 @@
+import type { PlacementPreview } from "../../api/types";
+import { formatBytes, formatLayers } from "../../state/format";
+import { describePreview, previewKey } from "../../state/models";
+
+interface Props {
+  previews: PlacementPreview[];
+  selected: string | null;
+  onSelect: (key: string) => void;
+}
+
+/** The candidate placements to choose from, each with its ranks' layers and memory. */
+export function CandidateList({ previews, selected, onSelect }: Props) {
+  return (
+    <fieldset className="candidates">
+      <legend>Candidate placements</legend>
+      {previews.map((preview) => {
+        const key = previewKey(preview);
+        const id = `candidate-${key.replace(/\W/g, "-")}`;
+        return (
+          <div key={key} className={`candidate ${preview.fits ? "" : "impossible"}`}>
+            <input type="radio" name="candidate" id={id} value={key} checked={selected === key}
+              disabled={!preview.fits} onChange={() => onSelect(key)} />
+            <label htmlFor={id}>
+              <strong>{describePreview(preview)}</strong>
+              {!preview.fits && <span className="muted small"> — {preview.reason}</span>}
+            </label>
+            {preview.nodes.length > 0 && (
+              <table className="compact">
+                <caption className="sr-only">Ranks of {describePreview(preview)}</caption>
+                <thead>
+                  <tr><th scope="col">Rank</th><th scope="col">Node</th><th scope="col">Layers</th><th scope="col">Memory needed / usable</th></tr>
+                </thead>
+                <tbody>
+                  {preview.nodes.map((rank) => (
+                    <tr key={rank.rank} className={rank.fits ? "" : "no-fit"}>
+                      <td>{rank.rank}</td>
+                      <td>{rank.node_id}</td>
+                      <td>{formatLayers(rank.start_layer, rank.end_layer)}</td>
+                      <td>{formatBytes(rank.needed_bytes)} / {formatBytes(rank.usable_bytes)}{rank.fits ? "" : " (too little)"}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            )}
+          </div>
+        );
+      })}
+    </fieldset>
+  );
+}

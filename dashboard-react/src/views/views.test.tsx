@@ -1,0 +1,89 @@
+// @vitest-environment jsdom
+import { fireEvent, render, screen, within } from "@testing-library/react";
+import type { ReactNode } from "react";
+import { describe, expect, it, vi } from "vitest";
+import { ClusterDataContext, type ClusterData } from "../hooks/ClusterData";
+import { catalogueRows } from "../state/models";
+import { waterfall } from "../state/traces";
+import { clusterState, clusterSummary, instanceView, placementFits, task } from "../test-fixtures";
+import { ClusterView } from "./cluster/ClusterView";
+import { InstancesView } from "./instances/InstancesView";
+import { CandidateList } from "./models/CandidateList";
+import { CatalogueTable } from "./models/CatalogueTable";
+import { Waterfall } from "./traces/Waterfall";
+
+function withData(data: Partial<ClusterData>, children: ReactNode) {
+  const value: ClusterData = { state: null, cluster: null, error: null, refresh: () => {}, ...data };
+  return <ClusterDataContext.Provider value={value}>{children}</ClusterDataContext.Provider>;
+}
+
+describe("ClusterView", () => {
+  it("draws every node with master, health and usage bars", () => {
+    render(withData({ state: clusterState(), cluster: clusterSummary() }, <ClusterView />));
+    expect(screen.getByRole("img", { name: /2 nodes, 0 links; master node-a/ })).toBeTruthy();
+    const a = screen.getByRole("article", { name: "node-a" });
+    expect(within(a).getByText("master")).toBeTruthy();
+    expect(within(a).getByRole("meter", { name: "Disk" }).getAttribute("aria-valuenow")).toBe("50");
+    expect(screen.getByRole("list", { name: "Cluster summary" }).textContent).toContain("2 of 2 nodes alive");
+  });
+
+  it("says it is reading until the first answer, and shows a failure", () => {
+    render(withData({ error: new Error("connection refused") }, <ClusterView />));
+    expect(screen.getByRole("alert").textContent).toContain("connection refused");
+  });
+});
+
+describe("InstancesView", () => {
+  it("shows ranks, drafter and the requests in flight on each instance", () => {
+    const state = clusterState();
+    state.tasks = { t: task({ command_id: "cmd-live" }) };
+    const cluster = { ...clusterSummary(), instances: [instanceView()] };
+    render(withData({ state, cluster }, <InstancesView />));
+    const card = screen.getByRole("article", { name: /smollm2-135m/ });
+    expect(within(card).getAllByRole("row")).toHaveLength(3);
+    expect(within(card).getByText("none")).toBeTruthy();
+    expect(within(card).getByText("cmd-live")).toBeTruthy();
+    expect(screen.getByText(/requests in flight/).textContent).toContain("1");
+  });
+});
+
+describe("Models", () => {
+  it("lists sizes and per-node verdicts and asks to place a model", () => {
+    const place = vi.fn();
+    const rows = catalogueRows([{ id: "smollm2-135m", aliases: [], context_length: 8192,
+      available_formats: ["gguf"], running_instances: 0 }], placementFits());
+    render(<CatalogueTable rows={rows} onPlace={place} />);
+    expect(screen.getByText("93.8 MiB")).toBeTruthy();
+    expect(screen.getByText(/runs no worker/)).toBeTruthy();
+    fireEvent.click(screen.getByRole("button", { name: "Place smollm2-135m" }));
+    expect(place).toHaveBeenCalledWith("smollm2-135m");
+  });
+
+  it("offers fitting candidates and greys out the impossible ones with their reason", () => {
+    const select = vi.fn();
+    render(<CandidateList selected={null} onSelect={select} previews={[
+      { engine: "mlx", sharding: "pipeline", width: 2, fits: true, reason: null, nodes: [
+        { node_id: "node-a", rank: 0, start_layer: 0, end_layer: 17, needed_bytes: 2 ** 30, usable_bytes: 2 ** 33, fits: true },
+        { node_id: "node-b", rank: 1, start_layer: 17, end_layer: 30, needed_bytes: 2 ** 30, usable_bytes: 2 ** 32, fits: true }] },
+      { engine: "mlx", sharding: "tensor", width: 2, fits: false, reason: "heads do not divide by 2", nodes: [] },
+    ]} />);
+    const radios = screen.getAllByRole("radio");
+    expect(radios.map((r) => (r as HTMLInputElement).disabled)).toEqual([false, true]);
+    expect(screen.getByText(/heads do not divide by 2/)).toBeTruthy();
+    expect(screen.getByText("layers 17–29")).toBeTruthy();
+    fireEvent.click(radios[0]!);
+    expect(select).toHaveBeenCalledWith("mlx/pipeline/2");
+  });
+});
+
+describe("Waterfall", () => {
+  it("draws a lane per process with each span labelled for screen readers", () => {
+    render(<Waterfall chart={waterfall({ traceEvents: [
+      { name: "process_name", ph: "M", pid: 1, tid: 0, args: { name: "node-a api" } },
+      { name: "api.stream", ph: "X", pid: 1, tid: 0, ts: 0, dur: 2000, args: { node_id: "node-a", rank: 0 } },
+      { name: "runner.decode", ph: "X", pid: 2, tid: 0, ts: 500, dur: 1500, args: { node_id: "node-b", rank: 1 } },
+    ] })} />);
+    expect(screen.getByRole("list", { name: "Spans of node-a api" })).toBeTruthy();
+    expect(screen.getByRole("listitem", { name: "runner.decode: starts at 500 µs, lasts 1.5 ms" })).toBeTruthy();
+  });
+});

@@ -1,0 +1,99 @@
+"""The Anthropic Messages dialect (`POST /v1/messages`): wire types in, bodies and events out.
+
+As Anthropic requires: `max_tokens` is mandatory, the system prompt is a top-level field,
+turns alternate user/assistant, temperature is 0..1. Image and tool blocks are refused
+with a clear error rather than silently dropped.
+"""
+
+import json
+from typing import Literal
+
+from pydantic import Field
+
+from skulk.api.adapters.lenient import Lenient
+from skulk.api.errors import ApiError
+from skulk.shared.types.chunks import FinishReason, Usage
+from skulk.shared.types.model_cards import ModelCard
+from skulk.shared.types.tasks import ChatMessage, GenerationParams
+
+
+class TextBlock(Lenient):
+    type: str = Field(description="Only `text` blocks are supported.")
+    text: str | None = Field(default=None, description="The text of a `text` block.")
+
+
+class AnthropicMessage(Lenient):
+    role: Literal["user", "assistant"] = Field(description="Who said it.")
+    content: str | list[TextBlock] = Field(description="Text, or a list of text blocks.")
+
+
+class MessagesRequest(Lenient):
+    """`POST /v1/messages`, as Anthropic defines it (the parts Skulk honours)."""
+
+    model: str = Field(description="A model id or alias, see GET /v1/models.",
+                       examples=["smollm2-135m"])
+    max_tokens: int = Field(ge=1, description="Most tokens to generate (required).")
+    messages: list[AnthropicMessage] = Field(min_length=1, description="The conversation.")
+    system: str | list[TextBlock] | None = Field(default=None, description="System prompt.")
+    stop_sequences: list[str] | None = Field(default=None, description="Custom stops.")
+    temperature: float = Field(default=1.0, ge=0.0, le=1.0, description="0 is greedy.")
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0, description="Nucleus mass.")
+    top_k: int | None = Field(default=None, ge=1, description="Keep the k likeliest tokens.")
+    stream: bool = Field(default=False, description="Stream server-sent events.")
+
+
+def _text(content: str | list[TextBlock], where: str) -> str:
+    if isinstance(content, str):
+        return content
+    texts = []
+    for index, block in enumerate(content):
+        if block.type != "text" or block.text is None:
+            raise ApiError(400, f"{where}.{index} is a '{block.type}' block; this model takes "
+                           "text blocks only", param=f"{where}.{index}")
+        texts.append(block.text)
+    return "".join(texts)
+
+
+def to_generation_params(request: MessagesRequest, card: ModelCard) -> GenerationParams:
+    messages = []
+    if request.system:
+        messages.append(ChatMessage(role="system", content=_text(request.system, "system")))
+    for index, message in enumerate(request.messages):
+        messages.append(ChatMessage(role=message.role,
+                                    content=_text(message.content, f"messages.{index}.content")))
+    return GenerationParams(
+        model_id=card.model_id, messages=messages, max_tokens=request.max_tokens,
+        temperature=request.temperature, top_p=request.top_p, top_k=request.top_k,
+        stop=[s for s in request.stop_sequences or [] if s])
+
+
+def stop_reason(finish: FinishReason | None, stop_sequence: str | None) -> str:
+    if stop_sequence is not None:
+        return "stop_sequence"
+    return "max_tokens" if finish == "length" else "end_turn"
+
+
+def usage_body(usage: Usage | None) -> dict[str, int]:
+    if usage is None:
+        return {"input_tokens": 0, "output_tokens": 0}
+    return {"input_tokens": usage.prompt_tokens, "output_tokens": usage.completion_tokens}
+
+
+def message_body(message_id: str, model: str, text: str, finish: FinishReason | None,
+                 stop_sequence: str | None, usage: Usage | None) -> dict[str, object]:
+    return {"id": message_id, "type": "message", "role": "assistant", "model": model,
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": stop_reason(finish, stop_sequence), "stop_sequence": stop_sequence,
+            "usage": usage_body(usage)}
+
+
+def event(name: str, body: dict[str, object]) -> bytes:
+    """One server-sent event as Anthropic sends it: a named event, its type repeated."""
+    return f"event: {name}\ndata: {json.dumps({'type': name, **body})}\n\n".encode()
+
+
+def message_start(message_id: str, model: str, input_tokens: int) -> bytes:
+    return event("message_start", {"message": {
+        "id": message_id, "type": "message", "role": "assistant", "model": model,
+        "content": [], "stop_reason": None, "stop_sequence": None,
+        "usage": {"input_tokens": input_tokens, "output_tokens": 0}}})

@@ -1,0 +1,157 @@
+"""Reading a generation on behalf of any dialect: whole, or chunk by chunk.
+
+Every dialect router starts a request with `open_generation`, then either `collect`s it
+(non-streaming) or iterates `token_chunks` inside its own stream formatter. Both always end
+the generation (cancelling it if unfinished) and turn an error chunk into an `ApiError`.
+"""
+
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+import anyio
+from fastapi import Request
+
+from skulk.api.context import ApiContext
+from skulk.api.errors import ApiError
+from skulk.api.generation import (
+    Generation,
+    ensure_serving,
+    finish_generation,
+    resolve_card,
+    start_generation,
+)
+from skulk.api.tracing import RequestTrace, now_us
+from skulk.shared.types.chunks import (
+    Chunk,
+    ErrorChunk,
+    FinishReason,
+    TokenChunk,
+    TokenLogprob,
+    Usage,
+)
+from skulk.shared.types.model_cards import ModelCard
+from skulk.shared.types.tasks import GenerationParams
+
+DISCONNECT_POLL_SECONDS = 0.5
+COMMAND_ID_HEADER = "X-Skulk-Command-Id"
+
+
+@dataclass
+class Completion:
+    text: str
+    finish_reason: FinishReason | None
+    usage: Usage | None
+    stop_sequence: str | None = None
+    embeddings: list[list[float]] | None = None
+    logprobs: list[TokenLogprob] = field(default_factory=list)
+
+
+async def open_generation(context: ApiContext, model: str,
+                          to_params: Callable[[ModelCard], GenerationParams]) -> Generation:
+    """Resolve the model, validate the request, make sure it serves, start generating."""
+    return await run_params(context, to_params(resolve_card(context, model)))
+
+
+async def run_params(context: ApiContext, params: GenerationParams) -> Generation:
+    """Make sure the model serves, then start generating (traced when tracing is on)."""
+    started, started_us = time.monotonic(), now_us()
+    tracing = context.traces.enabled
+    await ensure_serving(context, params.model_id)
+    serving_us = now_us()
+    generation = await start_generation(
+        context, params.model_copy(update={"trace": True}) if tracing else params)
+    context.metrics.time_to_first_token.observe(time.monotonic() - started)
+    if tracing:
+        trace = RequestTrace(generation.command_id, params.model_id, context.node_id,
+                             started_us=started_us)
+        trace.span("api.ensure_serving", started_us, serving_us)
+        trace.span("api.wait_first_chunk", serving_us)
+        generation.trace = context.traces.begin(trace)
+    return generation
+
+
+async def _measured(context: ApiContext, generation: Generation) -> AsyncIterator[Chunk]:
+    """The generation's chunks, timing the gaps between them and counting tokens."""
+    metrics = context.metrics
+    last = time.monotonic()
+    streaming_from = now_us()
+    async for chunk in generation.chunks():
+        now = time.monotonic()
+        metrics.inter_token.observe(now - last)
+        last = now
+        if isinstance(chunk, TokenChunk) and chunk.usage is not None:
+            metrics.tokens_generated.inc(chunk.usage.completion_tokens)
+            task = context.replica.state.task_for_command(generation.command_id)
+            metrics.count_speculation(task.instance_id if task else "unknown", chunk.usage)
+        trace = generation.trace
+        if trace is not None and isinstance(chunk, TokenChunk) and chunk.finish_reason:
+            trace.spans += chunk.spans
+            trace.tokens = chunk.usage.completion_tokens if chunk.usage else 0
+            trace.span("api.stream", streaming_from)
+            trace.end(chunk.finish_reason)
+        elif trace is not None and isinstance(chunk, ErrorChunk):  # a failure or a stop
+            trace.span("api.stream", streaming_from)
+            trace.end(f"error: {chunk.error_kind}")
+        yield chunk
+
+
+def announce(generation: Generation) -> dict[str, str]:
+    """Response headers that let a client cancel: POST /v1/cancel/{command id}."""
+    return {COMMAND_ID_HEADER: generation.command_id}
+
+
+async def collect(context: ApiContext, generation: Generation, request: Request,
+                  token_ids: list[int] | None = None) -> Completion | None:
+    """The whole completion, or None when the client went away first (it is cancelled).
+    The generated token ids are appended to `token_ids` when given."""
+    parts: list[str] = []
+    finish: FinishReason | None = None
+    usage: Usage | None = None
+    stop_sequence: str | None = None
+    embeddings: list[list[float]] | None = None
+    logprobs: list[TokenLogprob] = []
+    try:
+        async with anyio.create_task_group() as tasks:
+            async def cancel_on_disconnect() -> None:
+                while not await request.is_disconnected():
+                    await anyio.sleep(DISCONNECT_POLL_SECONDS)
+                tasks.cancel_scope.cancel()
+
+            tasks.start_soon(cancel_on_disconnect)
+            async for chunk in _measured(context, generation):
+                if isinstance(chunk, ErrorChunk):
+                    raise ApiError.from_chunk(chunk)
+                parts.append(chunk.text)
+                if token_ids is not None:
+                    token_ids += chunk.token_ids
+                finish, usage = chunk.finish_reason, chunk.usage or usage
+                stop_sequence = chunk.stop_sequence or stop_sequence
+                embeddings = chunk.embeddings or embeddings
+                logprobs += chunk.logprobs
+            generation.done = True
+            tasks.cancel_scope.cancel()
+    finally:
+        await finish_generation(context, generation)
+    if not generation.done:
+        return None
+    return Completion("".join(parts), finish, usage, stop_sequence, embeddings, logprobs)
+
+
+async def token_chunks(context: ApiContext,
+                       generation: Generation) -> AsyncIterator[TokenChunk]:
+    """The token chunks as they come; an error chunk raises `ApiError` (the stream's
+    formatter writes it in its dialect). A client that goes away cancels the generation."""
+    try:
+        async for chunk in _measured(context, generation):
+            if isinstance(chunk, ErrorChunk):
+                raise ApiError.from_chunk(chunk)
+            if chunk.finish_reason is not None:
+                generation.done = True
+            yield chunk
+    finally:
+        await finish_generation(context, generation)
+
+
+def client_gone() -> ApiError:
+    return ApiError(499, "the client went away", code="client_disconnected")

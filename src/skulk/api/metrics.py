@@ -1,0 +1,131 @@
+"""`GET /metrics` in the Prometheus text format.
+
+Request-path measures (requests by dialect and status, time to first token, time between
+chunks, tokens generated) are recorded as requests pass. Node and cluster measures (open
+streams, tasks by status, events applied and indexed, elections, runner failures, live
+nodes) are read from the node when scraped. Speculative decoding is counted per instance
+and drafter from each generation's final usage: tokens drafted and tokens the model kept
+(their ratio is the acceptance rate). Batch size is not exported.
+"""
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from skulk.api.errors import dialect_of
+from skulk.shared.types.chunks import Usage
+from skulk.shared.types.state import State
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+
+@dataclass(frozen=True)
+class NodeCounters:
+    """What the node counts, read at scrape time."""
+
+    open_streams: int = 0
+    elections: int = 0
+    runner_failures: int = 0
+    events_indexed: int = 0  # by this node's master session, 0 when it is not master
+    live_nodes: int = 1
+    is_master: bool = False
+
+
+class _NodeCollector(Collector):
+    def __init__(self, counters: Callable[[], NodeCounters], state: Callable[[], State]) -> None:
+        self._counters = counters
+        self._state = state
+
+    def collect(self) -> Iterator[Metric]:
+        counters, state = self._counters(), self._state()
+        yield GaugeMetricFamily("skulk_open_streams", "Requests this node is streaming now "
+                                "(its queue depth)", value=counters.open_streams)
+        tasks = GaugeMetricFamily("skulk_tasks", "Tasks in the cluster State by status",
+                                  labels=["status"])
+        for status in ("pending", "running", "complete", "failed", "cancelled"):
+            tasks.add_metric([status], sum(1 for t in state.tasks.values()
+                                           if t.status == status))
+        yield tasks
+        yield GaugeMetricFamily("skulk_instances", "Model instances placed in the cluster",
+                                value=len(state.instances))
+        yield GaugeMetricFamily("skulk_events_applied", "Index of the last event this node "
+                                "applied", value=state.last_event_applied_idx)
+        yield CounterMetricFamily("skulk_events_indexed", "Events indexed by this node's "
+                                  "master session", value=counters.events_indexed)
+        yield CounterMetricFamily("skulk_elections", "Election rounds this node took part in",
+                                  value=counters.elections)
+        yield CounterMetricFamily("skulk_runner_failures", "Runners on this node that failed",
+                                  value=counters.runner_failures)
+        yield GaugeMetricFamily("skulk_live_nodes", "Cluster members this node sees",
+                                value=counters.live_nodes)
+        yield GaugeMetricFamily("skulk_is_master", "1 on the elected master",
+                                value=int(counters.is_master))
+
+
+class ApiMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter("skulk_requests", "HTTP requests by dialect, route and status",
+                                ["dialect", "route", "status"], registry=self.registry)
+        self.time_to_first_token = Histogram(
+            "skulk_time_to_first_token_seconds", "From request to its first generated chunk",
+            buckets=LATENCY_BUCKETS, registry=self.registry)
+        self.inter_token = Histogram(
+            "skulk_inter_token_seconds", "Between consecutive chunks of one generation",
+            buckets=LATENCY_BUCKETS, registry=self.registry)
+        self.tokens_generated = Counter("skulk_tokens_generated", "Completion tokens served",
+                                        registry=self.registry)
+        self.drafted_tokens = Counter(
+            "skulk_speculative_drafted_tokens", "Tokens proposed by drafters for the model to "
+            "verify, by instance and drafter", ["instance", "drafter"], registry=self.registry)
+        self.accepted_tokens = Counter(
+            "skulk_speculative_accepted_tokens", "Drafted tokens the model kept (acceptance "
+            "= accepted / drafted), by instance and drafter", ["instance", "drafter"],
+            registry=self.registry)
+
+    def count_speculation(self, instance: str, usage: Usage) -> None:
+        """Add one finished generation's drafted and accepted tokens."""
+        if usage.drafted_tokens <= 0:
+            return
+        drafter = usage.drafter or "unknown"
+        self.drafted_tokens.labels(instance, drafter).inc(usage.drafted_tokens)
+        self.accepted_tokens.labels(instance, drafter).inc(usage.accepted_tokens)
+
+    def watch_node(self, counters: Callable[[], NodeCounters],
+                   state: Callable[[], State]) -> None:
+        self.registry.register(_NodeCollector(counters, state))
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class RequestCounter:
+    """ASGI middleware: counts every HTTP request by dialect, route template and status."""
+
+    def __init__(self, app: ASGIApp, metrics: ApiMetrics) -> None:
+        self._app = app
+        self._metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        status = [500]
+
+        async def record_status(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        try:
+            await self._app(scope, receive, record_status)
+        finally:
+            route = scope.get("route")
+            # The route's template, not the raw path, so ids do not explode the label set.
+            template = getattr(route, "path", None) or "unmatched"
+            self._metrics.requests.labels(dialect_of(scope["path"]), template,
+                                          str(status[0])).inc()

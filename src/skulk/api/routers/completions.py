@@ -1,0 +1,56 @@
+"""`POST /v1/completions`: legacy text completion (OpenAI dialect), streaming or not."""
+
+from collections.abc import AsyncIterator
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+
+from skulk.api.adapters.openai_completions import (
+    CompletionRequest,
+    completion_body,
+    prompt_of,
+    to_generation_params,
+)
+from skulk.api.consume import announce, client_gone, collect, open_generation, token_chunks
+from skulk.api.context import ApiContext
+from skulk.api.errors import ApiError
+from skulk.api.generation import Generation
+from skulk.api.routers.chat import sse
+
+router = APIRouter(tags=["openai"])
+
+
+@router.post("/v1/completions", response_model=None,
+             summary="Continue a prompt without the chat template (legacy OpenAI dialect)")
+async def completions(body: CompletionRequest, request: Request) -> Response:
+    context: ApiContext = request.app.state.context
+    generation = await open_generation(context, body.model,
+                                       lambda card: to_generation_params(body, card))
+    completion_id = f"cmpl-{generation.command_id.removeprefix('cmd-')}"
+    prefix = prompt_of(body) if body.echo else ""
+    if body.stream:
+        return StreamingResponse(_stream(context, generation, completion_id, body.model, prefix),
+                                 media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", **announce(generation)})
+    completion = await collect(context, generation, request)
+    if completion is None:
+        return client_gone().response()
+    return JSONResponse(completion_body(completion_id, generation.created, body.model,
+                                        prefix + completion.text, completion.finish_reason,
+                                        completion.usage), headers=announce(generation))
+
+
+async def _stream(context: ApiContext, generation: Generation, completion_id: str,
+                  model: str, prefix: str) -> AsyncIterator[bytes]:
+    created = generation.created
+    if prefix:
+        yield sse(completion_body(completion_id, created, model, prefix, None, None))
+    try:
+        async for chunk in token_chunks(context, generation):
+            if chunk.text or chunk.finish_reason is not None:
+                yield sse(completion_body(completion_id, created, model, chunk.text,
+                                          chunk.finish_reason, chunk.usage))
+    except ApiError as error:
+        yield sse(error.body())
+        return
+    yield b"data: [DONE]\n\n"

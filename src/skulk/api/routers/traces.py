@@ -1,0 +1,94 @@
+"""Tracing: the toggle, this node's traces (Chrome trace format, stats, raw spans), and
+the cluster variants that look for traces on every live node."""
+
+from urllib.parse import quote
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from skulk.api.context import ApiContext
+from skulk.api.errors import ApiError
+from skulk.api.peers import ask_peers
+from skulk.api.tracing import RequestTrace, chrome_trace, trace_stats
+from skulk.shared.types.ids import NodeId
+
+router = APIRouter(tags=["tracing"])
+
+
+class TracingToggle(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(description="Trace every request from now on, or stop.")
+
+
+def _context(request: Request) -> ApiContext:
+    context: ApiContext = request.app.state.context
+    return context
+
+
+def _trace(request: Request, trace_id: str) -> RequestTrace:
+    trace = _context(request).traces.get(trace_id)
+    if trace is None:
+        raise ApiError(404, f"no trace '{trace_id}' on this node (traces live on the node "
+                       "that took the request; try /v1/cluster/traces/{id})",
+                       code="trace_not_found")
+    return trace
+
+
+@router.get("/v1/tracing", summary="Whether requests are being traced")
+async def tracing_state(request: Request) -> dict[str, bool]:
+    return {"enabled": _context(request).traces.enabled}
+
+
+@router.post("/v1/tracing", summary="Switch request tracing on or off on this node")
+async def set_tracing(body: TracingToggle, request: Request) -> dict[str, bool]:
+    _context(request).traces.enabled = body.enabled
+    return {"enabled": body.enabled}
+
+
+@router.get("/v1/traces", summary="This node's traces, newest last")
+async def list_traces(request: Request) -> dict[str, object]:
+    context = _context(request)
+    return {"node_id": context.node_id,
+            "traces": [trace.summary() for trace in context.traces.all()]}
+
+
+@router.get("/v1/traces/{trace_id}", summary="One trace in Chrome's trace-event format")
+async def get_trace(trace_id: str, request: Request) -> dict[str, object]:
+    return chrome_trace(_trace(request, trace_id))
+
+
+@router.get("/v1/traces/{trace_id}/stats", summary="Durations by span and decode speed")
+async def get_trace_stats(trace_id: str, request: Request) -> dict[str, object]:
+    return trace_stats(_trace(request, trace_id))
+
+
+@router.get("/v1/traces/{trace_id}/raw", summary="One trace's spans as recorded")
+async def get_trace_raw(trace_id: str, request: Request) -> dict[str, object]:
+    trace = _trace(request, trace_id)
+    return {**trace.summary(), "spans": [span.model_dump() for span in trace.spans]}
+
+
+@router.get("/v1/cluster/traces", summary="Traces on every live node")
+async def cluster_traces(request: Request) -> dict[str, object]:
+    context = _context(request)
+    nodes: dict[NodeId, object] = {
+        context.node_id: [trace.summary() for trace in context.traces.all()]}
+    answers, _ = await ask_peers(request, "/v1/traces")
+    for node_id, answer in answers.items():
+        nodes[node_id] = answer.get("traces", []) if isinstance(answer, dict) else []
+    return {"nodes": nodes}
+
+
+@router.get("/v1/cluster/traces/{trace_id}",
+            summary="One trace (Chrome format), from whichever node holds it")
+async def cluster_trace(trace_id: str, request: Request) -> dict[str, object]:
+    local = _context(request).traces.get(trace_id)
+    if local is not None:
+        return chrome_trace(local)
+    path = f"/v1/traces/{quote(trace_id, safe='')}"
+    answers, _ = await ask_peers(request, path)
+    for answer in answers.values():
+        if isinstance(answer, dict):
+            return answer
+    raise ApiError(404, f"no live node holds trace '{trace_id}'", code="trace_not_found")

@@ -1,0 +1,62 @@
+"""The cluster as placement sees it: live members, their readings, placed instances."""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from skulk.master.placement.engines import runs_engine
+from skulk.master.placement.memory import usable_bytes
+from skulk.master.placement.ring import DEFAULT_RING_PORTS
+from skulk.shared.types.ids import InstanceId, NodeId
+from skulk.shared.types.instances import Instance
+from skulk.shared.types.model_cards import EngineName
+from skulk.shared.types.telemetry import NodeTelemetry
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """What placement reads besides the command and the card. Plain data, no I/O."""
+
+    nodes: Mapping[NodeId, NodeTelemetry]
+    # Members by liveness; a member without readings makes a failed placement `pending`.
+    # None: the members are exactly the nodes with readings.
+    live_nodes: frozenset[NodeId] | None = None
+    instances: Mapping[InstanceId, Instance] = field(default_factory=dict)
+    ring_ports: range = DEFAULT_RING_PORTS
+    # When observed edges are judged fresh or expired; None reads the clock.
+    now: float | None = None
+
+    def missing_readings(self) -> list[NodeId]:
+        """Live members whose memory placement has not heard yet."""
+        if self.live_nodes is None:
+            return []
+        return sorted(self.live_nodes - self.nodes.keys())
+
+
+def workers(cluster: ClusterView, excluded: list[NodeId]
+            ) -> tuple[list[NodeTelemetry], dict[NodeId, str]]:
+    """Nodes a placement may use, by id, and why each other node may not."""
+    usable: list[NodeTelemetry] = []
+    refusals: dict[NodeId, str] = {}
+    for node_id, node in sorted(cluster.nodes.items()):
+        if node_id in excluded:
+            refusals[node_id] = "excluded by the request"
+        elif not node.has_worker:
+            refusals[node_id] = "runs no worker"
+        else:
+            usable.append(node)
+    return usable, refusals
+
+
+def roomiest(nodes: list[NodeTelemetry], engine: EngineName, width: int
+             ) -> list[NodeTelemetry] | None:
+    """The `width` nodes running `engine` with the most usable memory, in rank order.
+
+    Taking the roomiest is enough: with shares proportional to memory (pipeline) or equal
+    (tensor), no other set of that size has a larger total or a larger smallest member.
+    Ranks follow node ids so that re-placing on the same nodes gives the same ranks.
+    """
+    able = [n for n in nodes if runs_engine(n, engine)]
+    if len(able) < width:
+        return None
+    chosen = sorted(able, key=lambda n: (-usable_bytes(n), n.node_id))[:width]
+    return sorted(chosen, key=lambda n: n.node_id)

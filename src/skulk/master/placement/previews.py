@@ -1,0 +1,55 @@
+"""Previews: every shape a model could take on the cluster, fitting or not, and why."""
+
+from dataclasses import dataclass
+
+from skulk.master.placement.cluster import ClusterView, roomiest, workers
+from skulk.master.placement.engines import ENGINES, engines_of, runs_engine
+from skulk.master.placement.plans import Plan, plan_for
+from skulk.shared.types.ids import NodeId
+from skulk.shared.types.instances import Sharding
+from skulk.shared.types.model_cards import EngineName, ModelCard
+from skulk.shared.types.telemetry import NodeTelemetry
+
+SHARDINGS: tuple[Sharding, ...] = ("pipeline", "tensor")
+
+
+@dataclass(frozen=True)
+class PlacementPreview:
+    """One candidate shape: its plan (memory per rank) when nodes exist for it, and the
+    reason it cannot be placed, None when it can."""
+
+    engine: EngineName
+    sharding: Sharding
+    width: int
+    plan: Plan | None
+    reason: str | None
+
+
+def _preview(card: ModelCard, engine: EngineName, sharding: Sharding,
+             nodes: list[NodeTelemetry], width: int) -> PlacementPreview:
+    if (width > 1 or sharding == "tensor") and not ENGINES[engine].splits:
+        return PlacementPreview(engine, sharding, width, None,
+                                f"{engine} runs a model whole on one node")
+    chosen = roomiest(nodes, engine, width)
+    if chosen is None:
+        able = sum(1 for n in nodes if runs_engine(n, engine))
+        return PlacementPreview(engine, sharding, width, None,
+                                f"only {able} usable node(s) run {engine}")
+    plan = plan_for(card, engine, sharding, chosen)
+    if isinstance(plan, str):
+        return PlacementPreview(engine, sharding, width, None, plan)
+    if plan.fits:
+        return PlacementPreview(engine, sharding, width, plan, None)
+    short = "; ".join(f"{r.node_id}: {r.shortfall(engine, width)}"
+                      for r in plan.ranks if not r.fits)
+    return PlacementPreview(engine, sharding, width, plan, f"does not fit ({short})")
+
+
+def previews(card: ModelCard, cluster: ClusterView,
+             excluded: list[NodeId] | None = None) -> list[PlacementPreview]:
+    """For 1..N usable nodes, each sharding and each engine the card has weights for."""
+    nodes, _ = workers(cluster, excluded or [])
+    return [_preview(card, engine, sharding, nodes, width)
+            for width in range(1, len(nodes) + 1)
+            for sharding in SHARDINGS
+            for engine in engines_of(card)]

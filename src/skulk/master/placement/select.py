@@ -1,0 +1,132 @@
+"""Choosing a plan: the fewest nodes that fit, the preferred engine at each width."""
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from skulk.master.placement.cluster import ClusterView, roomiest, workers
+from skulk.master.placement.engines import ENGINES, engines_of, runs_engine
+from skulk.master.placement.errors import PlacementError
+from skulk.master.placement.plans import Plan, plan_for
+from skulk.shared.types.commands import PlaceInstance
+from skulk.shared.types.ids import NodeId
+from skulk.shared.types.model_cards import EngineName, ModelCard
+from skulk.shared.types.telemetry import NodeTelemetry
+
+
+@dataclass
+class _Misses:
+    """What went wrong across the attempts, for the error."""
+
+    per_node: dict[NodeId, dict[EngineName, str]] = field(default_factory=dict)
+    shapes: list[str] = field(default_factory=list)
+
+    def node(self, node_id: NodeId, engine: EngineName, why: str) -> None:
+        self.per_node.setdefault(node_id, {})[engine] = why
+
+    def backends(self, nodes: list[NodeTelemetry], engine: EngineName) -> None:
+        """Note, once per engine tried, the nodes that cannot run it."""
+        for node in nodes:
+            if not runs_engine(node, engine):
+                tags = ", ".join(node.backends) or "none"
+                self.node(node.node_id, engine, f"has no {engine} backend (has {tags})")
+
+    def shape(self, why: str) -> None:
+        if why not in self.shapes:
+            self.shapes.append(why)
+
+    def reasons(self) -> dict[NodeId, str]:
+        return {n: "; ".join(by_engine.values()) for n, by_engine in self.per_node.items()}
+
+
+def _engines(card: ModelCard, command: PlaceInstance) -> list[EngineName] | PlacementError:
+    available = engines_of(card)
+    if command.engine is None:
+        if not available:
+            return PlacementError(f"{card.model_id} has no weights any engine loads")
+        return available
+    if command.engine not in available:
+        formats = ", ".join(s.format for s in card.sources)
+        return PlacementError(f"{card.model_id} has no weights for engine {command.engine} "
+                              f"(it has {formats}); leave the engine unset or pick another")
+    return [command.engine]
+
+
+def _splits(command: PlaceInstance, width: int) -> bool:
+    return width > 1 or command.sharding == "tensor"
+
+
+def _attempts(engines: list[EngineName], command: PlaceInstance, low: int, high: int,
+              misses: _Misses) -> Iterator[tuple[int, EngineName]]:
+    """(width, engine) pairs to try, narrowest first, preferred engine first."""
+    can_split = any(ENGINES[e].splits for e in engines)
+    for width in range(low, high + 1):
+        for engine in engines:
+            if _splits(command, width) and not ENGINES[engine].splits:
+                if not can_split:  # otherwise a splitting engine is tried and explains itself
+                    how = "tensor sharding" if command.sharding == "tensor" else "splitting"
+                    fix = ("pin mlx or leave the engine unset" if command.engine
+                           else f"the card of {command.model_id} has no mlx weights")
+                    misses.shape(f"{engine} runs a model whole on one node and {how} "
+                                 f"needs mlx ({fix})")
+                continue
+            yield width, engine
+
+
+def _try(card: ModelCard, command: PlaceInstance, nodes: list[NodeTelemetry],
+         width: int, engine: EngineName, misses: _Misses) -> Plan | None:
+    misses.backends(nodes, engine)
+    chosen = roomiest(nodes, engine, width)
+    if chosen is None:
+        return None
+    plan = plan_for(card, engine, command.sharding, chosen)
+    if isinstance(plan, str):
+        misses.shape(plan)
+        return None
+    if plan.fits:
+        return plan
+    if width == 1:  # the roomiest alone did not fit, so none does: say so for each
+        wholes = [plan_for(card, engine, command.sharding, [n]) for n in nodes
+                  if runs_engine(n, engine)]
+        plan = Plan(engine, command.sharding,
+                    tuple(p.ranks[0] for p in wholes if isinstance(p, Plan)))
+    for rank in plan.ranks:
+        if not rank.fits:
+            misses.node(rank.node_id, engine, rank.shortfall(engine, width))
+    return None
+
+
+def choose_plan(command: PlaceInstance, card: ModelCard,
+                cluster: ClusterView) -> Plan | PlacementError:
+    """The narrowest plan that fits, or why none does (impossible, or info pending)."""
+    engines = _engines(card, command)
+    if isinstance(engines, PlacementError):
+        return engines
+    nodes, refusals = workers(cluster, command.excluded_nodes)
+    misses = _Misses()
+    if not nodes:
+        return _failure(card, cluster, nodes, refusals, [])
+    high = len(nodes)  # no wider than the cluster
+    low = max(command.min_nodes, 1)
+    if low > high:
+        misses.shape(f"min_nodes={low} asks for more than the {high} usable node(s)")
+    for width, engine in _attempts(engines, command, low, high, misses):
+        plan = _try(card, command, nodes, width, engine, misses)
+        if plan is not None:
+            return plan
+    return _failure(card, cluster, nodes, refusals | misses.reasons(), misses.shapes)
+
+
+def _failure(card: ModelCard, cluster: ClusterView, nodes: list[NodeTelemetry],
+             per_node: dict[NodeId, str], shapes: list[str]) -> PlacementError:
+    missing = cluster.missing_readings()
+    if not nodes:
+        message = ("no node has reported its memory yet" if missing and not cluster.nodes
+                   else "no live node runs a worker this placement may use")
+    else:
+        message = f"no set of nodes can hold {card.model_id}"
+    if shapes:
+        message += ": " + "; ".join(shapes)
+    if missing:
+        message += f"; still waiting for the readings of {', '.join(missing)}"
+        return PlacementError(message, per_node, kind="pending")
+    return PlacementError(message, per_node)

@@ -1,0 +1,105 @@
+"""The last indexed events a node applied, kept small for people to read (`GET /events`).
+
+Each event is rendered once, when it is applied, into a short record: a one-line summary
+and its payload as JSON cut to `DETAIL_CHARS`, so a long prompt or a whole snapshot never
+sits in memory here. Records get a local, gap-free sequence number that survives a change
+of master session (the master's index restarts at 0 then), which is what readers page by.
+"""
+
+import json
+import time
+from collections import deque
+from collections.abc import Callable, Collection
+from dataclasses import asdict, dataclass
+
+from skulk.shared.types.events import IndexedEvent, StateSnapshotHydrated
+
+DEFAULT_CAPACITY = 1000
+DETAIL_CHARS = 2000
+SUMMARY_CHARS = 240
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    """One applied event, as `GET /events` shows it."""
+
+    seq: int
+    index: int
+    session: str
+    master_node: str
+    kind: str
+    origin: str | None
+    applied_at: float
+    summary: str
+    detail: str
+
+    def as_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def _scalar(value: object) -> bool:
+    return isinstance(value, str | int | float | bool)
+
+
+def _summary(payload: dict[str, object]) -> str:
+    """Top-level scalars, and the ids, kind and error of nested objects, as `key=value`."""
+    parts: list[str] = []
+    for key, value in payload.items():
+        if _scalar(value):
+            parts.append(f"{key}={value}")
+        elif isinstance(value, dict):
+            for inner, inner_value in value.items():
+                if not _scalar(inner_value):
+                    continue
+                if inner == "kind":
+                    parts.append(f"{key}={inner_value}")
+                elif inner.endswith("_id") or inner == "error":
+                    parts.append(f"{inner}={inner_value}")
+    text = " ".join(parts)
+    return text if len(text) <= SUMMARY_CHARS else text[:SUMMARY_CHARS - 1] + "…"
+
+
+def render(indexed: IndexedEvent, seq: int, applied_at: float) -> EventRecord:
+    """The short, bounded record of one event."""
+    event = indexed.event
+    if isinstance(event, StateSnapshotHydrated):
+        state = event.state
+        payload: dict[str, object] = {
+            "instances": len(state.instances), "runners": len(state.runners),
+            "tasks": len(state.tasks), "last_event_applied_idx": state.last_event_applied_idx}
+    else:
+        payload = event.model_dump(mode="json", exclude={"kind"})
+    detail = json.dumps(payload, separators=(",", ":"))
+    if len(detail) > DETAIL_CHARS:
+        detail = detail[:DETAIL_CHARS - 1] + "…"
+    return EventRecord(seq=seq, index=indexed.index, session=indexed.session,
+                       master_node=indexed.master_node, kind=event.kind,
+                       origin=indexed.source.origin if indexed.source else None,
+                       applied_at=applied_at, summary=_summary(payload), detail=detail)
+
+
+class RecentEvents:
+    """A ring of the last `capacity` applied events."""
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY,
+                 clock: Callable[[], float] = time.time) -> None:
+        self._records: deque[EventRecord] = deque(maxlen=capacity)
+        self._next_seq = 1
+        self._clock = clock
+
+    @property
+    def last_seq(self) -> int:
+        """Sequence number of the newest record; 0 before any."""
+        return self._next_seq - 1
+
+    def record(self, indexed: IndexedEvent) -> None:
+        self._records.append(render(indexed, self._next_seq, self._clock()))
+        self._next_seq += 1
+
+    def query(self, after_seq: int = 0, limit: int = 200,
+              kinds: Collection[str] = ()) -> list[EventRecord]:
+        """Records newer than `after_seq`, oldest first, at most the newest `limit` of
+        them, only of `kinds` when given."""
+        chosen = [r for r in self._records
+                  if r.seq > after_seq and (not kinds or r.kind in kinds)]
+        return chosen[-limit:] if limit > 0 else []

@@ -1,0 +1,1 @@
+"""The MLX engine: mlx-lm models, whole or split across the ranks of a ring."""

@@ -1,0 +1,94 @@
+"""Drafting on another node: each round the verifying runner sends the committed token
+ids to the drafting node over the cluster transport and uses what comes back.
+
+The answer only ever becomes a draft, which the verifier checks, so a wrong answer can
+only lower acceptance; a late or missing one (timeout, node gone) is an empty draft.
+After a failure the session stops asking for a while (1, 2, 4 ... up to 64 rounds), so a
+dead drafting node costs almost nothing while decoding goes on without drafts.
+"""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from loguru import logger
+
+from skulk.shared.types.wire import from_msgpack, to_msgpack
+from skulk.worker.engines.mlx.drafters.protocol import EMPTY_DRAFT, Draft, DrafterName
+from skulk.worker.engines.mlx.drafters.remote_wire import DraftQuery, DraftReply
+
+DEFAULT_TIMEOUT_MS = 100.0
+LONGEST_BACKOFF_ROUNDS = 64
+
+
+class QueryClient(Protocol):
+    def query(self, key: str, payload: bytes, timeout_seconds: float) -> bytes | None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class RemoteSession:
+    client: QueryClient
+    key: str
+    request_id: str
+    timeout_seconds: float
+    failures: int = 0
+    _skip: int = 0
+
+    def propose(self, context: Sequence[int], limit: int) -> Draft:
+        if limit <= 0:
+            return EMPTY_DRAFT
+        if self._skip > 0:
+            self._skip -= 1
+            return EMPTY_DRAFT
+        query = DraftQuery(request_id=self.request_id, context=list(context),
+                           limit=min(limit, 64))
+        try:
+            answer = self.client.query(self.key, to_msgpack(query), self.timeout_seconds)
+            reply = None if answer is None else from_msgpack(DraftReply, answer)
+        except Exception as error:  # noqa: BLE001  (any transport failure is a missing draft)
+            logger.debug("remote draft failed: {}", error)
+            reply = None
+        if reply is None:
+            self.failures += 1
+            self._skip = min(2 ** (self.failures - 1), LONGEST_BACKOFF_ROUNDS)
+            if self.failures == 1:
+                logger.info("no draft from {} for {}; decoding on without drafts while it "
+                            "is away", self.key, self.request_id)
+            return EMPTY_DRAFT
+        self.failures = 0
+        return Draft(tuple(reply.tokens[:limit]), kind=reply.kind)
+
+    def close(self) -> None:
+        return None
+
+
+class RemoteDrafter:
+    """Drafts from the node answering `key`; one client session for every request."""
+
+    def __init__(self, client: QueryClient, key: str,
+                 timeout_seconds: float = DEFAULT_TIMEOUT_MS / 1000) -> None:
+        self._client = client
+        self._key = key
+        self._timeout = timeout_seconds
+
+    @property
+    def name(self) -> DrafterName:
+        return "remote"
+
+    def open(self, request_id: str) -> RemoteSession:
+        return RemoteSession(self._client, self._key, request_id, self._timeout)
+
+
+def remote_drafter_from_options(options: Mapping[str, str]) -> RemoteDrafter:
+    """From engine options: `drafter_key` (where the drafting node answers),
+    `cluster_connect` (this node's transport endpoints, comma separated) and
+    `remote_draft_timeout_ms`."""
+    key = options.get("drafter_key")
+    connect = [e for e in options.get("cluster_connect", "").split(",") if e]
+    if not key or not connect:
+        raise ValueError("a remote drafter needs the drafter_key and cluster_connect options")
+    from skulk.routing.zenoh_transport import ZenohQueryClient
+    timeout = float(options.get("remote_draft_timeout_ms", DEFAULT_TIMEOUT_MS)) / 1000
+    return RemoteDrafter(ZenohQueryClient(connect), key, timeout)

@@ -1,0 +1,241 @@
+"""The MLX engine (mlx-lm): continuous batching, a prompt-prefix KV cache, and the same
+loop whether the model is whole here or split across the ranks of a ring.
+
+Options (strings in `EngineConfig.options`): `batching` = `off` runs requests one at a
+time; `max_batch` (8); `prefill_chunk` tokens per step (256); `prefix_cache_entries` (8)
+and `prefix_cache_mb` (256, of the whole model's KV; 0 turns the cache off);
+`join_wait_seconds` (60) and `idle_step_seconds` (0.25); for a split model
+`ring_hosts` ("ip:port" per rank, comma separated), `sharding` (`pipeline` or `tensor`)
+and `ring_connect_seconds` (60). Speculative decoding: `speculation` = `off` runs no
+drafting rounds at all; `draft_adaptive` = `off` always drafts `max_draft` tokens (for
+measurements); the drafters and their options are in drafters/registry.py.
+"""
+
+import dataclasses
+import itertools
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Literal, cast
+
+from loguru import logger
+
+from skulk.shared.types.chunks import TokenChunk
+from skulk.shared.types.ids import ModelId
+from skulk.shared.types.tasks import ChatMessage, GenerationParams
+from skulk.worker.engines.mlx import cpu, mlx_api
+from skulk.worker.engines.mlx.collectives import RingGroup, connect_ring
+from skulk.worker.engines.mlx.drafters.registry import (
+    DrafterOptionError,
+    build_drafters,
+    default_drafter,
+)
+from skulk.worker.engines.mlx.generation_loop import GenerationLoop, LoopSettings
+from skulk.worker.engines.mlx.output import StreamedText
+from skulk.worker.engines.mlx.prefix_cache import PrefixCache
+from skulk.worker.engines.mlx.requests import (
+    DEFAULT_MAX_DRAFT,
+    NO_SPECULATION,
+    Request,
+    SpeculationChoice,
+    build_request,
+    unsupported,
+)
+from skulk.worker.engines.mlx.shard import ModelShard, WholeModelShard
+from skulk.worker.engines.mlx.shard_loader import load_shard
+from skulk.worker.engines.mlx.speculation.speculator import Speculator
+from skulk.worker.engines.protocol import (
+    ContextOverflow,
+    EngineConfig,
+    EngineEvent,
+    InvalidRequest,
+    TaskDone,
+    TaskOutput,
+)
+
+WARM_UP_TASK = "skulk-warm-up"
+
+
+def _option(config: EngineConfig, name: str, default: float) -> float:
+    raw = config.options.get(name)
+    try:
+        return default if raw is None else float(raw)
+    except ValueError as error:
+        raise InvalidRequest(f"engine option {name}={raw!r} is not a number") from error
+
+
+class MlxEngine:
+    """A `BatchingEngine`: the runner submits, cancels and steps; `generate` runs one
+    request on its own (warm-up, and the Engine protocol)."""
+
+    def __init__(self, config: EngineConfig) -> None:
+        self._config = config
+        self._model_dir = Path(config.model_path)
+        self._tokenizer: mlx_api.Tokenizer | None = None
+        self._loop: GenerationLoop | None = None
+        self._vocab_size = 0
+        self._generate_ids = itertools.count()
+        self._backlog: list[EngineEvent] = []  # other requests' events seen by `generate`
+        self._last_done: TaskDone | None = None  # how the last `generate` ended
+        self._speculation = NO_SPECULATION  # what requests that do not choose get
+        self._joined_us: dict[str, int] = {}  # when each traced request was submitted
+
+    @property
+    def loop(self) -> GenerationLoop:
+        """The generation loop (its counters: `prefilled_tokens`, `prefix_cache.hits`)."""
+        return self._running()
+
+    def load(self) -> None:
+        config = self._config
+        if not (self._model_dir / "config.json").exists():
+            raise InvalidRequest(f"{self._model_dir} is not an MLX model directory "
+                                 "(config.json, safetensors, tokenizer files)")
+        cpu.set_blas_threads(config.n_threads)
+        logger.info("mlx runner: BLAS is {}", "OpenBLAS" if cpu.openblas_loaded()
+                    else "the wheel's reference BLAS (slow fp32)")
+        shape = mlx_api.read_model_shape(self._model_dir)
+        self._vocab_size = shape.vocab_size
+        self._tokenizer = mlx_api.load_tokenizer(self._model_dir)
+        if not self._tokenizer.has_chat_template:
+            raise InvalidRequest(f"{self._model_dir} carries no chat template")
+        budget = int(_option(config, "prefix_cache_mb", 256) * 2**20)
+        prefix = PrefixCache(max_entries=int(_option(config, "prefix_cache_entries", 8)),
+                             max_tokens=budget // shape.kv_bytes_per_token)
+        batching = config.options.get("batching", "on") != "off"
+        speculation = config.options.get("speculation", "on") != "off"
+        settings = LoopSettings(
+            slots=int(_option(config, "max_batch", 8)) if batching else 1,
+            prefill_chunk=int(_option(config, "prefill_chunk", 256)),
+            join_wait_seconds=_option(config, "join_wait_seconds", 60),
+            speculation=speculation)
+        shard = self._open_shard()
+        speculator = None
+        if speculation:
+            self._speculation = self._speculation_default()
+            if shard.decides:  # only the rank that decides tokens drafts
+                speculator = Speculator(build_drafters(config.options), self._vocab_size,
+                                        adaptive=config.options.get("draft_adaptive") != "off")
+        self._loop = GenerationLoop(shard, prefix, self._new_output, settings, speculator)
+
+    def _speculation_default(self) -> SpeculationChoice:
+        try:
+            drafter = default_drafter(self._config.options)
+        except DrafterOptionError as error:
+            raise InvalidRequest(str(error)) from error
+        max_draft = int(_option(self._config, "max_draft", DEFAULT_MAX_DRAFT))
+        return SpeculationChoice(drafter, max_draft)
+
+    def _open_shard(self) -> ModelShard:
+        config = self._config
+        if config.world_size == 1:
+            return WholeModelShard(mlx_api.load_model(self._model_dir))
+        hosts = [h for h in config.options.get("ring_hosts", "").split(",") if h]
+        if len(hosts) != config.world_size:
+            raise InvalidRequest(f"a split MLX instance needs ring_hosts with one address per "
+                                 f"rank ({config.world_size}); got {hosts}")
+        sharding = config.options.get("sharding", "pipeline")
+        if sharding not in ("pipeline", "tensor"):
+            raise InvalidRequest(f"unknown sharding {sharding!r}: pipeline or tensor")
+        group = connect_ring(config.rank, hosts, _option(config, "ring_connect_seconds", 60))
+        return load_shard(self._model_dir, group, config.start_layer, config.end_layer,
+                          cast(Literal["pipeline", "tensor"], sharding))
+
+    def _running(self) -> GenerationLoop:
+        if self._loop is None:
+            raise RuntimeError("the mlx engine is used before load()")
+        return self._loop
+
+    def _new_output(self, request: Request, reused: int) -> StreamedText:
+        assert self._tokenizer is not None
+        return StreamedText(detokenizer=self._tokenizer.detokenizer(),
+                            stops=list(request.params.stop),
+                            eos_token_ids=self._tokenizer.eos_token_ids,
+                            max_tokens=request.max_tokens, prompt_tokens=len(request.prompt),
+                            cached_tokens=reused)
+
+    def warm_up(self) -> None:
+        """One short generation: compiles kernels and, on a ring, proves every rank works.
+        Every rank runs it under the same id, so they meet in the same batch."""
+        started = time.monotonic()
+        params = GenerationParams(model_id=ModelId("warm-up"), max_tokens=2, temperature=0.0,
+                                  messages=[ChatMessage(role="user", content="Hi")])
+        stream = self._generate_as(WARM_UP_TASK, params)
+        for _ in stream:
+            pass
+        if self._last_done is None or self._last_done.status != "complete":
+            why = "" if self._last_done is None else f": {self._last_done.error}"
+            raise RuntimeError(f"the warm-up generation did not complete{why}")
+        logger.info("mlx engine warmed up in {:.2f} s", time.monotonic() - started)
+
+    def embed(self, texts: list[str]) -> tuple[list[list[float]], int]:
+        raise InvalidRequest(unsupported(GenerationParams(
+            model_id=ModelId("embed"), messages=[], embed=texts)) or "no embeddings here")
+
+    def submit(self, task_id: str, params: GenerationParams) -> None:
+        assert self._tokenizer is not None, "submit before load"
+        request = build_request(task_id, params, self._tokenizer,
+                                self._config.context_token_limit, self._vocab_size,
+                                self._speculation)
+        if params.trace:
+            self._joined_us[task_id] = time.time_ns() // 1000
+        self._running().submit(request)
+
+    def cancel(self, task_id: str) -> None:
+        self._running().cancel(task_id)
+
+    @property
+    def idle_step_seconds(self) -> float | None:
+        if self._config.world_size == 1:
+            return None
+        return _option(self._config, "idle_step_seconds", 0.25)
+
+    @property
+    def has_work(self) -> bool:
+        return bool(self._backlog) or (self._loop is not None and self._loop.has_work)
+
+    def step(self) -> list[EngineEvent]:
+        events, self._backlog = self._backlog, []
+        if self._running().has_work or not events:
+            events += self._running().step()
+        return [self._with_hops(event) for event in events]
+
+    def _with_hops(self, event: EngineEvent) -> EngineEvent:
+        """A traced request leaves with the pipeline hops made while it was in the batch."""
+        if not isinstance(event, TaskDone) or event.task_id not in self._joined_us:
+            return event
+        joined = self._joined_us.pop(event.task_id)
+        group = self._running().shard.group
+        if not isinstance(group, RingGroup):
+            return event
+        return dataclasses.replace(event, spans=group.hops.spans_since(joined))
+
+    def generate(self, params: GenerationParams) -> Iterator[TokenChunk]:
+        """One request on its own (the Engine protocol); refusals raise before any chunk."""
+        return self._generate_as(f"generate-{next(self._generate_ids)}", params)
+
+    def _generate_as(self, task_id: str, params: GenerationParams) -> Iterator[TokenChunk]:
+        assert self._tokenizer is not None, "generate before load"
+        request = build_request(task_id, params, self._tokenizer,
+                                self._config.context_token_limit, self._vocab_size,
+                                self._speculation)
+        if request.refusal is not None:
+            if request.refusal.kind == "context_length_exceeded":
+                raise ContextOverflow(len(request.prompt), self._config.context_token_limit)
+            raise InvalidRequest(request.refusal.message)
+        self._running().submit(request)
+        return self._stream(task_id)
+
+    def _stream(self, task_id: str) -> Iterator[TokenChunk]:
+        done = False
+        try:
+            while not done:
+                for event in self._running().step():
+                    if event.task_id != task_id:
+                        self._backlog.append(event)
+                    elif isinstance(event, TaskOutput) and isinstance(event.chunk, TokenChunk):
+                        yield event.chunk
+                    elif isinstance(event, TaskDone):
+                        done, self._last_done = True, event
+        finally:
+            if not done:  # closed early: the request leaves at the next step
+                self.cancel(task_id)

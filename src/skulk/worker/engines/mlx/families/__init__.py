@@ -1,0 +1,1 @@
+"""Model families for the sharded MLX engines, found by name in `registry`."""

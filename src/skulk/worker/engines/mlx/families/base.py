@@ -1,0 +1,26 @@
+"""What a model family provides to the sharded engines."""
+
+from pathlib import Path
+from typing import Any, Protocol
+
+from skulk.worker.engines.mlx.collectives import Group
+from skulk.worker.engines.mlx.shard import ModelShard
+
+
+class ModelFamily(Protocol):
+    """The sharding code of one model architecture, kept beside its model code."""
+
+    name: str
+    model_types: frozenset[str]
+    """The config.json `model_type` values this family loads."""
+
+    def load_pipeline(
+        self, model_dir: Path, config: dict[str, Any], group: Group,
+        start_layer: int, end_layer: int,
+    ) -> ModelShard:
+        """This rank's stage: layers [start_layer, end_layer), passing hidden states on."""
+        ...
+
+    def load_tensor(self, model_dir: Path, config: dict[str, Any], group: Group) -> ModelShard:
+        """This rank's share of every layer, split by heads over the group."""
+        ...

@@ -1,0 +1,367 @@
+"""Continuous batching over a model shard: requests join a running batch and leave it.
+
+One `step` on every rank of an instance, in lockstep:
+
+1. agree (membership.py) on who leaves (finished, as rank 0 saw it; cancelled, on any
+   rank) and who joins (held by every rank), with two fixed-shape all_sums;
+2. prefill newcomers, at most `prefill_chunk` tokens per step so the others keep decoding;
+   a newcomer's cache starts from a cached prefix of an earlier conversation when it can;
+3. decode one token for every row of the batch: the deciding rank samples, and one
+   fixed-shape all_sum hands the tokens to every rank (the others add zeros);
+4. rank 0 turns tokens into chunks and sees who finished; they leave at the next step.
+
+Speculative decoding (when the instance drafts at all, and while one request decodes):
+step 3 becomes a round. The deciding rank asks the request's drafter for tokens; one
+fixed-shape all_sum hands the draft to every rank; every rank verifies [last token +
+draft] in one forward pass; the deciding rank applies the accept rule and a second
+all_sum hands every rank the verdict (tokens kept, next token), after which each rank
+trims the rejected tail from its own cache. Only the deciding rank drafts or judges, so
+the ranks cannot disagree whatever their arithmetic. With several requests decoding,
+steps stay plain: batching already spends the CPU better than verifying drafts would.
+
+Only `ModelShard.forward`, `make_cache` and the `Group` collectives are used, so the loop
+runs unchanged on a whole model, a pipeline split or a tensor split.
+"""
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+import mlx.core as mx
+import numpy as np
+from loguru import logger
+
+from skulk.shared.types.chunks import ErrorChunk
+from skulk.worker.engines.mlx import membership, mlx_api
+from skulk.worker.engines.mlx.membership import Control, Outcome, Proposal, Reply, TaskKey
+from skulk.worker.engines.mlx.output import StreamedText
+from skulk.worker.engines.mlx.prefix_cache import PrefixCache
+from skulk.worker.engines.mlx.requests import Request
+from skulk.worker.engines.mlx.sampling import sample_rows
+from skulk.worker.engines.mlx.shard import ModelShard
+from skulk.worker.engines.mlx.speculation import vectors
+from skulk.worker.engines.mlx.speculation.accept import Verdict
+from skulk.worker.engines.mlx.speculation.speculator import Speculator
+from skulk.worker.engines.protocol import EngineEvent, TaskDone, TaskJoined, TaskOutput
+
+# Builds rank 0's output of a request as it joins, given the prompt tokens it reused.
+OutputFactory = Callable[[Request, int], StreamedText]
+
+
+@dataclass
+class Prefilling:
+    """A request that joined and whose prompt is still going into its own cache."""
+
+    request: Request
+    cache: list[mlx_api.LayerCache]
+    position: int  # prompt tokens whose KV is in `cache`
+    reused: int
+
+
+@dataclass
+class Row:
+    """A request in the decoding batch; its cache is row `index` of the batch cache."""
+
+    request: Request
+    next_input: int  # the token the next forward feeds
+    kv_tokens: list[int]  # the tokens whose KV the batch cache holds for this row
+    reused: int
+    output: StreamedText | None  # rank 0 only
+    generated: int = 0  # tokens committed as output (every rank counts them)
+    drafted: int = 0  # drafted tokens verified for this request
+    accepted: int = 0  # of which the model kept
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    slots: int = 8  # most requests in the batch at once; 1 runs them one at a time
+    prefill_chunk: int = 256
+    join_wait_seconds: float = 60.0
+    # Whether this instance runs drafting rounds; the same on every rank, because the
+    # rounds add collectives.
+    speculation: bool = False
+
+
+@dataclass
+class GenerationLoop:
+    """The batch of one instance's rank; every rank runs its own, in lockstep."""
+
+    shard: ModelShard
+    prefix_cache: PrefixCache
+    make_output: OutputFactory
+    settings: LoopSettings = field(default_factory=LoopSettings)
+    speculator: Speculator | None = None  # the deciding rank's drafting, if it drafts
+    _pending: dict[TaskKey, Request] = field(default_factory=dict)
+    _prefilling: list[Prefilling] = field(default_factory=list)
+    _rows: list[Row] = field(default_factory=list)
+    _cache: list[mlx_api.LayerCache] | None = None
+    _finishing: set[str] = field(default_factory=set)  # rank 0: finished, not yet left
+    prefilled_tokens: int = 0  # prompt tokens run through prefill, for tests and logs
+
+    @property
+    def has_work(self) -> bool:
+        return bool(self._pending or self._prefilling or self._rows)
+
+    @property
+    def batch_size(self) -> int:
+        """Requests decoding together right now."""
+        return len(self._rows)
+
+    @property
+    def emits(self) -> bool:
+        """Rank 0 talks to the user; the other ranks run silently."""
+        return self.shard.group.rank == 0
+
+    def submit(self, request: Request) -> None:
+        if request.key in self._pending or self._find(request.task_id) is not None:
+            logger.warning("task {} was handed over twice; the second is ignored",
+                           request.task_id)
+            return
+        self._pending[request.key] = request
+
+    def cancel(self, task_id: str) -> None:
+        request = self._find(task_id)
+        if request is not None:
+            request.cancel_asked = True
+
+    def step(self) -> list[EngineEvent]:
+        events: list[EngineEvent] = []
+        self._expire_pending(events)
+        control = self._agree_control()
+        self._apply_leaves(control, events)
+        self._admit(control.proposals, events)
+        self._prefill()
+        self._decode(events)
+        return events
+
+    def _find(self, task_id: str) -> Request | None:
+        for request in self._pending.values():
+            if request.task_id == task_id:
+                return request
+        return next((r for r in self._roster() if r.task_id == task_id), None)
+
+    def _all_sum(self, vector: membership.Vector) -> membership.Vector:
+        summed = self.shard.group.all_sum(mx.array(vector, dtype=mx.int32))
+        return np.array(summed, dtype=np.int32)
+
+    def _roster(self) -> list[Request]:
+        """Every request holding a slot, in slot order (the same on every rank)."""
+        return [r.request for r in self._rows] + [p.request for p in self._prefilling]
+
+    def _agree_control(self) -> Control:
+        roster = self._roster()
+        proposals = self._proposals() if self.emits else []
+        finished = {i for i, r in enumerate(roster) if r.task_id in self._finishing}
+        cancelled = {i for i, r in enumerate(roster) if r.cancel_asked}
+        vector = membership.encode_control(proposals, finished, cancelled, self.settings.slots)
+        return membership.decode_control(self._all_sum(vector), self.settings.slots)
+
+    def _proposals(self) -> list[Proposal]:
+        chosen = list(self._pending.values())[: membership.MAX_PROPOSALS]
+        return [Proposal(r.key, len(r.prompt), self._reusable(r)) for r in chosen]
+
+    def _reusable(self, request: Request) -> int:
+        if request.refusal is not None or not self.prefix_cache.enabled:
+            return 0
+        return self.prefix_cache.lookup(request.prompt).tokens
+
+    def _expire_pending(self, events: list[EngineEvent]) -> None:
+        """A request that not every rank received in time fails here, on its own rank."""
+        if self.shard.group.size == 1:
+            return
+        deadline = time.monotonic() - self.settings.join_wait_seconds
+        for key, request in list(self._pending.items()):
+            if request.arrived < deadline:
+                del self._pending[key]
+                message = (f"not every rank of this instance received the request within "
+                           f"{self.settings.join_wait_seconds:.0f} s; retry it")
+                self._fail(request, ErrorChunk(error_kind="internal", message=message), events)
+
+    def _apply_leaves(self, control: Control, events: list[EngineEvent]) -> None:
+        rows_before = len(self._rows)
+        kept_rows: list[int] = []
+        for index, row in enumerate(self._rows):
+            finished, cancelled = control.finished[index], control.cancelled[index]
+            if not (finished or cancelled):
+                kept_rows.append(index)
+                continue
+            if finished and self._cache is not None and self.prefix_cache.enabled:
+                self.prefix_cache.insert(row.kv_tokens, mlx_api.extract_row(self._cache, index))
+            self._leave(row.request, "complete" if finished else "cancelled", events)
+        if len(kept_rows) < rows_before:
+            self._rows = [self._rows[i] for i in kept_rows]
+            if not kept_rows:
+                self._cache = None
+            elif self._cache is not None:
+                mlx_api.keep_rows(self._cache, kept_rows)
+        still: list[Prefilling] = []
+        for index, entry in enumerate(self._prefilling):
+            if control.cancelled[rows_before + index]:
+                self._leave(entry.request, "cancelled", events)
+            else:
+                still.append(entry)
+        self._prefilling = still
+
+    def _leave(self, request: Request, status: Literal["complete", "cancelled"],
+               events: list[EngineEvent]) -> None:
+        self._finishing.discard(request.task_id)
+        if self.speculator is not None:
+            self.speculator.forget(request.task_id)
+        events.append(TaskDone(request.task_id, status))
+
+    def _fail(self, request: Request, chunk: ErrorChunk, events: list[EngineEvent]) -> None:
+        if self.emits:
+            events.append(TaskOutput(request.task_id, chunk))
+        events.append(TaskDone(request.task_id, "failed", chunk.message))
+
+    def _admit(self, proposals: list[Proposal], events: list[EngineEvent]) -> None:
+        replies = [self._reply(p) for p in proposals]
+        summed = self._all_sum(membership.encode_replies(replies))
+        free = self.settings.slots - len(self._roster())
+        outcomes = membership.decide(proposals, summed, self.shard.group.size, free)
+        for proposal, outcome in zip(proposals, outcomes, strict=True):
+            if outcome != "wait":
+                self._settle(self._pending.pop(proposal.key), proposal, outcome, events)
+
+    def _reply(self, proposal: Proposal) -> Reply:
+        request = self._pending.get(proposal.key)
+        if request is None:
+            return Reply(holds=False)
+        refused = request.refusal is not None
+        return Reply(holds=True, refuses=refused, cancel_asked=request.cancel_asked,
+                     other_length=not refused and len(request.prompt) != proposal.prompt_tokens,
+                     shorter_reuse=self._reusable(request) < proposal.reuse)
+
+    def _settle(self, request: Request, proposal: Proposal, outcome: Outcome,
+                events: list[EngineEvent]) -> None:
+        if outcome == "cancel":
+            self._leave(request, "cancelled", events)
+        elif outcome == "refuse":
+            refusal = request.refusal
+            chunk = (ErrorChunk(error_kind=refusal.kind, message=refusal.message)
+                     if refusal is not None else ErrorChunk(
+                         error_kind="internal", message="another rank of this instance "
+                         "refused the request (its tokenizer or limits differ)"))
+            self._fail(request, chunk, events)
+        else:
+            self._start_prefill(request, proposal.reuse if outcome == "join" else 0)
+            events.append(TaskJoined(request.task_id))
+
+    def _start_prefill(self, request: Request, reuse: int) -> None:
+        cache = self.shard.make_cache([0])
+        if reuse > 0:
+            hit = self.prefix_cache.lookup(request.prompt)
+            mlx_api.seed_row(cache, hit.kv, reuse)  # type: ignore[arg-type]
+            self.prefix_cache.use(hit, reuse)
+            logger.debug("request {} reuses {} cached prompt tokens", request.task_id, reuse)
+        self._prefilling.append(Prefilling(request, cache, reuse, reuse))
+
+    def _prefill(self) -> None:
+        """Up to `prefill_chunk` prompt tokens per step, in chunks whose bounds do not
+        depend on the other requests (so a request computes the same alone or batched)."""
+        budget = self.settings.prefill_chunk
+        for entry in self._prefilling:
+            target = len(entry.request.prompt) - 1  # the last token goes in with the decode
+            while entry.position < target and budget > 0:
+                size = min(self.settings.prefill_chunk, target - entry.position)
+                piece = entry.request.prompt[entry.position: entry.position + size]
+                self.shard.forward(mx.array([piece], dtype=mx.int32), entry.cache)
+                mlx_api.evaluate_cache(entry.cache)
+                entry.position += size
+                self.prefilled_tokens += size
+                budget -= size
+        ready = [e for e in self._prefilling if e.position >= len(e.request.prompt) - 1]
+        self._prefilling = [e for e in self._prefilling if e not in ready]
+        for entry in ready:
+            self._merge(entry)
+
+    def _merge(self, entry: Prefilling) -> None:
+        request = entry.request
+        if self._cache is None:
+            self._cache = entry.cache
+        else:
+            mlx_api.append_rows(self._cache, entry.cache)
+        output = self.make_output(request, entry.reused) if self.emits else None
+        self._rows.append(Row(request, next_input=request.prompt[-1],
+                              kv_tokens=list(request.prompt[:-1]), reused=entry.reused,
+                              output=output))
+
+    def _decode(self, events: list[EngineEvent]) -> None:
+        if not self._rows or self._cache is None:
+            return
+        if self.settings.speculation and len(self._rows) == 1:
+            self._speculative_round(self._rows[0], self._cache, events)
+            return
+        started = time.perf_counter()
+        inputs = mx.array([[row.next_input] for row in self._rows], dtype=mx.int32)
+        logits = self.shard.forward(inputs, self._cache)
+        chosen = np.zeros(len(self._rows), dtype=np.int32)
+        if self.shard.decides:
+            if logits is None:
+                raise RuntimeError("the deciding shard returned no logits")
+            chosen[:] = sample_rows(logits[:, -1, :], [r.request.sampler for r in self._rows])
+            if self.speculator is not None and len(self._rows) == 1:
+                self.speculator.cost.observe(1, time.perf_counter() - started)
+        else:
+            mlx_api.evaluate_cache(self._cache)
+        tokens = self._all_sum(chosen).tolist()
+        for row, token in zip(self._rows, tokens, strict=True):
+            self._commit(row, [], Verdict(0, token), events)
+
+    def _speculative_round(self, row: Row, cache: list[mlx_api.LayerCache],
+                           events: list[EngineEvent]) -> None:
+        """Draft, verify [next input + draft] in one forward pass, keep what the accept
+        rule keeps and trim the rest from the cache."""
+        proposed: tuple[int, ...] = ()
+        if self.speculator is not None:
+            context = [*row.kv_tokens, row.next_input]
+            room = row.request.max_tokens - row.generated - 1
+            proposed = self.speculator.draft(row.request, context, room).tokens
+        summed = self._all_sum(vectors.encode_drafts([proposed], self.settings.slots))
+        [drafts] = vectors.decode_drafts(summed, 1)
+        started = time.perf_counter()
+        inputs = mx.array([[row.next_input, *drafts]], dtype=mx.int32)
+        logits = self.shard.forward(inputs, cache)
+        verdict = Verdict(0, 0)
+        if self.shard.decides:
+            if logits is None:
+                raise RuntimeError("the deciding shard returned no logits")
+            assert self.speculator is not None or not drafts
+            if self.speculator is not None:
+                verdict = self.speculator.judge(row.request, logits[0], drafts)
+            else:
+                verdict = Verdict(0, sample_rows(logits[:, -1, :], [row.request.sampler])[0])
+        else:
+            mlx_api.evaluate_cache(cache)
+        summed = self._all_sum(vectors.encode_verdicts([verdict], self.settings.slots))
+        [verdict] = vectors.decode_verdicts(summed, 1)
+        mlx_api.trim_cache(cache, len(drafts) - verdict.accepted)
+        if self.speculator is not None:
+            self.speculator.record(row.request, len(drafts), verdict.accepted,
+                                   time.perf_counter() - started)
+        self._commit(row, drafts, verdict, events)
+
+    def _commit(self, row: Row, drafts: list[int], verdict: Verdict,
+                events: list[EngineEvent]) -> None:
+        """Append the kept drafts and the verdict's token to the row; the cache already
+        holds the next input and the kept drafts."""
+        kept = drafts[: verdict.accepted]
+        row.kv_tokens.append(row.next_input)
+        row.kv_tokens.extend(kept)
+        row.next_input = verdict.next_token
+        row.drafted += len(drafts)
+        row.accepted += verdict.accepted
+        new_tokens = [*kept, verdict.next_token]
+        row.generated += len(new_tokens)
+        if row.output is None:
+            return
+        row.output.note_speculation(row.request.speculation.drafter, row.drafted,
+                                    row.accepted)
+        for token in new_tokens:
+            if row.output.finished is not None:
+                break
+            for chunk in row.output.on_token(token):
+                events.append(TaskOutput(row.request.task_id, chunk))
+        if row.output.finished is not None:
+            self._finishing.add(row.request.task_id)

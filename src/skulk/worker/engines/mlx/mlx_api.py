@@ -1,0 +1,210 @@
+"""The one typed doorway to mlx-lm: loading, tokenizing, detokenizing and KV-cache surgery.
+
+mlx-lm's functions carry no annotations, so they are reached through `Any` here and
+nowhere else. Caches stay opaque (`LayerCache`) outside this module: the generation loop
+only asks for what it needs (merge rows, drop rows, copy one row out, seed one from a
+saved prefix).
+"""
+
+import importlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import mlx.core as mx
+
+# mlx-lm's BatchKVCache, one per layer. Opaque to everything but this module.
+LayerCache = Any
+
+_utils: Any = importlib.import_module("mlx_lm.utils")
+_cache: Any = importlib.import_module("mlx_lm.models.cache")
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What the engine needs to know of a model's architecture, read from config.json."""
+
+    n_layers: int
+    hidden_size: int
+    n_kv_heads: int
+    head_dim: int
+    vocab_size: int
+    bytes_per_value: int
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        """KV bytes one token costs across all layers of the whole model."""
+        return self.n_layers * 2 * self.n_kv_heads * self.head_dim * self.bytes_per_value
+
+
+def read_model_shape(model_dir: Path) -> ModelShape:
+    """The architecture figures of an mlx-lm model directory."""
+    config = json.loads((model_dir / "config.json").read_text())
+    heads = int(config["num_attention_heads"])
+    hidden = int(config["hidden_size"])
+    dtype = str(config.get("torch_dtype", "float32"))
+    return ModelShape(
+        n_layers=int(config["num_hidden_layers"]), hidden_size=hidden,
+        n_kv_heads=int(config.get("num_key_value_heads") or heads),
+        head_dim=int(config.get("head_dim") or hidden // heads),
+        vocab_size=int(config["vocab_size"]),
+        bytes_per_value=2 if dtype in ("float16", "bfloat16") else 4)
+
+
+class LanguageModel:
+    """A whole mlx-lm causal language model: tokens and per-layer caches in, logits out."""
+
+    def __init__(self, module: Any) -> None:
+        self._module = module
+
+    @property
+    def n_layers(self) -> int:
+        return len(self._module.layers)
+
+    def __call__(self, tokens: mx.array, cache: list[LayerCache]) -> mx.array:
+        """Logits [B, T, V] (lazy) for tokens [B, T]; appends their KV to `cache`."""
+        logits: mx.array = self._module(tokens, cache=cache)
+        return logits
+
+    @property
+    def module(self) -> Any:
+        """The mlx-lm module itself, for code that splits it (pipeline, tensor)."""
+        return self._module
+
+
+def load_model(model_dir: Path) -> LanguageModel:
+    """Load weights eagerly, so the first request does not pay for reading them."""
+    module, _config = _utils.load_model(model_dir, lazy=False)
+    return LanguageModel(module)
+
+
+class Detokenizer:
+    """Streaming detokenizer of one request: never splits a multi-byte character."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def add(self, token: int) -> str:
+        """Feed one token; the text that became printable."""
+        self._inner.add_token(token)
+        segment: str = self._inner.last_segment
+        return segment
+
+    def finish(self) -> str:
+        """Whatever was held back (an incomplete character, a trailing space)."""
+        self._inner.finalize()
+        segment: str = self._inner.last_segment
+        return segment
+
+
+class Tokenizer:
+    """A Hugging Face tokenizer (tokenizer.json, tokenizer_config.json) with typed calls."""
+
+    def __init__(self, wrapper: Any) -> None:
+        self._wrapper = wrapper
+
+    @property
+    def eos_token_ids(self) -> frozenset[int]:
+        return frozenset(int(t) for t in self._wrapper.eos_token_ids)
+
+    @property
+    def has_chat_template(self) -> bool:
+        return bool(self._wrapper.has_chat_template)
+
+    def render_chat(self, messages: Sequence[dict[str, str]]) -> str:
+        """The conversation rendered by the model's own chat template, ready to answer."""
+        rendered: str = self._wrapper.apply_chat_template(
+            list(messages), tokenize=False, add_generation_prompt=True)
+        return rendered
+
+    def encode(self, text: str, *, add_special_tokens: bool) -> list[int]:
+        return [int(t) for t in self._wrapper.encode(text, add_special_tokens=add_special_tokens)]
+
+    def decode(self, tokens: Sequence[int]) -> str:
+        text: str = self._wrapper.decode(list(tokens))
+        return text
+
+    def detokenizer(self) -> Detokenizer:
+        return Detokenizer(self._wrapper.detokenizer)
+
+
+def load_tokenizer(model_dir: Path) -> Tokenizer:
+    config = json.loads((model_dir / "config.json").read_text())
+    wrapper = _utils.load_tokenizer(model_dir, eos_token_ids=config.get("eos_token_id"))
+    return Tokenizer(wrapper)
+
+
+def make_batch_cache(n_layers: int, left_padding: list[int]) -> list[LayerCache]:
+    """One empty left-padded batch cache per layer."""
+    return [_cache.BatchKVCache(list(left_padding)) for _ in range(n_layers)]
+
+
+@dataclass(frozen=True)
+class RowKv:
+    """One sequence's keys and values, per layer: arrays [1, kv_heads, tokens, head_dim]."""
+
+    layers: tuple[tuple[mx.array, mx.array], ...]
+    length: int
+
+    @property
+    def nbytes(self) -> int:
+        return sum(k.nbytes + v.nbytes for k, v in self.layers)
+
+
+def extract_row(cache: list[LayerCache], row: int) -> RowKv:
+    """Copy one row of a batch cache out, without its padding, evaluated."""
+    layers = []
+    for layer in cache:
+        single = layer.extract(row)
+        size = single.offset
+        layers.append((single.keys[..., :size, :], single.values[..., :size, :]))
+    mx.eval([a for pair in layers for a in pair])
+    length = int(layers[0][0].shape[2]) if layers else 0
+    return RowKv(layers=tuple(layers), length=length)
+
+
+def seed_row(cache: list[LayerCache], saved: RowKv, length: int) -> None:
+    """Fill an empty one-row batch cache with the first `length` tokens of `saved`."""
+    if length == 0:
+        return
+    for layer, (keys, values) in zip(cache, saved.layers, strict=True):
+        if layer.keys is not None or int(layer.offset.shape[0]) != 1:
+            raise ValueError("only an empty one-row cache can be seeded")
+        layer.state = (keys[..., :length, :], values[..., :length, :], mx.array([length]),
+                       mx.array([0]), length)
+
+
+def keep_rows(cache: list[LayerCache], rows: list[int]) -> None:
+    """Drop every row of a batch cache but `rows` (in this order), in place."""
+    index = mx.array(rows, dtype=mx.int32)
+    for layer in cache:
+        layer.filter(index)
+
+
+def append_rows(cache: list[LayerCache], other: list[LayerCache]) -> None:
+    """Append the rows of `other` after those of `cache`, in place."""
+    for layer, extra in zip(cache, other, strict=True):
+        layer.extend(extra)
+
+
+def cache_tokens(cache: list[LayerCache]) -> int:
+    """Positions held per row, padding included (0 for a cache without layers)."""
+    return int(cache[0].size()) if cache else 0
+
+
+def evaluate_cache(cache: list[LayerCache]) -> None:
+    """Run the lazy graph that fills the cache (and only that: logits stay unevaluated)."""
+    mx.eval([layer.state for layer in cache])
+
+
+def trim_cache(cache: list[LayerCache], tokens: int) -> None:
+    """Drop the last `tokens` positions of every row (a rejected draft's KV), in place.
+    What remains is exactly the cache of the tokens before them."""
+    if tokens <= 0:
+        return
+    for layer in cache:
+        trimmed = int(layer.trim(tokens))
+        if trimmed != tokens:
+            raise ValueError(f"could trim only {trimmed} of {tokens} cached positions")

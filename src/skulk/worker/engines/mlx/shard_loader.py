@@ -1,0 +1,46 @@
+"""Load the part of a model this rank runs, through the family registry."""
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from skulk.worker.engines.mlx import mlx_api
+from skulk.worker.engines.mlx.collectives import Group
+from skulk.worker.engines.mlx.families.registry import family_for_config
+from skulk.worker.engines.mlx.shard import ModelShard, WholeModelShard
+
+Sharding = Literal["pipeline", "tensor"]
+
+
+def read_config(model_dir: Path) -> dict[str, Any]:
+    """config.json of an MLX model directory."""
+    path = model_dir / "config.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{model_dir} has no config.json: is it an MLX model directory?")
+    config: dict[str, Any] = json.loads(path.read_text())
+    return config
+
+
+def load_shard(
+    model_dir: Path, group: Group, start_layer: int, end_layer: int, sharding: Sharding
+) -> ModelShard:
+    """This rank's shard: layers [start_layer, end_layer) of a pipeline, or its share of
+    every layer of a tensor split (which needs start 0 and end = all layers).
+
+    Every rank of the group calls this with its own range. A group of one gets the whole
+    model in one process.
+    """
+    config = read_config(model_dir)
+    family = family_for_config(config)
+    n_layers = int(config["num_hidden_layers"])
+    if sharding == "tensor" and (start_layer, end_layer) != (0, n_layers):
+        raise ValueError(f"a tensor split holds every layer: expected [0, {n_layers}), "
+                         f"got [{start_layer}, {end_layer})")
+    if group.size == 1:
+        if (start_layer, end_layer) != (0, n_layers):
+            raise ValueError(f"a single rank runs every layer: expected [0, {n_layers}), "
+                             f"got [{start_layer}, {end_layer})")
+        return WholeModelShard(mlx_api.load_model(model_dir), group)
+    if sharding == "pipeline":
+        return family.load_pipeline(model_dir, config, group, start_layer, end_layer)
+    return family.load_tensor(model_dir, config, group)

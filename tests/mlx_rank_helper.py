@@ -1,0 +1,96 @@
+"""One rank of an MLX ring, for tests/test_mlx_distributed.py (and by hand, to measure).
+
+Run as `python -m tests.mlx_rank_helper '<json spec>'` from the repository root. Modes:
+
+- "greedy": connect, load this rank's shard, prefill a prompt and decode greedily (the
+  deciding rank takes the argmax, every rank learns it through a fixed-shape all_sum);
+  each rank writes `rank<r>.json` (tokens, timings) into `out`, the decider also
+  `logits.npy` (the prompt's logits).
+- "connect": connect only (a test starts one rank of two to see the deadline end it).
+- "stall": connect, then rank 0 either exits at once or hangs ("peer" = "exit" | "hang")
+  while rank 1 waits in a recv from it, which must end within the collective deadline.
+"""
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import mlx.core as mx
+import numpy as np
+
+from skulk.worker.engines.mlx.collectives import Group, connect_ring
+from skulk.worker.engines.mlx.shard import ModelShard
+from skulk.worker.engines.mlx.shard_loader import load_shard
+
+
+def greedy(
+    shard: ModelShard, group: Group, prompt: list[list[int]], padding: list[int], steps: int
+) -> tuple[list[list[int]], mx.array | None, list[float]]:
+    """Greedy tokens [steps][B], the prompt logits on the decider, seconds per decode step."""
+    cache = shard.make_cache(padding)
+    logits = shard.forward(mx.array(prompt, dtype=mx.int32), cache)
+    prompt_logits = logits
+    if logits is not None:
+        mx.eval(logits)
+    tokens: list[list[int]] = []
+    step_seconds: list[float] = []
+    for _ in range(steps):
+        started = time.perf_counter()
+        if logits is not None:
+            chosen = mx.argmax(logits[:, -1, :], axis=-1).astype(mx.int32)
+        else:
+            chosen = mx.zeros((len(prompt),), dtype=mx.int32)
+        # Non-deciding ranks add zeros: the sum is the decider's choice on every rank.
+        chosen = group.all_sum(chosen)
+        tokens.append([int(t) for t in chosen.tolist()])
+        logits = shard.forward(chosen[:, None], cache)
+        if logits is not None:
+            mx.eval(logits)
+        step_seconds.append(time.perf_counter() - started)
+    return tokens, prompt_logits, step_seconds
+
+
+def run_greedy(spec: dict[str, Any], group: Group) -> None:
+    rank = int(spec["rank"])
+    start_layer, end_layer = spec["ranges"][rank]
+    shard = load_shard(Path(spec["model_dir"]), group, start_layer, end_layer,
+                       spec["sharding"])
+    group.barrier()
+    tokens, prompt_logits, step_seconds = greedy(
+        shard, group, spec["prompt"], spec["padding"], int(spec["steps"]))
+    out = Path(spec["out"])
+    if prompt_logits is not None:
+        np.save(out / "logits.npy", np.array(prompt_logits))
+    (out / f"rank{rank}.json").write_text(json.dumps({
+        "rank": rank, "decides": shard.decides, "tokens": tokens,
+        "step_seconds": step_seconds}))
+
+
+def run_stall(spec: dict[str, Any], group: Group) -> None:
+    print("connected", flush=True)
+    if group.rank == 0:
+        if spec["peer"] == "exit":
+            os._exit(0)
+        time.sleep(600)
+        return
+    group.recv((4,), mx.float32, 0)
+    print("received: the peer was not stalled", flush=True)
+
+
+def main() -> None:
+    spec = json.loads(sys.argv[1])
+    group = connect_ring(int(spec["rank"]), spec["hosts"], float(spec["connect_deadline"]),
+                         float(spec.get("collective_deadline", 30.0)))
+    if spec["mode"] == "greedy":
+        run_greedy(spec, group)
+    elif spec["mode"] == "stall":
+        run_stall(spec, group)
+    else:
+        print("connected", flush=True)
+
+
+if __name__ == "__main__":
+    main()

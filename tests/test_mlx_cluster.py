@@ -1,0 +1,193 @@
+"""The MLX engine across real `skulk run` processes on 127.0.0.1: the bundled model imported
+for MLX on first use, split by layers over one, two and three nodes, and by heads over
+three, serving through the ordinary chat API.
+
+Greedy output must be byte-identical between one node and every pipeline split: exactly one
+rank decides each token, so the split cannot change what the model says. Bounded: short
+replies, one instance at a time, every wait has a deadline.
+"""
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.chrome_trace import validate_chrome_trace
+from tests.node_process import NodeProcess
+
+pytestmark = pytest.mark.integration
+
+PROMPTS = ["What is the capital of France?", "Write a haiku about rivers."]
+MOST_TOKENS = 12
+READY_SECONDS = 240.0
+
+
+@pytest.fixture(scope="module")
+def trio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[NodeProcess]]:
+    root = tmp_path_factory.mktemp("mlx-trio")
+    namespace = f"mlx-trio-{time.monotonic_ns()}"
+    first = NodeProcess(root / "a", "--namespace", namespace, "--no-auto-place")
+    others = [NodeProcess(root / name, "--namespace", namespace, "--no-auto-place",
+                          "--peer", f"tcp/127.0.0.1:{first.transport_port}")
+              for name in ("b", "c")]
+    nodes = [first, *others]
+    try:
+        for node in nodes:
+            node.start()
+        first.wait_until(lambda: _fully_observed(first, 3), 60.0,
+                         "three nodes that observe each other")
+        yield nodes
+    finally:
+        for node in nodes:
+            if node.process is not None and node.process.poll() is None:
+                node.stop()
+
+
+def _fully_observed(node: NodeProcess, count: int) -> bool:
+    summary = node.cluster()
+    alive = [n for n in summary["nodes"] if n["alive"] and n["has_worker"]]
+    return len(alive) == count and all(
+        len(n.get("reachable_peers", [])) == count - 1 for n in alive)
+
+
+def _place(node: NodeProcess, **fields: Any) -> httpx.Response:
+    return httpx.post(f"{node.url}/place_instance", timeout=60,
+                      json={"model_id": "smollm2-135m", "engine": "mlx", **fields})
+
+
+def _wait_ready(node: NodeProcess, instance_id: str) -> dict[str, Any]:
+    def ready() -> bool:
+        reply = node.get(f"/instance/{instance_id}")
+        assert reply.status_code == 200, f"instance {instance_id} is gone: {reply.text}"
+        return bool(reply.json()["status"] == "ready")
+    node.wait_until(ready, READY_SECONDS, f"instance {instance_id} to be ready")
+    instance: dict[str, Any] = node.get(f"/instance/{instance_id}").json()
+    return instance
+
+
+def _delete(node: NodeProcess, instance_id: str) -> None:
+    assert httpx.delete(f"{node.url}/instance/{instance_id}", timeout=30).status_code < 300
+    node.wait_until(lambda: not node.state()["instances"], 60.0, "the instance to go")
+
+
+def _greedy(node: NodeProcess, prompt: str) -> str:
+    reply = httpx.post(f"{node.url}/v1/chat/completions", timeout=180, json={
+        "model": "smollm2-135m", "max_tokens": MOST_TOKENS, "temperature": 0,
+        "messages": [{"role": "user", "content": prompt}]})
+    assert reply.status_code == 200, reply.text
+    text: str = reply.json()["choices"][0]["message"]["content"]
+    assert text
+    return text
+
+
+def _served_by(node: NodeProcess, **placement: Any) -> tuple[dict[str, Any], list[str]]:
+    placed = _place(node, **placement)
+    assert placed.status_code == 201, placed.text
+    instance = _wait_ready(node, placed.json()["instance_id"])
+    return instance, [_greedy(node, prompt) for prompt in PROMPTS]
+
+
+def test_pipeline_splits_say_exactly_what_one_node_says(trio: list[NodeProcess]) -> None:
+    api = trio[0]
+    whole, expected = _served_by(api, min_nodes=1)
+    assert whole["engine"] == "mlx" and len(whole["ranks"]) == 1
+    _delete(api, whole["instance_id"])
+    for width in (2, 3):
+        split, texts = _served_by(api, min_nodes=width, sharding="pipeline")
+        ranks = sorted(split["ranks"], key=lambda r: r["rank"])
+        assert len({r["node_id"] for r in ranks}) == width
+        assert ranks[0]["start_layer"] == 0 and ranks[-1]["end_layer"] == 30
+        assert all(a["end_layer"] == b["start_layer"]
+                   for a, b in zip(ranks, ranks[1:], strict=False))
+        assert texts == expected, f"{width}-node pipeline changed the greedy output"
+        if width == 2:
+            _concurrent_requests_match_their_solo_output(trio[1], expected)
+            _a_trace_shows_both_ranks_and_their_hops(trio[1], ranks)
+        _delete(api, split["instance_id"])
+
+
+def _concurrent_requests_match_their_solo_output(node: NodeProcess,
+                                                 expected: list[str]) -> None:
+    prompts = PROMPTS * 4  # eight requests at once, on a node that holds no rank 0
+    with ThreadPoolExecutor(max_workers=len(prompts)) as pool:
+        texts = list(pool.map(lambda p: _greedy(node, p), prompts))
+    assert texts == expected * 4
+
+
+def _a_trace_shows_both_ranks_and_their_hops(node: NodeProcess,
+                                             ranks: list[dict[str, Any]]) -> None:
+    assert httpx.post(f"{node.url}/v1/tracing", json={"enabled": True}).status_code == 200
+    try:
+        _greedy(node, PROMPTS[0])
+    finally:
+        httpx.post(f"{node.url}/v1/tracing", json={"enabled": False})
+    [summary] = node.get("/v1/traces").json()["traces"]
+    path = f"/v1/traces/{summary['trace_id']}"
+
+    def every_rank_reported() -> bool:  # other ranks' spans come on their own
+        spans = node.get(f"{path}/raw").json()["spans"]
+        return {(s["node_id"], s["rank"]) for s in spans if s["name"] == "runner.work"} == {
+            (r["node_id"], r["rank"]) for r in ranks if r["rank"] != 0}
+    node.wait_until(every_rank_reported, 20.0, "spans from every rank")
+    document = node.get(path).json()
+    validate_chrome_trace(document)
+    events = document["traceEvents"]
+    processes = {e["args"]["name"] for e in events if e["name"] == "process_name"}
+    assert {f"{r['node_id']} rank {r['rank']}" for r in ranks} <= processes
+    hops = {(e["args"]["rank"], e["name"]) for e in events
+            if e["ph"] == "X" and e["cat"] == "pipeline"}
+    assert {(0, "pipeline.send"), (1, "pipeline.recv")} <= hops, hops
+
+
+def test_tensor_split_two_way_is_refused_and_says_why(trio: list[NodeProcess]) -> None:
+    # SmolLM2 has 9 query and 3 KV heads: two nodes cannot share them evenly
+    refused = _place(trio[0], min_nodes=2, sharding="tensor",
+                     excluded_nodes=[trio[2].node_id()])
+    assert refused.status_code == 400, refused.text
+    assert "do not divide by 2" in refused.text
+    previews = trio[0].get("/instance/previews?model_id=smollm2-135m").json()
+    two_way = [p for p in previews["previews"] if p["sharding"] == "tensor"
+               and p["engine"] == "mlx" and p["width"] == 2]
+    assert two_way and all("do not divide by 2" in (p["reason"] or "") for p in two_way)
+
+
+def test_tensor_split_three_way_serves(trio: list[NodeProcess]) -> None:
+    instance, texts = _served_by(trio[0], min_nodes=3, sharding="tensor")
+    assert len(instance["ranks"]) == 3 and instance["sharding"] == "tensor"
+    assert all(t.strip() for t in texts)
+    _delete(trio[0], instance["instance_id"])
+
+
+def test_killing_a_rank_mid_stream_ends_it_with_an_error_and_re_places(
+        trio: list[NodeProcess]) -> None:
+    api = trio[0]
+    placed = _place(api, min_nodes=2, excluded_nodes=[api.node_id()])
+    assert placed.status_code == 201, placed.text
+    instance = _wait_ready(api, placed.json()["instance_id"])
+    by_id = {n.node_id(): n for n in trio}
+    last_rank = max(instance["ranks"], key=lambda r: r["rank"])
+    victim = by_id[last_rank["node_id"]]
+    body = {"model": "smollm2-135m", "max_tokens": 400, "stream": True, "temperature": 0,
+            "messages": [{"role": "user", "content": "Count from one to one hundred."}]}
+    with httpx.stream("POST", f"{api.url}/v1/chat/completions", json=body,
+                      timeout=120) as response:
+        lines = response.iter_lines()
+        for _ in range(3):
+            next(lines)
+        [pid] = victim.runner_pids()
+        os.kill(pid, signal.SIGKILL)
+        rest = list(lines)
+    assert any('"error"' in line for line in rest), rest[-3:]
+
+    def replaced() -> bool:
+        instances = api.state()["instances"]
+        return bool(instances) and instance["instance_id"] not in instances
+    api.wait_until(replaced, 120.0, "the instance to be placed again")
+    [new_id] = api.state()["instances"]
+    _wait_ready(api, new_id)
+    assert _greedy(api, PROMPTS[0])
