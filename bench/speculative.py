@@ -2,11 +2,15 @@
 
     .venv/bin/python bench/speculative.py [--repeats 2] [--skip-draft-model] [--skip-llama]
                                           [--skip-mlx] [--skip-fixed-draft-model]
+                                          [--skip-remote] [--only WORD ...]
 
-Two workloads: code editing (the prompt holds a block of code and asks for it back with
-a small change) and free chat. For each, decode tokens/s without drafting and with each
-drafter: n-gram prompt lookup with the adaptive draft length, the same with a fixed
-draft of 8 (no adaptation), and the 4-bit copy of the model as draft model. Also the
+Three workloads: code editing (the prompt holds a 10-12 line block of code and asks for
+it back with a small change), the same on a whole ~50-line file, and free chat. For each,
+decode tokens/s without drafting and with each drafter: n-gram prompt lookup with the
+adaptive draft length, the same with a fixed draft of 8 (no adaptation), n-gram drafts
+from another process over Zenoh (the remote drafter, through a stand-in verifier node's
+session as in a cluster: remote_drafting.py), and the 4-bit copy of the model as draft
+model. Also the
 acceptance rate (drafted tokens kept), the mean tokens per drafted round, and whether
 the text equals plain decoding. Every configuration runs in its own engine process
 (OpenBLAS preloaded, 2 threads); repeats interleave the configurations so load from
@@ -26,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.remote_drafting import remote_drafting  # noqa: E402
 from tests.speculative_support import import_models, probe  # noqa: E402
 
 CODE_BLOCKS = [
@@ -69,23 +74,83 @@ CODE_BLOCKS = [
 EDITS = ["Rename the variable `handle` to `stream` and return the whole function.",
          "Rename the method `add` to `record` and return the whole class.",
          "Rename the parameter `callback` to `done` and return the whole function."]
+# A whole module (~50 lines): what an editor sends when it asks for a file back with an
+# edit. The model's preamble and closing remark are the same size as with a short block,
+# so here the copied code is most of the reply.
+LONG_BLOCKS = [
+    '''import csv
+from dataclasses import dataclass
+
+
+@dataclass
+class Item:
+    name: str
+    quantity: int
+    price: float
+
+
+class Inventory:
+    def __init__(self):
+        self.items = {}
+
+    def add(self, name, quantity, price):
+        if name in self.items:
+            self.items[name].quantity += quantity
+        else:
+            self.items[name] = Item(name, quantity, price)
+
+    def remove(self, name, quantity):
+        item = self.items.get(name)
+        if item is None:
+            raise KeyError(name)
+        if item.quantity < quantity:
+            raise ValueError("not enough " + name)
+        item.quantity -= quantity
+        if item.quantity == 0:
+            del self.items[name]
+
+    def total_value(self):
+        total = 0.0
+        for item in self.items.values():
+            total += item.quantity * item.price
+        return total
+
+    def load(self, path):
+        with open(path) as handle:
+            for row in csv.DictReader(handle):
+                self.add(row["name"], int(row["quantity"]), float(row["price"]))
+
+    def save(self, path):
+        with open(path, "w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["name", "quantity", "price"])
+            for item in self.items.values():
+                writer.writerow([item.name, item.quantity, item.price])
+''',
+]
+LONG_EDITS = ["Rename the method `total_value` to `value` and return the whole file."]
 CHAT = ["Tell me about the history of bicycles.", "What makes a good cup of tea?",
         "Explain how rain forms, simply."]
-CODE_TOKENS, CHAT_TOKENS = 200, 128
+CODE_TOKENS, LONG_CODE_TOKENS, CHAT_TOKENS = 200, 600, 128
+
+
+def _edit_requests(prefix: str, blocks: list[str], edits: list[str],
+                   max_tokens: int) -> list[dict[str, Any]]:
+    return [{"id": f"{prefix}-{i}", "max_tokens": max_tokens, "messages": [{
+        "role": "user", "content": f"Here is some code:\n\n{block}\n{edit} Reply with the "
+        "code only."}]} for i, (block, edit) in enumerate(zip(blocks, edits, strict=True))]
 
 
 def workloads() -> dict[str, list[dict[str, Any]]]:
-    code = [{"id": f"code-{i}", "max_tokens": CODE_TOKENS, "messages": [{
-        "role": "user", "content": f"Here is some code:\n\n{block}\n{edit} Reply with the "
-        "code only."}]} for i, (block, edit) in enumerate(zip(CODE_BLOCKS, EDITS,
-                                                                strict=True))]
+    code = _edit_requests("code", CODE_BLOCKS, EDITS, CODE_TOKENS)
+    long_code = _edit_requests("long-code", LONG_BLOCKS, LONG_EDITS, LONG_CODE_TOKENS)
     chat = [{"id": f"chat-{i}", "max_tokens": CHAT_TOKENS,
              "messages": [{"role": "user", "content": text}]} for i, text in enumerate(CHAT)]
-    return {"code editing": code, "chat": chat}
+    return {"code editing": code, "code editing, whole file": long_code, "chat": chat}
 
 
-def configurations(draft_model: Path | None, fixed_draft_model: bool = True
-                   ) -> dict[str, dict[str, str]]:
+def configurations(draft_model: Path | None, fixed_draft_model: bool = True,
+                   remote: dict[str, str] | None = None) -> dict[str, dict[str, str]]:
     base = {"prefix_cache_mb": "0"}
     configs = {
         "plain": {**base, "speculation": "off"},
@@ -93,6 +158,8 @@ def configurations(draft_model: Path | None, fixed_draft_model: bool = True
         "n-gram, fixed k=8": {**base, "drafter": "ngram", "max_draft": "8",
                               "draft_adaptive": "off"},
     }
+    if remote is not None:
+        configs["remote n-gram, adaptive"] = {**base, **remote}
     if draft_model is not None:
         configs["4-bit draft model, adaptive"] = {
             **base, "drafter": "draft_model", "draft_model_path": str(draft_model),
@@ -114,13 +181,22 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, float]:
             "accepted_per_round": accepted / rounds if rounds else 0.0}
 
 
-def run_mlx(repeats: int, draft_model: bool, fixed_draft_model: bool,
+def run_mlx(repeats: int, draft_model: bool, fixed_draft_model: bool, remote: bool,
             only: list[str]) -> None:
+    if remote:
+        with remote_drafting() as options:
+            _run_mlx(repeats, draft_model, fixed_draft_model, options, only)
+    else:
+        _run_mlx(repeats, draft_model, fixed_draft_model, None, only)
+
+
+def _run_mlx(repeats: int, draft_model: bool, fixed_draft_model: bool,
+             remote: dict[str, str] | None, only: list[str]) -> None:
     models = Path(tempfile.mkdtemp(prefix="bench-spec-"))
     fp32, q4 = import_models(models)
     loads = workloads()
     configs = {name: options for name, options in configurations(
-        q4 if draft_model else None, fixed_draft_model).items()
+        q4 if draft_model else None, fixed_draft_model, remote).items()
         if name == "plain" or not only or any(word in name for word in only)}
     every = [r for requests in loads.values() for r in requests]
     ratios: dict[tuple[str, str], list[float]] = {}
@@ -207,12 +283,14 @@ def main() -> None:
     parser.add_argument("--skip-llama", action="store_true")
     parser.add_argument("--skip-mlx", action="store_true")
     parser.add_argument("--skip-fixed-draft-model", action="store_true")
+    parser.add_argument("--skip-remote", action="store_true")
     parser.add_argument("--only", nargs="*", default=[],
                         help="run plain decoding and the configurations naming any of these")
     args = parser.parse_args()
     if not args.skip_mlx:
         run_mlx(args.repeats, draft_model=not args.skip_draft_model,
-                fixed_draft_model=not args.skip_fixed_draft_model, only=args.only)
+                fixed_draft_model=not args.skip_fixed_draft_model,
+                remote=not args.skip_remote, only=args.only)
     if not args.skip_llama:
         run_llama_cpp(args.repeats)
 

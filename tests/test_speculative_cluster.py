@@ -4,7 +4,8 @@
   reach the other rank through fixed-shape all_sums; greedy text equals plain greedy;
 - a remote drafter: the instance whole on node A, the master places its drafter on node
   B (capability cards); greedy text with remote drafts equals plain greedy, and killing
-  node B in the middle of a generation neither changes the text nor fails the request.
+  node B in the middle of a generation neither changes the text nor fails the request;
+  the request's trace shows the time it decoded without drafts.
 """
 
 import json
@@ -129,6 +130,7 @@ def test_a_remote_drafter_on_another_node_and_its_death(pair: list[NodeProcess])
                 "messages": [{"role": "user", "content": CODE_PROMPT}]}
         pieces: list[str] = []
         usage_seen: dict[str, Any] = {}
+        assert httpx.post(f"{api.url}/v1/tracing", json={"enabled": True}).status_code == 200
         with httpx.stream("POST", f"{api.url}/v1/chat/completions", json=body,
                           timeout=300) as response:
             assert response.status_code == 200
@@ -147,6 +149,14 @@ def test_a_remote_drafter_on_another_node_and_its_death(pair: list[NodeProcess])
             "the drafting node was not killed during the stream"
         assert "".join(pieces) == long_plain
         assert usage_seen["completion_tokens"] > 12
+        assert httpx.post(f"{api.url}/v1/tracing", json={"enabled": False}).status_code == 200
+        [trace] = api.get("/v1/traces").json()["traces"]
+
+        def spans() -> list[str]:
+            raw = api.get(f"/v1/traces/{trace['trace_id']}/raw").json()
+            return [span["name"] for span in raw["spans"]]
+        api.wait_until(lambda: "drafting.unavailable" in spans(), 30.0,
+                       "the trace to show the drafter's outage")
         assert chat(api, PROMPTS[1], "remote")["choices"][0]["message"]["content"] \
             == plain[PROMPTS[1]]
     finally:

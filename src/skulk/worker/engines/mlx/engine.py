@@ -200,14 +200,15 @@ class MlxEngine:
         return [self._with_hops(event) for event in events]
 
     def _with_hops(self, event: EngineEvent) -> EngineEvent:
-        """A traced request leaves with the pipeline hops made while it was in the batch."""
+        """A traced request leaves with the pipeline hops made while it was in the batch
+        (beside what the loop reported, such as a drafter's outages)."""
         if not isinstance(event, TaskDone) or event.task_id not in self._joined_us:
             return event
         joined = self._joined_us.pop(event.task_id)
         group = self._running().shard.group
         if not isinstance(group, RingGroup):
             return event
-        return dataclasses.replace(event, spans=group.hops.spans_since(joined))
+        return dataclasses.replace(event, spans=event.spans + group.hops.spans_since(joined))
 
     def generate(self, params: GenerationParams) -> Iterator[TokenChunk]:
         """One request on its own (the Engine protocol); refusals raise before any chunk."""

@@ -206,9 +206,8 @@ class GenerationLoop:
     def _leave(self, request: Request, status: Literal["complete", "cancelled"],
                events: list[EngineEvent]) -> None:
         self._finishing.discard(request.task_id)
-        if self.speculator is not None:
-            self.speculator.forget(request.task_id)
-        events.append(TaskDone(request.task_id, status))
+        spans = () if self.speculator is None else self.speculator.forget(request.task_id)
+        events.append(TaskDone(request.task_id, status, spans=spans))
 
     def _fail(self, request: Request, chunk: ErrorChunk, events: list[EngineEvent]) -> None:
         if self.emits:

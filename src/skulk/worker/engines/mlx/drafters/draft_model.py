@@ -15,6 +15,7 @@ from typing import cast
 
 import mlx.core as mx
 
+from skulk.shared.types.traces import Span
 from skulk.worker.engines.mlx import mlx_api
 from skulk.worker.engines.mlx.drafters.protocol import EMPTY_DRAFT, Draft, DrafterName
 
@@ -64,8 +65,9 @@ class DraftModelSession:
             tokens.append(last)
         return Draft(tuple(tokens))
 
-    def close(self) -> None:
+    def close(self) -> tuple[Span, ...]:
         self._cache, self._held = [], []
+        return ()
 
     def _restart(self, anchor: int) -> None:
         self._anchor = anchor

@@ -9,6 +9,7 @@ that runs into the suffix itself keeps copying, so a repeating pattern is extend
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from skulk.shared.types.traces import Span
 from skulk.worker.engines.mlx.drafters.protocol import EMPTY_DRAFT, Draft, DrafterName
 
 DEFAULT_MAX_NGRAM = 4
@@ -47,8 +48,9 @@ class NGramSession:
                 return Draft(propose_from(context, end, limit), kind=n)
         return EMPTY_DRAFT
 
-    def close(self) -> None:
+    def close(self) -> tuple[Span, ...]:
         self._indexed, self._ends = [], {}
+        return ()
 
     def _catch_up(self, context: Sequence[int]) -> None:
         """Index every n-gram that ends before the last token (so something follows it)."""

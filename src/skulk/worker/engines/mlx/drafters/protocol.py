@@ -14,6 +14,8 @@ from typing import Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from skulk.shared.types.traces import Span
+
 DrafterName = Literal["ngram", "draft_model", "remote"]
 DRAFTER_NAMES: tuple[DrafterName, ...] = ("ngram", "draft_model", "remote")
 
@@ -60,8 +62,9 @@ class DraftSession(Protocol):
         failures (an unreachable peer): an empty draft says the same."""
         ...
 
-    def close(self) -> None:
-        """Release the session's state (the request left)."""
+    def close(self) -> tuple[Span, ...]:
+        """Release the session's state (the request left); what the request's trace
+        should show of its drafting (a remote drafter's outages), without node or rank."""
         ...
 
 

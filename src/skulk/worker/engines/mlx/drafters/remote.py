@@ -4,21 +4,31 @@ ids to the drafting node over the cluster transport and uses what comes back.
 The answer only ever becomes a draft, which the verifier checks, so a wrong answer can
 only lower acceptance; a late or missing one (timeout, node gone) is an empty draft.
 After a failure the session stops asking for a while (1, 2, 4 ... up to 64 rounds), so a
-dead drafting node costs almost nothing while decoding goes on without drafts.
+dead drafting node costs almost nothing while decoding goes on without drafts. Each time
+without answers, from the first failure to the next answer (or the request's end), is a
+`drafting.unavailable` span in the request's trace.
 """
 
+import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from loguru import logger
 
+from skulk.shared.types.ids import NodeId
+from skulk.shared.types.traces import Span
 from skulk.shared.types.wire import from_msgpack, to_msgpack
 from skulk.worker.engines.mlx.drafters.protocol import EMPTY_DRAFT, Draft, DrafterName
 from skulk.worker.engines.mlx.drafters.remote_wire import DraftQuery, DraftReply
 
 DEFAULT_TIMEOUT_MS = 100.0
 LONGEST_BACKOFF_ROUNDS = 64
+UNAVAILABLE_SPAN = "drafting.unavailable"
+
+
+def _now_us() -> int:
+    return time.time_ns() // 1000
 
 
 class QueryClient(Protocol):
@@ -35,6 +45,8 @@ class RemoteSession:
     timeout_seconds: float
     failures: int = 0
     _skip: int = 0
+    _outages: list[Span] = field(default_factory=list)  # closed spans without answers
+    _outage_since_us: int | None = None
 
     def propose(self, context: Sequence[int], limit: int) -> Draft:
         if limit <= 0:
@@ -51,6 +63,8 @@ class RemoteSession:
             logger.debug("remote draft failed: {}", error)
             reply = None
         if reply is None:
+            if self._outage_since_us is None:
+                self._outage_since_us = _now_us()
             self.failures += 1
             self._skip = min(2 ** (self.failures - 1), LONGEST_BACKOFF_ROUNDS)
             if self.failures == 1:
@@ -58,10 +72,19 @@ class RemoteSession:
                             "is away", self.key, self.request_id)
             return EMPTY_DRAFT
         self.failures = 0
+        self._end_outage()
         return Draft(tuple(reply.tokens[:limit]), kind=reply.kind)
 
-    def close(self) -> None:
-        return None
+    def close(self) -> tuple[Span, ...]:
+        self._end_outage()
+        return tuple(self._outages)
+
+    def _end_outage(self) -> None:
+        if self._outage_since_us is None:
+            return
+        start, self._outage_since_us = self._outage_since_us, None
+        self._outages.append(Span(name=UNAVAILABLE_SPAN, node_id=NodeId(""), start_us=start,
+                                  duration_us=max(_now_us() - start, 0)))
 
 
 class RemoteDrafter:

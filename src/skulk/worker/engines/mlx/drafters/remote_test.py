@@ -12,7 +12,11 @@ from skulk.shared.types.ids import ModelId, NodeId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams, SpeculativeParams
 from skulk.shared.types.wire import to_msgpack
 from skulk.worker.engines.mlx.conftest import EngineFactory
-from skulk.worker.engines.mlx.drafters.remote import RemoteDrafter, RemoteSession
+from skulk.worker.engines.mlx.drafters.remote import (
+    UNAVAILABLE_SPAN,
+    RemoteDrafter,
+    RemoteSession,
+)
 from skulk.worker.engines.mlx.drafters.remote_wire import DRAFT_SERVICE, DraftReply
 from skulk.worker.engines.mlx.drafters.service import DraftService
 
@@ -74,6 +78,27 @@ def test_a_garbage_answer_is_an_empty_draft() -> None:
     assert session.propose([1, 2, 3], 4).tokens == ()
 
 
+def test_each_time_without_answers_is_one_unavailable_span() -> None:
+    """Away, back, away until the request ends: two spans, the first ending at the answer
+    that came back, the second at close."""
+    answering = {"now": False}
+
+    def answer() -> bytes | None:
+        return to_msgpack(DraftReply(tokens=[7])) if answering["now"] else None
+
+    session = RemoteSession(Scripted(answer), "k", "req", 0.05)
+    assert session.propose([1, 2], 2).tokens == ()  # the first outage begins
+    session._skip = 0  # ask again at once instead of backing off
+    answering["now"] = True
+    assert session.propose([1, 2], 2).tokens == (7,)  # ... and ends
+    answering["now"] = False
+    assert session.propose([1, 2, 7], 2).tokens == ()  # the second begins
+    spans = session.close()
+    assert [s.name for s in spans] == [UNAVAILABLE_SPAN, UNAVAILABLE_SPAN]
+    assert spans[0].start_us + spans[0].duration_us <= spans[1].start_us
+    assert RemoteSession(Scripted(answer), "k", "req", 0.05).close() == ()
+
+
 @pytest.mark.parametrize("behaviour", ["random", "out of vocabulary", "failing"])
 def test_whatever_the_remote_sends_greedy_output_is_plain(
         make_engine: EngineFactory, behaviour: str) -> None:
@@ -92,7 +117,7 @@ def test_whatever_the_remote_sends_greedy_output_is_plain(
         messages=[ChatMessage(role="user", content="The quick brown fox")])
     plain = make_engine(speculation="off", prefix_cache_mb="0")
     expected = [t for c in plain.generate(params) for t in c.token_ids]
-    engine = make_engine(prefix_cache_mb="0")
+    engine = make_engine(prefix_cache_mb="0", draft_adaptive="off")
     speculator = engine.loop.speculator
     assert speculator is not None
     speculator.drafters = {"remote": RemoteDrafter(Scripted(answer), "k")}

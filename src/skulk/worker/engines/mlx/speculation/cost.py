@@ -4,9 +4,11 @@ The loop times every one-row step; this keeps a running average per token count 
 fits a line through them: one-token cost plus a slope per extra token (a least-squares
 slope through the one-token point, each count weighted by how often it was seen, up to a
 cap). A line is far steadier than per-count averages on a CPU shared with other work.
-Nothing is estimated before a one-token step has been timed, and a one-token step is
-asked for again when the last one is old: load on the machine changes what a step costs,
-and a drafter that always drafts would otherwise be judged against a stale figure.
+Nothing is estimated before a one-token step has been timed, so the loop asks for one
+before any drafting round (otherwise a fresh engine's first request would draft blind,
+and a draft model slower than its target would be used for dozens of rounds), and again
+when the last one is old: load on the machine changes what a step costs, and a drafter
+that always drafts would otherwise be judged against a stale figure.
 """
 
 from dataclasses import dataclass, field
@@ -28,8 +30,8 @@ class ForwardCost:
 
     @property
     def wants_one_token_step(self) -> bool:
-        """True when the one-token figure is old (see the module doc)."""
-        return self._since_one_token >= REFRESH_ROUNDS
+        """True when there is no one-token figure yet, or it is old (see the module doc)."""
+        return 1 not in self._seconds or self._since_one_token >= REFRESH_ROUNDS
 
     def observe(self, tokens: int, seconds: float) -> None:
         self._since_one_token = 0 if tokens == 1 else self._since_one_token + 1

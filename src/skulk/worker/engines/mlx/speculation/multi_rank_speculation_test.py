@@ -46,7 +46,9 @@ def run_rank(rank: int, model_dir: Path, drafter: str, shared: dict[str, Any],
     if shard.decides:
         drafters: dict[str, Drafter] = {"ngram": NGramDrafter(min_ngram=1),
                                         "draft_model": DraftModelDrafter(model)}
-        speculator = Speculator(drafters, vocab_size=10**6)
+        # Fixed-length drafts: the target drafting for itself costs as much as it saves,
+        # and the adaptive policy would stop asking it between the two requests.
+        speculator = Speculator(drafters, vocab_size=10**6, adaptive=False)
     caches[rank] = PrefixCache(8, 4096)
     loop = GenerationLoop(shard, caches[rank], output,
                           LoopSettings(slots=1, prefill_chunk=32, speculation=True),

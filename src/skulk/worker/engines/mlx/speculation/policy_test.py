@@ -119,7 +119,8 @@ def test_forward_cost_fits_a_line_through_noisy_counts() -> None:
     assert cost.estimate(9) == pytest.approx(0.1 + 0.02 * 8)
 
 
-def test_a_one_token_step_is_asked_for_when_the_last_is_old() -> None:
+def test_a_one_token_step_is_asked_for_first_and_when_the_last_is_old() -> None:
+    assert ForwardCost().wants_one_token_step  # nothing to judge a draft against yet
     cost = cost_of(0.05, 0.1)
     assert not cost.wants_one_token_step
     for _ in range(32):

@@ -75,7 +75,7 @@ def test_greedy_output_with_ngram_drafting_equals_plain_decoding(
 def test_usage_names_the_drafter_that_proposed(make_engine: EngineFactory) -> None:
     """The tiny random model's text rarely repeats, so n-gram drafts are mostly rejected
     here (acceptance is measured on the real model); usage still counts them."""
-    engine = make_engine(prefix_cache_mb="0")
+    engine = make_engine(prefix_cache_mb="0", draft_adaptive="off")
     final = list(engine.generate(params(PROMPTS[0], max_tokens=60)))[-1]
     assert final.usage is not None and final.usage.drafted_tokens > 0
     assert final.usage.drafter == "ngram"
@@ -105,10 +105,12 @@ def test_greedy_output_with_a_draft_model_equals_plain_decoding(
         make_engine: EngineFactory, tiny_model_dir: Path, other_tiny_model: Path,
         draft: str) -> None:
     """The target itself as draft model keeps every draft; another model keeps fewer;
-    the output is the target's either way."""
+    the output is the target's either way. Drafting is fixed-length here: a draft model
+    as big as its target is hopeless on cost, and the adaptive policy would rightly stop
+    asking it (that choice has its own tests in policy_test.py)."""
     path = tiny_model_dir if draft == "same" else other_tiny_model
     engine = make_engine(prefix_cache_mb="0", drafter="draft_model",
-                         draft_model_path=str(path))
+                         draft_model_path=str(path), draft_adaptive="off")
     plain_engine = make_engine(speculation="off", prefix_cache_mb="0")
     for prompt in PROMPTS[:2]:
         plain, _ = tokens_and_usage(list(plain_engine.generate(params(prompt))))

@@ -13,6 +13,7 @@ import mlx.core as mx
 import numpy as np
 from loguru import logger
 
+from skulk.shared.types.traces import Span
 from skulk.worker.engines.mlx.drafters.protocol import (
     EMPTY_DRAFT,
     Draft,
@@ -93,12 +94,11 @@ class Speculator:
             if name is not None and drafting.policy.draft_seconds_per_token is not None:
                 self.draft_cost[name] = drafting.policy.draft_seconds_per_token
 
-    def forget(self, task_id: str) -> None:
-        """The request left: close its session."""
+    def forget(self, task_id: str) -> tuple[Span, ...]:
+        """The request left: close its session; what its trace should show of drafting."""
         drafting = self._active.pop(task_id, None)
         self._unavailable.discard(task_id)
-        if drafting is not None:
-            drafting.session.close()
+        return () if drafting is None else drafting.session.close()
 
     def policy_of(self, task_id: str) -> DraftPolicy | None:
         drafting = self._active.get(task_id)
