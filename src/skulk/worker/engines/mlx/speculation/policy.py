@@ -13,7 +13,10 @@ follows after a pause that doubles each time the probe confirms it.
 
 A drafter whose time is negligible (prompt lookup) is always asked for the most tokens
 and its draft is cut to the best length for its kind; a costly one (a draft model) is
-asked only for what will be verified.
+asked only for what will be verified. A drafter so slow that even drafts always kept
+would not pay (a draft model slower than its target) is not asked at all, not even for
+probes: that verdict rests on costs alone, which no text changes, and a draft model's
+probe after a pause is its costliest round (it first catches up on every token since).
 """
 
 from dataclasses import dataclass, field
@@ -92,6 +95,8 @@ class DraftPolicy:
             return 0
         if self._cheap(cost) or not self.adaptive:
             return self.max_draft
+        if self.hopeless(cost):
+            return 0
         return self._decide(self._kind(0), cost)
 
     def keep_length(self, kind: int, proposed: int, cost: ForwardCost) -> int:
@@ -117,12 +122,15 @@ class DraftPolicy:
                 best, best_rate = drafts, rate
         return best
 
-    def record(self, kind: int, drafted: int, accepted: int, draft_seconds: float) -> None:
-        """One verified round: `drafted` tokens verified (drawn in `draft_seconds`),
-        `accepted` kept."""
+    def record(self, kind: int, drafted: int, accepted: int,
+               draft_seconds: float | None) -> None:
+        """One verified round: `drafted` tokens verified (drawn in `draft_seconds`; None
+        when that time says nothing of the drafter's speed), `accepted` kept."""
         if drafted <= 0:
             return
         self._kind(kind).record(drafted, accepted)
+        if draft_seconds is None:
+            return
         per_token = draft_seconds / drafted
         known = self.draft_seconds_per_token
         self.draft_seconds_per_token = per_token if known is None else (
@@ -135,12 +143,6 @@ class DraftPolicy:
             return False
         certain = Acceptance(reached=[1e6] * self.max_draft, kept=[1e6] * self.max_draft)
         return self.best_length(certain, cost) == 0
-
-    def start_paused(self) -> None:
-        """Begin the request with the longest pause (a probe after it), for a drafter
-        known to be hopeless: a fresh session's first draft is its costliest."""
-        self.kinds[0] = Acceptance(pause_left=LONGEST_PAUSE_ROUNDS,
-                                   next_pause=LONGEST_PAUSE_ROUNDS)
 
     @property
     def pauses(self) -> int:

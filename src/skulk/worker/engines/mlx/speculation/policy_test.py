@@ -130,12 +130,21 @@ def test_a_one_token_step_is_asked_for_first_and_when_the_last_is_old() -> None:
     assert not cost.wants_one_token_step
 
 
-def test_a_drafter_known_to_be_hopeless_starts_paused() -> None:
+def test_a_drafter_known_to_be_hopeless_is_never_asked() -> None:
+    """Not even for probes: costs alone make it lose, whatever the text."""
     cost = cost_of(0.05, 0.1)
     slow = DraftPolicy(max_draft=4, draft_seconds_per_token=0.1)
     assert slow.hopeless(cost)
-    slow.start_paused()
-    assert [slow.ask_length(cost) for _ in range(255)] == [0] * 255
-    assert slow.ask_length(cost) == PROBE_LENGTH
+    assert [slow.ask_length(cost) for _ in range(600)] == [0] * 600
     assert not DraftPolicy(max_draft=4, draft_seconds_per_token=0.001).hopeless(cost)
     assert not DraftPolicy(max_draft=4).hopeless(cost)
+    fixed = DraftPolicy(max_draft=4, draft_seconds_per_token=0.1, adaptive=False)
+    assert fixed.ask_length(cost) == 4  # the benchmark's naive baseline drafts regardless
+
+
+def test_a_round_without_a_drafting_time_counts_only_for_acceptance() -> None:
+    policy = DraftPolicy(max_draft=4)
+    policy.record(0, drafted=4, accepted=4, draft_seconds=None)
+    assert policy.draft_seconds_per_token is None and policy.kinds[0].kept[0] > 0
+    policy.record(0, drafted=4, accepted=4, draft_seconds=0.4)
+    assert policy.draft_seconds_per_token == pytest.approx(0.1)

@@ -31,7 +31,10 @@ class _Drafting:
     session: DraftSession
     policy: DraftPolicy
     draft: Draft = EMPTY_DRAFT
-    draft_seconds: float = 0.0
+    # None for the session's first draft, whose time is mostly catching up on the prompt
+    # (a draft model prefills it): not what the drafter costs per token.
+    draft_seconds: float | None = None
+    proposals: int = 0
 
 
 @dataclass
@@ -61,7 +64,9 @@ class Speculator:
             return EMPTY_DRAFT
         started = time.perf_counter()
         draft = self._checked(drafting.session.propose(context, limit).truncated(limit))
-        drafting.draft_seconds = time.perf_counter() - started
+        drafting.proposals += 1
+        drafting.draft_seconds = (time.perf_counter() - started
+                                  if drafting.proposals > 1 else None)
         drafting.draft = draft.truncated(policy.keep_length(draft.kind, len(draft.tokens),
                                                             self.cost))
         return drafting.draft
@@ -118,8 +123,6 @@ class Speculator:
             return None
         policy = DraftPolicy(choice.max_draft, adaptive=self.adaptive,
                              draft_seconds_per_token=self.draft_cost.get(drafter.name))
-        if policy.hopeless(self.cost):
-            policy.start_paused()
         drafting = _Drafting(drafter.open(request.task_id), policy)
         self._active[request.task_id] = drafting
         return drafting
