@@ -115,6 +115,7 @@ class MlxEngine:
             if shard.decides:  # only the rank that decides tokens drafts
                 speculator = Speculator(build_drafters(config.options), self._vocab_size,
                                         adaptive=config.options.get("draft_adaptive") != "off")
+                speculator.measure_drafters()
         self._loop = GenerationLoop(shard, prefix, self._new_output, settings, speculator)
 
     def _speculation_default(self) -> SpeculationChoice:

@@ -8,6 +8,7 @@ held context has grown to twice that): a shorter context lowers acceptance, neve
 correctness.
 """
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,6 +89,19 @@ class DraftModelDrafter:
 
     def open(self, request_id: str) -> DraftModelSession:
         return DraftModelSession(self.model, self.window)
+
+    def seconds_per_token(self, steps: int = 4) -> float:
+        """What drafting one token costs on this machine, timed over `steps` tokens after
+        a warm-up: known before the first request, so a draft model slower than its
+        target is never tried (a first request would otherwise pay for finding out)."""
+        session = self.open("calibration")
+        context = list(range(1, 9))
+        session.propose(context, steps)  # allocates the cache, warms the kernels
+        started = time.perf_counter()
+        session.propose(context, steps)  # the context is held: only the drafting steps
+        seconds = (time.perf_counter() - started) / steps
+        session.close()
+        return seconds
 
 
 def load_draft_model_drafter(model_dir: Path, window: int = DEFAULT_WINDOW

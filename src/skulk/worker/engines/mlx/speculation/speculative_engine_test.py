@@ -121,6 +121,14 @@ def test_greedy_output_with_a_draft_model_equals_plain_decoding(
             assert kept == proposed
 
 
+def test_a_draft_models_cost_is_known_before_the_first_request(
+        make_engine: EngineFactory, tiny_model_dir: Path) -> None:
+    engine = make_engine(drafter="draft_model", draft_model_path=str(tiny_model_dir))
+    speculator = engine.loop.speculator
+    assert speculator is not None and speculator.draft_cost["draft_model"] > 0
+    assert "ngram" not in speculator.draft_cost  # free drafters are not timed
+
+
 def test_an_unavailable_drafter_decodes_plainly(make_engine: EngineFactory) -> None:
     chunks = list(make_engine().generate(params(PROMPTS[0], drafter="draft_model")))
     assert tokens_and_usage(chunks)[1] == (0, 0)

@@ -14,6 +14,7 @@ import numpy as np
 from loguru import logger
 
 from skulk.shared.types.traces import Span
+from skulk.worker.engines.mlx.drafters.draft_model import DraftModelDrafter
 from skulk.worker.engines.mlx.drafters.protocol import (
     EMPTY_DRAFT,
     Draft,
@@ -50,6 +51,14 @@ class Speculator:
     draft_cost: dict[str, float] = field(default_factory=dict)
     _active: dict[str, _Drafting] = field(default_factory=dict)
     _unavailable: set[str] = field(default_factory=set)
+
+    def measure_drafters(self) -> None:
+        """Time the drafters whose cost matters (a draft model) before any request."""
+        for name, drafter in self.drafters.items():
+            if isinstance(drafter, DraftModelDrafter):
+                self.draft_cost[name] = drafter.seconds_per_token()
+                logger.info("draft model: {:.1f} ms per drafted token",
+                            self.draft_cost[name] * 1000)
 
     def draft(self, request: Request, context: Sequence[int], room: int) -> Draft:
         """The draft for this round: at most `room` tokens (what the request may still
