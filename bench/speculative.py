@@ -246,8 +246,11 @@ def run_llama_cpp(repeats: int) -> None:
                     num_pred_tokens=8)
                 # One thread: llama.cpp's threads spin at every barrier, which collapses
                 # on a CPU shared with other work (measured 0.4 tok/s with 2 threads).
-                llama = Llama(model_path=path, n_ctx=2048, n_threads=1, verbose=False,
-                              draft_model=draft)
+                # logits_all with a draft: llama-cpp-python 0.3.36 turns it on itself for
+                # drafting but sizes its score buffer from the argument, so a prompt
+                # longer than n_batch overflows the buffer unless it is passed.
+                llama = Llama(model_path=path, n_ctx=4096, n_threads=1, verbose=False,
+                              draft_model=draft, logits_all=draft is not None)
                 tokens, seconds, texts = 0, 0.0, []
                 for request in requests:
                     started = time.perf_counter()
