@@ -5,6 +5,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -105,3 +107,24 @@ class NodeProcess:
                 self.process.wait()
                 raise AssertionError(f"node did not stop on SIGTERM:\n{self.log()}") from None
         return self.process.returncode
+
+
+@contextmanager
+def meshed_nodes(root: Path, count: int, *flags: str) -> Iterator[list[NodeProcess]]:
+    """`count` started nodes in a fresh namespace, each told the transport of every node
+    before it; the ones still running are stopped on exit."""
+    namespace = f"mesh-{time.monotonic_ns()}"
+    nodes: list[NodeProcess] = []
+    for index in range(count):
+        peers = [arg for node in nodes
+                 for arg in ("--peer", f"tcp/127.0.0.1:{node.transport_port}")]
+        nodes.append(NodeProcess(root / chr(ord("a") + index), "--namespace", namespace,
+                                 *flags, *peers))
+    try:
+        for node in nodes:
+            node.start()
+        yield nodes
+    finally:
+        for node in nodes:
+            if node.process is not None and node.process.poll() is None:
+                node.stop()

@@ -1,5 +1,6 @@
-"""Shared by the speculative decoding tests and benchmark: the bundled model imported for
-MLX (fp32 and its lossless 4-bit copy), and the engine probe run as a subprocess."""
+"""Shared by the MLX tests and the speculative decoding benchmark: the bundled model
+imported for MLX (fp32 and its lossless 4-bit copy), and the engine probe run as a
+subprocess."""
 
 import json
 import os
@@ -17,13 +18,18 @@ ROOT = Path(__file__).resolve().parents[1]
 PROBE = ROOT / "tests" / "mlx_speculative_probe.py"
 
 
-def import_models(models_dir: Path) -> tuple[Path, Path]:
-    """The fp32 and the 4-bit MLX copies of the bundled SmolLM2."""
+def bundled_mlx_model(models_dir: Path, q_bits: int | None = None) -> Path:
+    """The bundled SmolLM2 imported for MLX into `models_dir` (fp32, or `q_bits`)."""
     catalog = ModelCatalog.builtin(models_dir)
     card = catalog.resolve("smollm2-135m")
     if card is None:
         raise RuntimeError("the catalog has no smollm2-135m card")
-    return ensure_mlx_model(catalog, card), ensure_mlx_model(catalog, card, q_bits=4)
+    return ensure_mlx_model(catalog, card, q_bits=q_bits)
+
+
+def import_models(models_dir: Path) -> tuple[Path, Path]:
+    """The fp32 and the 4-bit MLX copies of the bundled SmolLM2."""
+    return bundled_mlx_model(models_dir), bundled_mlx_model(models_dir, q_bits=4)
 
 
 def probe(model: Path, requests: list[dict[str, Any]], options: dict[str, str],

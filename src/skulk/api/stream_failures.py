@@ -1,0 +1,35 @@
+"""Control-plane failures end the streams they concern: a rejected command at once, a
+failed or cancelled task after a short grace, because the task's own error chunk travels
+the data plane, usually arrives first and says more."""
+
+import anyio
+from anyio.abc import TaskGroup
+
+from skulk.api.streams import StreamRegistry
+from skulk.shared.types.chunks import ErrorChunk, ErrorKind
+from skulk.shared.types.events import CommandRejected, Event, TaskStatusUpdated
+from skulk.shared.types.ids import CommandId
+from skulk.shared.types.state import State
+
+FAILURE_GRACE_SECONDS = 0.5
+
+
+def end_failed_streams(event: Event, state: State, streams: StreamRegistry,
+                       tasks: TaskGroup) -> None:
+    """End the open stream `event` (just applied to `state`) reports as failed, if any."""
+    if isinstance(event, CommandRejected):
+        streams.fail(event.command_id, ErrorChunk(error_kind=event.error_kind,
+                                                  message=event.message))
+    elif isinstance(event, TaskStatusUpdated) and event.status in ("failed", "cancelled"):
+        task = state.tasks.get(event.task_id)
+        if task is not None and streams.is_open(task.command_id):
+            kind: ErrorKind = "runner_failed" if event.status == "failed" else "cancelled"
+            error = ErrorChunk(error_kind=kind,
+                               message=event.error or f"the request was {event.status}")
+            tasks.start_soon(_fail_later, streams, task.command_id, error)
+
+
+async def _fail_later(streams: StreamRegistry, command_id: CommandId,
+                      error: ErrorChunk) -> None:
+    await anyio.sleep(FAILURE_GRACE_SECONDS)
+    streams.fail(command_id, error)

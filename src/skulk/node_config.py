@@ -1,0 +1,31 @@
+"""What a node runs and how: ports, peers, roles and behaviour switches (`skulk run`'s
+flags)."""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from skulk.api.security import ApiSecurity
+from skulk.cluster.election import DEFAULT_ELECTION_TIMEOUT_SECONDS
+from skulk.master.main import TOPOLOGY_SETTLE_GRACE_SECONDS
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    data_dir: Path
+    namespace: str = "skulk"
+    api_host: str = "127.0.0.1"
+    api_port: int = 52415
+    listen: list[str] = field(default_factory=lambda: ["tcp/127.0.0.1:0"])
+    peers: list[str] = field(default_factory=list)
+    run_api: bool = True
+    run_worker: bool = True
+    serve: list[str] = field(default_factory=list)
+    auto_place: bool = True
+    engine_threads: int | None = None
+    batching: bool = True  # MLX runners batch concurrent requests
+    stream_idle_timeout: float = 60.0
+    discover: bool = False
+    force_master: bool = False
+    election_timeout: float = DEFAULT_ELECTION_TIMEOUT_SECONDS
+    settle_grace_seconds: float = TOPOLOGY_SETTLE_GRACE_SECONDS
+    security: ApiSecurity = field(default_factory=ApiSecurity)
