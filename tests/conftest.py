@@ -3,19 +3,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.node_process import NodeProcess
+from tests.node_process import NodeProcess, serving_bundled_model
 
 
 @pytest.fixture(scope="session")
 def serving_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]:
     """One real node serving the bundled model, shared by a module's tests."""
-    node = NodeProcess(tmp_path_factory.mktemp("node"), "--serve", "smollm2-135m")
-    node.start()
-    try:
-        node.wait_model_ready()
+    with serving_bundled_model(tmp_path_factory.mktemp("node")) as node:
         yield node
-    finally:
-        node.stop()
 
 
 @pytest.fixture

@@ -128,3 +128,15 @@ def meshed_nodes(root: Path, count: int, *flags: str) -> Iterator[list[NodeProce
         for node in nodes:
             if node.process is not None and node.process.poll() is None:
                 node.stop()
+
+
+@contextmanager
+def serving_bundled_model(data_dir: Path) -> Iterator[NodeProcess]:
+    """One started node serving the bundled model, ready; stopped on exit."""
+    node = NodeProcess(data_dir, "--serve", "smollm2-135m")
+    node.start()
+    try:
+        node.wait_model_ready()
+        yield node
+    finally:
+        node.stop()

@@ -16,6 +16,16 @@ from skulk.worker.engines.protocol import EngineConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = ROOT / "tests" / "mlx_speculative_probe.py"
+# A function to hand back with a small edit: the code-editing prompt the tests share.
+CODE = '''def parse_config(path):
+    with open(path) as handle:
+        lines = handle.read().splitlines()
+    config = {}
+    for line in lines:
+        key, _, value = line.partition("=")
+        config[key.strip()] = value.strip()
+    return config
+'''
 
 
 def bundled_mlx_model(models_dir: Path, q_bits: int | None = None) -> Path:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.node_process import NodeProcess
+from tests.node_process import NodeProcess, serving_bundled_model
 
 CHECKS = ("not_a_server_error,response_schema_conformance,status_code_conformance,"
           "content_type_conformance")
@@ -22,13 +22,8 @@ CHECKS = ("not_a_server_error,response_schema_conformance,status_code_conformanc
 
 @pytest.fixture
 def fuzzed_node(tmp_path: Path) -> Iterator[NodeProcess]:
-    node = NodeProcess(tmp_path / "node", "--serve", "smollm2-135m")
-    node.start()
-    try:
-        node.wait_model_ready()
+    with serving_bundled_model(tmp_path / "node") as node:
         yield node
-    finally:
-        node.stop()
 
 
 def test_fuzzing_the_api_finds_no_server_error_and_no_schema_break(

@@ -8,19 +8,10 @@ from typing import Any
 
 import pytest
 
-from tests.speculative_support import import_models, probe
+from tests.speculative_support import CODE, import_models, probe
 
 pytestmark = pytest.mark.integration
 
-CODE = '''def parse_config(path):
-    with open(path) as handle:
-        lines = handle.read().splitlines()
-    config = {}
-    for line in lines:
-        key, _, value = line.partition("=")
-        config[key.strip()] = value.strip()
-    return config
-'''
 REQUESTS: list[dict[str, Any]] = [
     {"id": "code", "max_tokens": 72, "messages": [{"role": "user", "content":
         f"Here is a function:\n\n{CODE}\nRename `handle` to `stream`. Reply with code only."}]},

@@ -17,19 +17,11 @@ import httpx
 import pytest
 
 from tests.node_process import NodeProcess
+from tests.speculative_support import CODE
 
 pytestmark = pytest.mark.integration
 
 READY_SECONDS = 300.0
-CODE = '''def parse_config(path):
-    with open(path) as handle:
-        lines = handle.read().splitlines()
-    config = {}
-    for line in lines:
-        key, _, value = line.partition("=")
-        config[key.strip()] = value.strip()
-    return config
-'''
 CODE_PROMPT = f"Here is a function:\n\n{CODE}\nRename `handle` to `stream`. Reply with code only."
 PROMPTS = [CODE_PROMPT, "What is the capital of France?"]
 
