@@ -12,10 +12,12 @@ from typing import Protocol, TypeVar, runtime_checkable
 import anyio
 import uvicorn
 from anyio.abc import TaskGroup
+from loguru import logger
 from pydantic import BaseModel
 
 from skulk.api.app import create_app
 from skulk.api.context import ApiContext
+from skulk.api.data_plane import DataPlaneReceiver
 from skulk.api.metrics import NodeCounters
 from skulk.api.stream_failures import end_failed_streams
 from skulk.api.streams import StreamRegistry
@@ -27,9 +29,11 @@ from skulk.cluster.topology import ReachabilityProber
 from skulk.master.event_log import DiskEventLog
 from skulk.models.catalog import ModelCatalog
 from skulk.node_config import NodeConfig
-from skulk.node_identity import load_or_create_identity
+from skulk.node_identity import NodeIdentity, load_or_create_identity
 from skulk.routing import topics
+from skulk.routing.dropped import DroppedMessages
 from skulk.routing.router import Router
+from skulk.routing.tls import endpoint_host, endpoint_port
 from skulk.routing.transport import Transport
 from skulk.shared.replica import StateReplica
 from skulk.shared.telemetry_view import TelemetryView
@@ -49,6 +53,8 @@ from skulk.shared.types.ids import (
 )
 from skulk.shared.types.telemetry import NodeTelemetry
 from skulk.shared.types.traces import RankSpans
+from skulk.trust.enrollment import serve_admissions
+from skulk.trust.setup import NodeTrust, insecure_trust, prepare_trust, record_admission_port
 from skulk.worker.engines.mlx.drafters.remote_wire import DRAFT_SERVICE
 from skulk.worker.engines.mlx.drafters.service import ADVERTISED_DRAFTERS, DraftService
 from skulk.worker.main import SupervisorFactory, Worker
@@ -94,10 +100,14 @@ class Node:
         config: NodeConfig,
         transport: Transport,
         *,
+        trust: NodeTrust | None = None,
         supervisor_factory: SupervisorFactory = RunnerSupervisor,
     ) -> None:
         self.config = config
         self._transport = transport
+        self._given_trust = trust
+        self.trust: NodeTrust | None = None
+        self.dropped = DroppedMessages()
         self._supervisor_factory = supervisor_factory
         self._epoch = secrets.token_hex(6)
         self.node_id = NodeId("")
@@ -113,6 +123,8 @@ class Node:
         self._draft_service = DraftService()
         self.streams = StreamRegistry(idle_timeout=config.stream_idle_timeout)
         self.traces = TraceStore()
+        self._data_plane = DataPlaneReceiver(streams=self.streams, traces=self.traces,
+                                             dropped=self.dropped)
         self.ready = anyio.Event()
         self._router: Router | None = None
         self._api_server: uvicorn.Server | None = None
@@ -129,11 +141,13 @@ class Node:
         identity = load_or_create_identity(self.config.data_dir)
         self.node_id = identity.node_id
         self.public_key = identity.public_key_hex
+        trust = self.trust = await self._prepare_trust(identity)
         self._backends = probe_backends()
         self.telemetry.set_own_node(self.node_id)
         self.live_nodes = {self.node_id}
         self._router = Router(self._transport, namespace=self.config.namespace,
-                              node_id=self.node_id)
+                              signer=trust.signer, verifier=trust.verifier,
+                              dropped=self.dropped)
         self._local_events = LocalEventSender(
             node_id=self.node_id, epoch=self._epoch,
             publish=lambda local: self.router.publish(topics.LOCAL_EVENTS, local))
@@ -150,6 +164,7 @@ class Node:
             force_master=self.config.force_master, timeout=self.config.election_timeout)
         try:
             async with anyio.create_task_group() as tasks:
+                await self._admit_members(tasks, trust)
                 await self._start_listeners(tasks)
                 tasks.start_soon(self.seat.run)
                 self.router.announce_membership()
@@ -188,6 +203,31 @@ class Node:
                 self.ready.set()
         finally:
             event_log.close()
+
+    async def _prepare_trust(self, identity: NodeIdentity) -> NodeTrust:
+        if self._given_trust is not None:
+            return self._given_trust
+        if self.config.insecure:
+            return insecure_trust(identity)
+        return await prepare_trust(self.config.data_dir, identity, join=self.config.join,
+                                   peers=self.config.peers, cluster_name=self.config.namespace)
+
+    async def _admit_members(self, tasks: TaskGroup, trust: NodeTrust) -> None:
+        """On a node holding the cluster's CA: admit machines that bring the join token."""
+        if trust.admitter is None or not self.config.listen:
+            return
+        listen = self.config.listen[0]
+        port = self.config.admit_port
+        if port is None:
+            port = endpoint_port(listen) + 1 if endpoint_port(listen) else 0
+        bound: int = await tasks.start(serve_admissions, trust.admitter,
+                                       endpoint_host(listen), port)
+        token = record_admission_port(self.config.data_dir, bound)
+        if trust.created:
+            logger.warning("\n  this node made a new cluster. Join other machines with:\n"
+                           "    skulk run --join {} --peer tcp/<this host>:<its --listen "
+                           "port>\n  (`skulk cluster token` prints the token again)",
+                           token.encode())
 
     @property
     def master_node(self) -> NodeId | None:
@@ -257,10 +297,12 @@ class Node:
         tasks.start_soon(self.replica.run, global_events)
         telemetry = await self._subscription(tasks, topics.TELEMETRY)
         tasks.start_soon(self._apply_telemetry, telemetry)
-        data = await self._subscription(tasks, topics.DATA)
-        tasks.start_soon(self._dispatch_data, data)
-        rank_spans = await self._subscription(tasks, topics.TRACE_SPANS)
-        tasks.start_soon(self._collect_rank_spans, rank_spans)
+        data = await self._open(tasks, self.router.subscribe_with_origin(topics.DATA))
+        tasks.start_soon(self._data_plane.receive_chunks, data, lambda: self.replica.state)
+        rank_spans = await self._open(tasks,
+                                      self.router.subscribe_with_origin(topics.TRACE_SPANS))
+        tasks.start_soon(self._data_plane.receive_spans, rank_spans,
+                         lambda: self.replica.state)
         tasks.start_soon(self._react_to_applied_events, tasks)
 
     async def send_command_place(self, model: ModelId,
@@ -304,8 +346,11 @@ class Node:
         local = [e for e in endpoints if "/127.0.0.1:" in e] or endpoints
         if not local:
             return {}
-        return {"drafter_key": self.router.service_key(DRAFT_SERVICE, drafter_node),
-                "cluster_connect": ",".join(local)}
+        options = {"drafter_key": self.router.service_key(DRAFT_SERVICE, drafter_node),
+                   "cluster_connect": ",".join(local)}
+        if self.trust is not None and self.trust.secure:
+            options["cluster_data_dir"] = str(self.config.data_dir)
+        return options
 
     async def _publish_telemetry_forever(self) -> None:
         backends = self._backends if self.config.run_worker else []
@@ -326,17 +371,6 @@ class Node:
         async for reading in readings:
             self.telemetry.update(reading)
 
-    async def _dispatch_data(self, chunks: AsyncIterator[DataChunk]) -> None:
-        async for chunk in chunks:
-            self.streams.dispatch(chunk)
-
-    async def _collect_rank_spans(self, arrivals: AsyncIterator[RankSpans]) -> None:
-        """Other ranks' spans join the trace this node keeps for the request."""
-        async for arrival in arrivals:
-            trace = self.traces.get(arrival.command_id)
-            if trace is not None:
-                trace.spans += arrival.spans
-
     async def _react_to_applied_events(self, tasks: TaskGroup) -> None:
         """Applied events acknowledge our local events, and control-plane failures end the
         streams they concern."""
@@ -345,6 +379,7 @@ class Node:
                 if self._local_events is not None:
                     self._local_events.acknowledge(self.replica.state)
                 end_failed_streams(indexed.event, self.replica.state, self.streams, tasks)
+                self._data_plane.state_changed(self.replica.state)
 
     def _counters(self) -> NodeCounters:
         master = self.seat.master if self.seat is not None else None
@@ -353,7 +388,8 @@ class Node:
             elections=self.election.campaigns if self.election is not None else 0,
             runner_failures=self._worker.runner_failures if self._worker is not None else 0,
             events_indexed=master.events_indexed if master is not None else 0,
-            live_nodes=len(self.live_nodes), is_master=self.master_node == self.node_id)
+            live_nodes=len(self.live_nodes), is_master=self.master_node == self.node_id,
+            dropped_messages=dict(self.dropped.counts))
 
     def _api_url(self) -> str | None:
         if not self.config.run_api:
@@ -362,6 +398,7 @@ class Node:
 
     async def _serve_api(self, catalog: ModelCatalog) -> None:
         context = ApiContext(node_id=self.node_id, public_key=self.public_key,
+                             secure=self.trust is not None and self.trust.secure,
                              catalog=catalog, replica=self.replica,
                              telemetry=self.telemetry, streams=self.streams,
                              traces=self.traces,

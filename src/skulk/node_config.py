@@ -29,3 +29,9 @@ class NodeConfig:
     election_timeout: float = DEFAULT_ELECTION_TIMEOUT_SECONDS
     settle_grace_seconds: float = TOPOLOGY_SETTLE_GRACE_SECONDS
     security: ApiSecurity = field(default_factory=ApiSecurity)
+    # Trust: plain TCP and unchecked members (labs and tests), a join token, and the port
+    # a node holding the cluster's CA admits new members on (None: the first listen
+    # endpoint's port + 1, or any free port when that one is 0).
+    insecure: bool = False
+    join: str | None = None
+    admit_port: int | None = None

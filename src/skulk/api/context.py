@@ -29,6 +29,8 @@ class ApiContext:
     send_command: Callable[[Command], Awaitable[None]]
     # The node's Ed25519 public key, hex; empty in tests that build no identity.
     public_key: str = ""
+    # Whether the cluster plane is TLS with member certificates (False: `--insecure`).
+    secure: bool = True
     # A request for a model with no instance places one when it fits.
     auto_place: bool = True
     # How long a request waits for an instance to become ready (placement + load).

@@ -8,8 +8,8 @@ and drafter from each generation's final usage: tokens drafted and tokens the mo
 (their ratio is the acceptance rate). Batch size is not exported.
 """
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -33,6 +33,8 @@ class NodeCounters:
     events_indexed: int = 0  # by this node's master session, 0 when it is not master
     live_nodes: int = 1
     is_master: bool = False
+    # Cluster messages this node refused, by (topic, reason).
+    dropped_messages: Mapping[tuple[str, str], int] = field(default_factory=dict)
 
 
 class _NodeCollector(Collector):
@@ -64,6 +66,13 @@ class _NodeCollector(Collector):
                                 value=counters.live_nodes)
         yield GaugeMetricFamily("skulk_is_master", "1 on the elected master",
                                 value=int(counters.is_master))
+        dropped = CounterMetricFamily(
+            "skulk_dropped_messages", "Cluster messages this node refused: unsigned, "
+            "signed by a non-member, invalid, or claiming another node's origin",
+            labels=["topic", "reason"])
+        for (topic, reason), count in sorted(counters.dropped_messages.items()):
+            dropped.add_metric([topic, reason], count)
+        yield dropped
 
 
 class ApiMetrics:

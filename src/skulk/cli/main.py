@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from skulk.cli import client
+from skulk.cli.cluster import add_cluster_arguments, run_cluster
 from skulk.cli.models_import import add_import_arguments, run_import
 from skulk.cli.run import add_run_arguments, run_node
 from skulk.models.catalog import ModelCatalog
@@ -26,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
         return sub
 
     with_url("status", "show the cluster's nodes, instances and tasks")
+    add_cluster_arguments(commands.add_parser("cluster", help="the cluster's join token"))
     models = commands.add_parser("models", help="list or import the models this node knows")
     models.add_argument("--data-dir", type=Path, default=None, help="node data dir")
     model_actions = models.add_subparsers(dest="action")
@@ -56,7 +58,7 @@ def list_models(data_dir: Path) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    known = {"run", "status", "models", "place", "chat", "-h", "--help"}
+    known = {"run", "status", "cluster", "models", "place", "chat", "-h", "--help"}
     if not args_list or args_list[0] not in known:
         args_list.insert(0, "run")  # bare `skulk [flags]` starts a node
     args = build_parser().parse_args(args_list)
@@ -66,6 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return run_node(args)
             case "status":
                 return client.status(args.url)
+            case "cluster":
+                return run_cluster(args)
             case "models" if args.action == "import":
                 return run_import(args)
             case "models":

@@ -1,6 +1,7 @@
 """`skulk run`: the flags of a node and the code that starts it."""
 
 import argparse
+import ipaddress
 import os
 import signal
 import sys
@@ -13,8 +14,10 @@ from loguru import logger
 from skulk.api.security import API_KEY_ENV, ApiSecurity
 from skulk.node import Node
 from skulk.node_config import NodeConfig
+from skulk.node_identity import load_or_create_identity
 from skulk.paths import default_data_dir
 from skulk.routing.transport import Transport
+from skulk.trust.setup import TrustError, insecure_trust, prepare_trust
 
 DEFAULT_LISTEN = "tcp/127.0.0.1:0"
 
@@ -31,7 +34,19 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--peer", action="append", default=[],
                         help="a peer's endpoint, e.g. tcp/10.0.0.2:7447 (repeatable)")
     parser.add_argument("--namespace", default="skulk",
-                        help="cluster name; nodes only talk within one namespace")
+                        help="cluster name; nodes only talk within one namespace (a "
+                             "separation, not a secret: membership is the join token)")
+    parser.add_argument("--join", metavar="TOKEN", default=None,
+                        help="join the cluster whose first node printed TOKEN (needs "
+                             "--peer naming that node); once joined, later starts need "
+                             "no token")
+    parser.add_argument("--admit-port", type=int, default=None,
+                        help="on the node holding the cluster's authority: the port new "
+                             "members present the join token on (default: the first "
+                             "--listen port + 1, any free port when that is 0)")
+    parser.add_argument("--insecure", action="store_true",
+                        help="plain TCP between nodes and no membership check: anyone who "
+                             "reaches the port is a member (labs and tests only)")
     parser.add_argument("--discover", action=argparse.BooleanOptionalAction, default=True,
                         help="find peers on the LAN by multicast scouting (default on); "
                              "--no-discover uses only --peer endpoints")
@@ -85,6 +100,9 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         batching=args.batching,
         discover=args.discover,
         force_master=args.force_master,
+        insecure=args.insecure,
+        join=args.join,
+        admit_port=args.admit_port,
         security=ApiSecurity(
             api_keys=frozenset(args.api_key) | keys_from_env(),
             cors_origins=args.cors_origin,
@@ -94,6 +112,26 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
 
 def keys_from_env() -> frozenset[str]:
     return frozenset(k.strip() for k in os.environ.get(API_KEY_ENV, "").split(",") if k.strip())
+
+
+def warn_about_exposure(config: NodeConfig) -> None:
+    """Say loudly at start what a stranger on the network could do to this node."""
+    if config.insecure:
+        logger.warning("\n  --insecure: cluster links are plain TCP and unchecked. Anyone "
+                       "who reaches this node's port joins the cluster, reads every prompt "
+                       "and answer, and can command it. Use only on a network you trust "
+                       "completely.")
+    if not is_loopback(config.api_host) and not config.security.api_keys:
+        logger.warning("\n  the API listens on {} without --api-key: anyone who reaches "
+                       "port {} can use your models. Give --api-key KEY (or $SKULK_API_KEY).",
+                       config.api_host, config.api_port)
+
+
+def is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 def run_node(args: argparse.Namespace) -> int:
@@ -121,10 +159,20 @@ async def run_node_forever(config: NodeConfig,
     """Run a node until SIGINT or SIGTERM, then shut it down cleanly."""
     from skulk.routing.zenoh_transport import ZenohTransport
 
+    warn_about_exposure(config)
+    identity = load_or_create_identity(config.data_dir)
+    try:
+        trust = (insecure_trust(identity) if config.insecure else await prepare_trust(
+            config.data_dir, identity, join=config.join, peers=config.peers,
+            cluster_name=config.namespace))
+    except TrustError as error:
+        logger.error("{}", error)
+        raise SystemExit(2) from error
     transport = (await open_transport(config) if open_transport else
                  await ZenohTransport.open(listen=config.listen, connect=config.peers,
-                                           multicast_scouting=config.discover))
-    node = Node(config, transport)
+                                           multicast_scouting=config.discover,
+                                           tls=trust.tls))
+    node = Node(config, transport, trust=trust)
     try:
         async with anyio.create_task_group() as tasks:
             async def stop_on_signal() -> None:

@@ -13,6 +13,7 @@ from skulk.node import Node
 from skulk.node_config import NodeConfig
 from skulk.routing.memory import MemoryBus, MemoryTransport
 from skulk.shared.types.ids import ModelId, NodeId
+from skulk.testing.cluster_trust import make_member
 from skulk.testing.ports import free_port
 from skulk.worker.runner.supervisor import RunnerSupervisor
 
@@ -36,6 +37,7 @@ class Cluster:
     async def start(self, name: str, namespace: str = "test", bus: MemoryBus | None = None,
                     **config: Any) -> Node:
         transport = MemoryTransport(bus or self.bus)
+        await make_member(self.root / "authority", self.root / name)
         node = Node(NodeConfig(data_dir=self.root / name, api_port=free_port(),
                                namespace=namespace, election_timeout=0.3,
                                settle_grace_seconds=1.0, **config),

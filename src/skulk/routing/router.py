@@ -1,21 +1,28 @@
-"""The router: typed topics over a transport, keys prefixed by the cluster namespace.
+"""The router: typed, signed topics over a transport, keys prefixed by the namespace.
 
 Keys are `skulk/<fingerprint>/<topic>[/<node id>]`. The fingerprint stands in for the
 namespace everywhere, so the raw namespace is never sent or logged.
+
+Every publication is sealed with the sender's signature. A subscription yields only
+messages whose signature holds, whose payload is a valid value of the topic's type, and
+whose claimed origin (the node id inside the value) is the node that signed it; anything
+else is dropped and counted, never raised.
 """
 
 import hashlib
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Generic, Self, TypeVar
 
-from loguru import logger
 from pydantic import BaseModel
 
+from skulk.routing.dropped import DroppedMessages
 from skulk.routing.keys import check_chunk
 from skulk.routing.topics import TypedTopic
-from skulk.routing.transport import ALIVE, QueryHandler, Subscription, Transport
+from skulk.routing.transport import ALIVE, Message, QueryHandler, Subscription, Transport
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.wire import from_msgpack, to_msgpack
+from skulk.trust.envelope import MessageSigner, MessageVerifier, Rejected
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -43,30 +50,76 @@ class _ClosingSubscription:
         self.close()
 
 
-class TopicSubscription(_ClosingSubscription, Generic[T]):
-    """Decoded values of one topic; use as `async with router.subscribe(topic) as values`.
+@dataclass(frozen=True)
+class Received(Generic[T]):
+    """A value and the node that signed it."""
 
-    Undecodable payloads are logged and skipped. A cancelled wait loses nothing, so the
-    same subscription can be read under `anyio.move_on_after` and read again.
+    origin: NodeId
+    value: T
+
+
+class _Opener(Generic[T]):
+    """Turns one transport message into a verified value of a topic, or counts the drop."""
+
+    def __init__(self, topic: TypedTopic[T], verifier: MessageVerifier,
+                 dropped: DroppedMessages) -> None:
+        self.topic = topic
+        self._verifier = verifier
+        self._dropped = dropped
+
+    def open(self, message: Message) -> Received[T] | None:
+        try:
+            origin, payload = self._verifier.open(message.key, message.payload)
+        except Rejected as rejected:
+            self._dropped.count(self.topic.name, rejected.reason, len(message.payload))
+            return None
+        try:
+            value = from_msgpack(self.topic.model, payload)
+        except ValueError:
+            self._dropped.count(self.topic.name, "invalid", len(message.payload))
+            return None
+        if self.topic.origin_of is not None and self.topic.origin_of(value) != origin:
+            self._dropped.count(self.topic.name, "forged_origin", len(message.payload))
+            return None
+        return Received(origin, value)
+
+
+class TopicSubscription(_ClosingSubscription, Generic[T]):
+    """Verified values of one topic; use as `async with router.subscribe(topic) as values`.
+
+    A cancelled wait loses nothing, so the same subscription can be read under
+    `anyio.move_on_after` and read again.
     """
 
-    def __init__(self, topic: TypedTopic[T], subscription: Subscription) -> None:
+    def __init__(self, opener: _Opener[T], subscription: Subscription) -> None:
         super().__init__(subscription)
-        self._topic = topic
+        self._opener = opener
 
     def __aiter__(self) -> Self:
         return self
 
     async def __anext__(self) -> T:
         while True:
-            message = await anext(self._subscription)
-            try:
-                return from_msgpack(self._topic.model, message.payload)
-            except ValueError as error:
-                # The error text can quote the payload, so only its class is logged.
-                logger.warning("dropped an undecodable {} message ({} bytes, {})",
-                               self._topic.name, len(message.payload), type(error).__name__)
+            received = self._opener.open(await anext(self._subscription))
+            if received is not None:
+                return received.value
 
+
+class OriginSubscription(_ClosingSubscription, Generic[T]):
+    """Verified values of one topic with the node that signed each."""
+
+    def __init__(self, opener: _Opener[T], subscription: Subscription) -> None:
+        super().__init__(subscription)
+        self._opener = opener
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> Received[T]:
+        while True:
+            received = self._opener.open(await anext(self._subscription))
+            if received is not None:
+                return received
 
 
 class MembershipWatch(_ClosingSubscription):
@@ -83,10 +136,14 @@ class MembershipWatch(_ClosingSubscription):
 class Router:
     """Publishes and subscribes typed values on one namespace of a transport."""
 
-    def __init__(self, transport: Transport, *, namespace: str, node_id: NodeId) -> None:
+    def __init__(self, transport: Transport, *, namespace: str, signer: MessageSigner,
+                 verifier: MessageVerifier, dropped: DroppedMessages | None = None) -> None:
         self._transport = transport
         self._prefix = f"skulk/{namespace_fingerprint(namespace)}"
-        self._node_id = NodeId(check_chunk(node_id))
+        self._node_id = NodeId(check_chunk(signer.node_id))
+        self._signer = signer
+        self._verifier = verifier
+        self.dropped = dropped if dropped is not None else DroppedMessages()
 
     @property
     def node_id(self) -> NodeId:
@@ -103,7 +160,8 @@ class Router:
     async def publish(self, topic: TypedTopic[T], value: T) -> None:
         """Send `value` to every subscriber of `topic` (of an addressed topic: its node's)."""
         address = None if topic.address_of is None else topic.address_of(value)
-        await self._transport.publish(self.key(topic, address), to_msgpack(value))
+        key = self.key(topic, address)
+        await self._transport.publish(key, self._signer.seal(key, to_msgpack(value)))
 
     def announce_membership(self) -> None:
         """Declare this node a member of the namespace for as long as its transport lives."""
@@ -122,6 +180,20 @@ class Router:
         self._transport.answer(self.service_key(service, self._node_id), handler)
 
     def subscribe(self, topic: TypedTopic[T]) -> TopicSubscription[T]:
-        """Start receiving `topic` now; of an addressed topic, only this node's values."""
+        """Start receiving `topic` now; of an addressed topic, only this node's values.
+        Only for topics whose values name their origin (see `subscribe_with_origin`)."""
+        if topic.origin_of is None:
+            raise ValueError(f"{topic.name!r} values do not name their origin: use "
+                             "subscribe_with_origin and check the signer")
+        return TopicSubscription(self._opener(topic), self._subscribe(topic))
+
+    def subscribe_with_origin(self, topic: TypedTopic[T]) -> OriginSubscription[T]:
+        """Like `subscribe`, yielding each value with the node that signed it."""
+        return OriginSubscription(self._opener(topic), self._subscribe(topic))
+
+    def _subscribe(self, topic: TypedTopic[T]) -> Subscription:
         address = self._node_id if topic.addressed else None
-        return TopicSubscription(topic, self._transport.subscribe(self.key(topic, address)))
+        return self._transport.subscribe(self.key(topic, address))
+
+    def _opener(self, topic: TypedTopic[T]) -> _Opener[T]:
+        return _Opener(topic, self._verifier, self.dropped)

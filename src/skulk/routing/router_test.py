@@ -1,3 +1,4 @@
+from collections.abc import AsyncIterator
 from typing import Any, TypeVar
 
 import anyio
@@ -15,12 +16,14 @@ from skulk.shared.types.ids import CommandId, NodeId, SessionId, TaskId
 from skulk.shared.types.telemetry import NodeTelemetry
 from skulk.shared.types.traces import RankSpans, Span
 from skulk.shared.types.wire import to_msgpack
+from skulk.testing.routers import signing_router
 
 T = TypeVar("T", bound=BaseModel)
+U = TypeVar("U")
 
 
-def event(index: int) -> IndexedEvent:
-    return IndexedEvent(index=index, session=SessionId("s"), master_node=NodeId("m"),
+def event(index: int, master: str = "a") -> IndexedEvent:
+    return IndexedEvent(index=index, session=SessionId("s"), master_node=NodeId(master),
                         event=TaskDeleted(task_id=TaskId("t")))
 
 
@@ -48,11 +51,11 @@ SAMPLES: dict[str, BaseModel] = {
 
 
 def router(bus: MemoryBus, node: str, namespace: str = "ns") -> Router:
-    return Router(MemoryTransport(bus), namespace=namespace, node_id=NodeId(node))
+    return signing_router(MemoryTransport(bus), namespace=namespace, node_id=NodeId(node))
 
 
-async def take(values: TopicSubscription[T], count: int) -> list[T]:
-    taken: list[T] = []
+async def take(values: AsyncIterator[U], count: int) -> list[U]:
+    taken: list[U] = []
     with anyio.fail_after(2):
         async for value in values:
             taken.append(value)
@@ -72,11 +75,14 @@ async def nothing_arrives(values: TopicSubscription[Any]) -> bool:
 @pytest.mark.parametrize("topic", topics.ALL_TOPICS, ids=lambda topic: topic.name)
 async def test_every_topic_round_trips(topic: topics.TypedTopic[Any]) -> None:
     bus = MemoryBus()
-    a, b = router(bus, "a"), router(bus, "b")
     value = SAMPLES[topic.name]
-    async with a.subscribe(topic) as received:
+    sender = "b" if topic.origin_of is None else topic.origin_of(value)
+    a, b = router(bus, "a"), router(bus, sender)
+    async with a.subscribe_with_origin(topic) as received:
         await b.publish(topic, value)
-        assert await take(received, 1) == [value]
+        with anyio.fail_after(2):
+            arrival = await anext(received)
+        assert (arrival.origin, arrival.value) == (sender, value)
 
 
 def test_keys_carry_the_fingerprint_not_the_namespace() -> None:
@@ -109,12 +115,14 @@ async def test_every_node_gets_broadcasts_in_publish_order() -> None:
 async def test_data_reaches_only_its_owner() -> None:
     bus = MemoryBus()
     a, b = router(bus, "a"), router(bus, "b")
-    async with a.subscribe(topics.DATA) as at_a, b.subscribe(topics.DATA) as at_b:
+    async with a.subscribe_with_origin(topics.DATA) as at_a, \
+            b.subscribe_with_origin(topics.DATA) as at_b:
         await b.publish(topics.DATA, chunk("a", 0))
         await a.publish(topics.DATA, chunk("b", 1))
         await a.publish(topics.DATA, chunk("a", 2))
-        assert [got.sequence for got in await take(at_a, 2)] == [0, 2]
-        assert [got.sequence for got in await take(at_b, 1)] == [1]
+        assert [(got.origin, got.value.sequence) for got in await take(at_a, 2)] == [
+            ("b", 0), ("a", 2)]
+        assert [got.value.sequence for got in await take(at_b, 1)] == [1]
         assert await nothing_arrives(at_a)
         assert await nothing_arrives(at_b)
 
@@ -123,7 +131,7 @@ async def test_data_reaches_only_its_owner() -> None:
 async def test_garbage_is_dropped_and_the_next_message_still_arrives() -> None:
     bus = MemoryBus()
     transport = MemoryTransport(bus)
-    a = Router(transport, namespace="ns", node_id=NodeId("a"))
+    a = signing_router(transport, namespace="ns", node_id=NodeId("a"))
     key = a.key(topics.GLOBAL_EVENTS)
     async with a.subscribe(topics.GLOBAL_EVENTS) as received:
         await transport.publish(key, b"\xc1 not msgpack")
@@ -141,7 +149,7 @@ async def test_a_dropped_payload_is_logged_by_size_without_its_content() -> None
     handler = logger.add(lines.append, level="WARNING", format="{message}")
     try:
         transport = MemoryTransport(MemoryBus())
-        a = Router(transport, namespace="ns", node_id=NodeId("a"))
+        a = signing_router(transport, namespace="ns", node_id=NodeId("a"))
         async with a.subscribe(topics.TELEMETRY) as received:
             await transport.publish(a.key(topics.TELEMETRY), b"\x81\xa6secret\x01")
             with anyio.move_on_after(0.05):
@@ -160,7 +168,7 @@ async def test_namespaces_do_not_see_each_other() -> None:
     async with b.subscribe(topics.GLOBAL_EVENTS) as at_b, \
             a.subscribe(topics.GLOBAL_EVENTS) as at_a:
         await a.publish(topics.GLOBAL_EVENTS, event(0))
-        await b.publish(topics.GLOBAL_EVENTS, event(1))
+        await b.publish(topics.GLOBAL_EVENTS, event(1, master="b"))
         assert [got.index for got in await take(at_b, 1)] == [1]
         assert [got.index for got in await take(at_a, 1)] == [0]
         assert await nothing_arrives(at_a)
@@ -211,9 +219,9 @@ async def test_a_subscription_can_be_held_open_by_a_task() -> None:
 async def test_membership_sees_current_members_then_arrivals_and_departures() -> None:
     bus = MemoryBus()
     a_transport, b_transport = MemoryTransport(bus), MemoryTransport(bus)
-    a = Router(a_transport, namespace="ns", node_id=NodeId("a"))
-    b = Router(b_transport, namespace="ns", node_id=NodeId("b"))
-    Router(MemoryTransport(bus), namespace="elsewhere", node_id=NodeId("c")
+    a = signing_router(a_transport, namespace="ns", node_id=NodeId("a"))
+    b = signing_router(b_transport, namespace="ns", node_id=NodeId("b"))
+    signing_router(MemoryTransport(bus), namespace="elsewhere", node_id=NodeId("c")
            ).announce_membership()
     a.announce_membership()
     async with a.membership() as changes:
@@ -223,3 +231,40 @@ async def test_membership_sees_current_members_then_arrivals_and_departures() ->
             assert await anext(changes) == ("b", True)
             await b_transport.close()
             assert await anext(changes) == ("b", False)
+
+
+@pytest.mark.anyio
+async def test_a_value_claiming_another_origin_is_dropped_and_counted() -> None:
+    bus = MemoryBus()
+    a, mallory = router(bus, "a"), router(bus, "mallory")
+    async with a.subscribe(topics.GLOBAL_EVENTS) as received:
+        await mallory.publish(topics.GLOBAL_EVENTS, event(3, master="a"))
+        await mallory.publish(topics.ELECTION, ElectionMessage(
+            node_id=NodeId("a"), clock=9, seniority=0, commands_seen=0))
+        await a.publish(topics.GLOBAL_EVENTS, event(4))
+        assert [got.index for got in await take(received, 1)] == [4]
+    assert a.dropped.counts[("global_events", "forged_origin")] == 1
+
+
+@pytest.mark.anyio
+async def test_unsigned_tampered_and_impersonating_messages_are_dropped() -> None:
+    bus = MemoryBus()
+    transport = MemoryTransport(bus)
+    a, b = signing_router(transport, namespace="ns", node_id=NodeId("a")), router(bus, "b")
+    impostor = router(bus, "b")  # the same node id under another key
+    key = a.key(topics.GLOBAL_EVENTS)
+    async with a.subscribe(topics.GLOBAL_EVENTS) as received, \
+            a.subscribe(topics.COMMANDS) as commands:
+        await b.publish(topics.GLOBAL_EVENTS, event(1, master="b"))
+        assert [got.index for got in await take(received, 1)] == [1]
+        await transport.publish(key, to_msgpack(event(2, master="b")))  # not an envelope
+        sealed = b._signer.seal(key, to_msgpack(event(3, master="b")))
+        await transport.publish(key, sealed.replace(b"\x03", b"\x05", 1))  # tampered
+        await transport.publish(a.key(topics.COMMANDS), sealed)  # replayed on another key
+        await impostor.publish(topics.GLOBAL_EVENTS, event(4, master="b"))
+        assert await nothing_arrives(received)
+        assert await nothing_arrives(commands)
+    assert a.dropped.counts[("commands", "bad_signature")] == 1
+    assert a.dropped.counts[("global_events", "not_an_envelope")] == 1
+    assert a.dropped.counts[("global_events", "bad_signature")] == 1
+    assert a.dropped.counts[("global_events", "credential_of_another_node")] == 1

@@ -25,6 +25,9 @@ class TypedTopic(Generic[T]):
     model: type[T]
     # For an addressed topic: which node a value is for. Each node hears only its own.
     address_of: Callable[[T], NodeId] | None = None
+    # The node a value claims to come from, which must be the node that signed it. None for
+    # values that do not say (their receivers check the signer themselves).
+    origin_of: Callable[[T], NodeId] | None = None
 
     @property
     def addressed(self) -> bool:
@@ -39,12 +42,19 @@ def _spans_owner(spans: RankSpans) -> NodeId:
     return spans.owner_node
 
 
-COMMANDS = TypedTopic("commands", CommandEnvelope)
-LOCAL_EVENTS = TypedTopic("local_events", LocalEvent)
-GLOBAL_EVENTS = TypedTopic("global_events", IndexedEvent)
-ELECTION = TypedTopic("election", ElectionMessage)
-STATE_SYNC = TypedTopic("state_sync", StateSyncMessage)
-TELEMETRY = TypedTopic("telemetry", NodeTelemetry)
+COMMANDS = TypedTopic("commands", CommandEnvelope,
+                      origin_of=lambda envelope: envelope.origin)
+LOCAL_EVENTS = TypedTopic("local_events", LocalEvent, origin_of=lambda local: local.origin)
+# Indexed events are signed by the master that indexed them; replicas follow only the
+# elected one.
+GLOBAL_EVENTS = TypedTopic("global_events", IndexedEvent,
+                           origin_of=lambda indexed: indexed.master_node)
+ELECTION = TypedTopic("election", ElectionMessage, origin_of=lambda vote: vote.node_id)
+STATE_SYNC = TypedTopic("state_sync", StateSyncMessage,
+                        origin_of=lambda request: request.node_id)
+TELEMETRY = TypedTopic("telemetry", NodeTelemetry, origin_of=lambda reading: reading.node_id)
+# Chunks and spans come from the nodes running the request's ranks: the receiving node
+# checks the signer against the instance serving the request.
 DATA = TypedTopic("data", DataChunk, address_of=_chunk_owner)
 TRACE_SPANS = TypedTopic("trace_spans", RankSpans, address_of=_spans_owner)
 

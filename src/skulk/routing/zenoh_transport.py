@@ -26,14 +26,36 @@ os.environ.setdefault(
 import zenoh  # noqa: E402  (reads ZENOH_RUNTIME when its runtimes start)
 
 from skulk.routing.queue_subscription import QueueSubscription
+from skulk.routing.tls import TlsFiles, tls_endpoint
 from skulk.routing.transport import ALIVE, GONE, Message, QueryHandler, TransportClosed
 
 LEASE_MILLISECONDS = 4000
 
 
-def _config(listen: list[str], connect: list[str], multicast_scouting: bool) -> zenoh.Config:
+def _tls(config: zenoh.Config, tls: TlsFiles) -> None:
+    """Mutual TLS: every link presents a certificate from the cluster's CA and checks the
+    other side's. Host names are not checked: membership is the CA's signature."""
+    config.insert_json5("transport/link/tls", json.dumps({
+        "root_ca_certificate": str(tls.ca_certificate),
+        "listen_private_key": str(tls.private_key),
+        "listen_certificate": str(tls.certificate),
+        "connect_private_key": str(tls.private_key),
+        "connect_certificate": str(tls.certificate),
+        "enable_mtls": True,
+        "verify_name_on_connect": False,
+    }))
+    # Only TLS links: a plain TCP endpoint given by mistake must not open a side door.
+    config.insert_json5("transport/link/protocols", json.dumps(["tls"]))
+
+
+def _config(listen: list[str], connect: list[str], multicast_scouting: bool,
+            tls: TlsFiles | None) -> zenoh.Config:
     config = zenoh.Config()
     config.insert_json5("mode", json.dumps("peer"))
+    if tls is not None:
+        listen = [tls_endpoint(endpoint) for endpoint in listen]
+        connect = [tls_endpoint(endpoint) for endpoint in connect]
+        _tls(config, tls)
     config.insert_json5("listen/endpoints", json.dumps(listen))
     config.insert_json5("connect/endpoints", json.dumps(connect))
     config.insert_json5("scouting/multicast/enabled", json.dumps(multicast_scouting))
@@ -63,12 +85,14 @@ class ZenohTransport:
 
     @classmethod
     async def open(cls, *, listen: list[str], connect: list[str],
-                   multicast_scouting: bool = False) -> "ZenohTransport":
-        """Open a peer session; endpoints look like `tcp/127.0.0.1:7447`.
+                   multicast_scouting: bool = False,
+                   tls: TlsFiles | None = None) -> "ZenohTransport":
+        """Open a peer session; endpoints look like `tcp/127.0.0.1:7447` (with `tls`, they
+        become `tls/` endpoints on the same addresses).
 
         Peers in `connect` need not be up yet: Zenoh keeps retrying in the background.
         """
-        config = _config(listen, connect, multicast_scouting)
+        config = _config(listen, connect, multicast_scouting, tls)
         # Opening binds sockets and tries the connect endpoints: keep it off the loop.
         session = await anyio.to_thread.run_sync(zenoh.open, config)
         return cls(session)
@@ -180,9 +204,12 @@ class ZenohQueryClient:
     node (a runner asking another node for drafts). It connects to a node's endpoint and
     Zenoh routes its queries through that node."""
 
-    def __init__(self, connect: list[str]) -> None:
+    def __init__(self, connect: list[str], tls: TlsFiles | None = None) -> None:
         config = zenoh.Config()
         config.insert_json5("mode", json.dumps("client"))
+        if tls is not None:
+            connect = [tls_endpoint(endpoint) for endpoint in connect]
+            _tls(config, tls)
         config.insert_json5("connect/endpoints", json.dumps(connect))
         config.insert_json5("scouting/multicast/enabled", json.dumps(False))
         self._session = zenoh.open(config)

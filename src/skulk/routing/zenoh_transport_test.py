@@ -8,12 +8,12 @@ import anyio
 import pytest
 
 from skulk.routing import topics
-from skulk.routing.router import Router
 from skulk.routing.transport import Message, Subscription, TransportClosed
 from skulk.routing.zenoh_transport import ZenohTransport
 from skulk.shared.types.chunks import DataChunk, TokenChunk
 from skulk.shared.types.ids import CommandId, NodeId
 from skulk.testing.ports import free_port
+from skulk.testing.routers import signing_router
 
 
 async def until_heard(sender: ZenohTransport, key: str, received: Subscription) -> None:
@@ -88,9 +88,9 @@ async def test_two_peers_exchange_messages_both_ways_in_order(
 async def test_routers_on_two_peers_address_data_to_its_owner(
         peers: tuple[ZenohTransport, ZenohTransport]) -> None:
     first, second = peers
-    a = Router(first, namespace="ns", node_id=NodeId("node-a"))
-    b = Router(second, namespace="ns", node_id=NodeId("node-b"))
-    async with a.subscribe(topics.DATA) as at_a:
+    a = signing_router(first, namespace="ns", node_id=NodeId("node-a"))
+    b = signing_router(second, namespace="ns", node_id=NodeId("node-b"))
+    async with a.subscribe_with_origin(topics.DATA) as at_a:
         wanted = [DataChunk(command_id=CommandId("c"), owner_node=NodeId("node-a"),
                             sequence=index, chunk=TokenChunk(text=str(index)))
                   for index in range(20)]
@@ -107,7 +107,9 @@ async def test_routers_on_two_peers_address_data_to_its_owner(
                 command_id=CommandId("c"), owner_node=NodeId("node-b"), sequence=99,
                 chunk=TokenChunk(text="not for a")))
             got: list[DataChunk] = []
-            async for value in at_a:
+            async for arrival in at_a:
+                assert arrival.origin == "node-b"
+                value = arrival.value
                 if value.sequence != 0:
                     got.append(value)
                 if value.sequence == wanted[-1].sequence:
@@ -165,8 +167,8 @@ async def test_liveliness_tracks_a_peer_coming_and_going() -> None:
     second = await ZenohTransport.open(listen=["tcp/127.0.0.1:0"],
                                        connect=[f"tcp/127.0.0.1:{port}"])
     try:
-        a = Router(first, namespace="ns", node_id=NodeId("a"))
-        b = Router(second, namespace="ns", node_id=NodeId("b"))
+        a = signing_router(first, namespace="ns", node_id=NodeId("a"))
+        b = signing_router(second, namespace="ns", node_id=NodeId("b"))
         a.announce_membership()
         b.announce_membership()
         seen: dict[str, bool] = {}

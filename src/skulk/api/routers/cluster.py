@@ -1,9 +1,11 @@
 """`GET /cluster`: a small, stable summary of the cluster for people and scripts.
 
 `/state` is the whole replicated State; this is what `skulk status` and scripts rely on:
-`{"node_id", "master_node_id", "nodes": [...], "instances": [...]}`. Each node lists its
-`addresses` and `reachable_peers`: the peers it reached in its latest probe round, with the
-addresses that answered (best first) and their connect RTTs.
+`{"node_id", "master_node_id", "security", "nodes": [...], "instances": [...]}`;
+`security` is `"tls"` (members hold certificates from the cluster's CA, every link is
+mutual TLS and every message signed) or `"insecure"` (a node started with `--insecure`).
+Each node lists its `addresses` and `reachable_peers`: the peers it reached in its latest
+probe round, with the addresses that answered (best first) and their connect RTTs.
 """
 
 import time
@@ -50,6 +52,7 @@ async def cluster(request: Request) -> dict[str, object]:
     return {
         "node_id": context.node_id,
         "master_node_id": context.master_node(),
+        "security": "tls" if context.secure else "insecure",
         "session": context.replica.session,
         "nodes": nodes,
         "instances": [instance_body(state, i) for i in state.instances.values()],

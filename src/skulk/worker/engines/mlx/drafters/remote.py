@@ -12,6 +12,7 @@ without answers, from the first failure to the next answer (or the request's end
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from loguru import logger
@@ -106,12 +107,16 @@ class RemoteDrafter:
 
 def remote_drafter_from_options(options: Mapping[str, str]) -> RemoteDrafter:
     """From engine options: `drafter_key` (where the drafting node answers),
-    `cluster_connect` (this node's transport endpoints, comma separated) and
+    `cluster_connect` (this node's transport endpoints, comma separated),
+    `cluster_data_dir` (on a secure cluster: whose node certificate opens the link) and
     `remote_draft_timeout_ms`."""
     key = options.get("drafter_key")
     connect = [e for e in options.get("cluster_connect", "").split(",") if e]
     if not key or not connect:
         raise ValueError("a remote drafter needs the drafter_key and cluster_connect options")
     from skulk.routing.zenoh_transport import ZenohQueryClient
+    from skulk.trust.files import TrustFiles
     timeout = float(options.get("remote_draft_timeout_ms", DEFAULT_TIMEOUT_MS)) / 1000
-    return RemoteDrafter(ZenohQueryClient(connect), key, timeout)
+    data_dir = options.get("cluster_data_dir")
+    tls = None if data_dir is None else TrustFiles(Path(data_dir)).tls_files()
+    return RemoteDrafter(ZenohQueryClient(connect, tls), key, timeout)

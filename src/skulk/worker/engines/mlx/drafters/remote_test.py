@@ -7,10 +7,10 @@ import random
 import pytest
 
 from skulk.routing.memory import MemoryBus, MemoryTransport
-from skulk.routing.router import Router
 from skulk.shared.types.ids import ModelId, NodeId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams, SpeculativeParams
 from skulk.shared.types.wire import to_msgpack
+from skulk.testing.routers import signing_router
 from skulk.worker.engines.mlx.conftest import EngineFactory
 from skulk.worker.engines.mlx.drafters.remote import (
     UNAVAILABLE_SPAN,
@@ -38,7 +38,7 @@ class BusClient:
 @pytest.mark.anyio
 async def test_a_node_serves_ngram_drafts_to_another_nodes_runner() -> None:
     bus = MemoryBus()
-    drafting = Router(MemoryTransport(bus), namespace="t", node_id=NodeId("drafting-node"))
+    drafting = signing_router(MemoryTransport(bus), namespace="t", node_id=NodeId("drafting-node"))
     service = DraftService()
     drafting.answer(DRAFT_SERVICE, service.handle)
     key = drafting.service_key(DRAFT_SERVICE, NodeId("drafting-node"))

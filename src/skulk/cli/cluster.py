@@ -1,0 +1,31 @@
+"""`skulk cluster token`: the join token of the cluster this machine's node made."""
+
+import argparse
+import sys
+from pathlib import Path
+
+from skulk.paths import default_data_dir
+from skulk.trust.setup import TrustError, current_token, rotate_join_secret
+
+
+def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", required=True)
+    token = actions.add_parser(
+        "token", help="print the join token (on the node that made the cluster)")
+    token.add_argument("--data-dir", type=Path, default=None, help="node data dir")
+    token.add_argument("--rotate", action="store_true",
+                       help="make a new token first: the old one stops admitting machines "
+                            "(members stay members)")
+
+
+def run_cluster(args: argparse.Namespace) -> int:
+    data_dir = args.data_dir or default_data_dir()
+    try:
+        if args.rotate:
+            rotate_join_secret(data_dir)
+        token = current_token(data_dir)
+    except TrustError as error:
+        print(f"skulk: {error}", file=sys.stderr)
+        return 2
+    print(token.encode())
+    return 0

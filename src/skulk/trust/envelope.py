@@ -1,0 +1,110 @@
+"""Signed cluster messages: every publication carries its sender's node id, credential
+and an Ed25519 signature over the key and payload, so a receiver knows who sent it.
+
+The credential is the sender's node certificate (checked against the cluster's CA), or on
+an `--insecure` cluster its raw public key (pinned to the node id the first time it is
+seen). A verified credential is cached, so a message costs one signature check.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import msgpack
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from skulk.shared.types.ids import NodeId
+from skulk.trust.authority import UntrustedCertificate, node_of
+
+_VERSION = 1
+MAX_CACHED_CREDENTIALS = 4096
+
+
+class Rejected(ValueError):
+    """A message whose origin cannot be established; `reason` labels it for counting."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _signed_bytes(key: str, payload: bytes) -> bytes:
+    # The key is signed too: a message cannot be replayed onto another topic or address.
+    return key.encode() + b"\x00" + payload
+
+
+@dataclass(frozen=True)
+class MessageSigner:
+    node_id: NodeId
+    private_key: Ed25519PrivateKey
+    credential: bytes  # DER node certificate, or the raw public key when insecure
+
+    def seal(self, key: str, payload: bytes) -> bytes:
+        signature = self.private_key.sign(_signed_bytes(key, payload))
+        sealed: bytes = msgpack.packb(
+            [_VERSION, self.node_id, self.credential, payload, signature], use_bin_type=True)
+        return sealed
+
+
+class MessageVerifier:
+    """Opens sealed messages; `authority` None means an insecure cluster."""
+
+    def __init__(self, authority: x509.Certificate | None,
+                 is_revoked: Callable[[NodeId], bool] = lambda node: False) -> None:
+        self._authority = authority
+        self._is_revoked = is_revoked
+        self._known: dict[bytes, tuple[NodeId, Ed25519PublicKey]] = {}
+        self._pinned: dict[NodeId, bytes] = {}
+
+    @property
+    def secure(self) -> bool:
+        return self._authority is not None
+
+    def open(self, key: str, sealed: bytes) -> tuple[NodeId, bytes]:
+        """The sender and payload of a sealed message; raises `Rejected` otherwise."""
+        try:
+            version, node_id, credential, payload, signature = msgpack.unpackb(
+                sealed, raw=False, use_list=True)
+        except Exception as error:  # msgpack raises several unrelated types
+            raise Rejected("not_an_envelope") from error
+        if version != _VERSION or not isinstance(node_id, str) or not all(
+                isinstance(part, bytes) for part in (credential, payload, signature)):
+            raise Rejected("not_an_envelope")
+        signer, public_key = self._credential(NodeId(node_id), credential)
+        if signer != node_id:
+            raise Rejected("credential_of_another_node")
+        if self._is_revoked(signer):
+            raise Rejected("revoked_node")
+        try:
+            public_key.verify(signature, _signed_bytes(key, payload))
+        except InvalidSignature as error:
+            raise Rejected("bad_signature") from error
+        return signer, payload
+
+    def node_key(self, credential: bytes) -> tuple[NodeId, Ed25519PublicKey]:
+        """The node a credential speaks for (a DER certificate of this cluster, or a raw
+        key on an insecure cluster); raises `Rejected`."""
+        return self._credential(None, credential)
+
+    def _credential(self, claimed: NodeId | None, credential: bytes
+                    ) -> tuple[NodeId, Ed25519PublicKey]:
+        known = self._known.get(credential)
+        if known is not None:
+            return known
+        if self._authority is None:
+            if claimed is None or len(credential) != 32:
+                raise Rejected("untrusted_credential")
+            pinned = self._pinned.setdefault(claimed, credential)
+            if pinned != credential:
+                raise Rejected("credential_of_another_node")
+            known = claimed, Ed25519PublicKey.from_public_bytes(credential)
+        else:
+            try:
+                known = node_of(x509.load_der_x509_certificate(credential), self._authority)
+            except (ValueError, UntrustedCertificate) as error:
+                raise Rejected("untrusted_credential") from error
+        if len(self._known) >= MAX_CACHED_CREDENTIALS:
+            self._known.clear()
+        self._known[credential] = known
+        return known
