@@ -10,16 +10,22 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 
+from skulk.testing.cluster_trust import make_member
 from skulk.testing.ports import free_port
 
 
 class NodeProcess:
     """A `skulk run` subprocess on free ports, with its log kept for failures."""
 
-    def __init__(self, data_dir: Path, *extra_args: str) -> None:
+    def __init__(self, data_dir: Path, *extra_args: str, authority: Path | None = None) -> None:
+        """`authority`: a folder holding a test cluster's CA, which issues this node its
+        certificate before it starts (several nodes with one authority form one secure
+        cluster without the join exchange). Without it a node makes its own cluster."""
         self.data_dir = data_dir
+        self.authority = authority
         self.api_port = free_port()
         self.transport_port = free_port()
         self.url = f"http://127.0.0.1:{self.api_port}"
@@ -29,12 +35,16 @@ class NodeProcess:
 
     def start(self, timeout: float = 60.0) -> "NodeProcess":
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        if self.authority is not None:
+            anyio.run(make_member, self.authority, self.data_dir)
         command = [sys.executable, "-m", "skulk.cli.main", "run",
                    "--api-port", str(self.api_port), "--data-dir", str(self.data_dir),
                    "--listen", f"tcp/127.0.0.1:{self.transport_port}",
                    "--no-discover", *self._extra_args]
         if not any(a == "--namespace" for a in self._extra_args):
             command += ["--namespace", f"test-{self.api_port}"]
+        if not any(a == "--admit-port" for a in self._extra_args):
+            command += ["--admit-port", "0"]  # transport port + 1 may be taken
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -119,7 +129,7 @@ def meshed_nodes(root: Path, count: int, *flags: str) -> Iterator[list[NodeProce
         peers = [arg for node in nodes
                  for arg in ("--peer", f"tcp/127.0.0.1:{node.transport_port}")]
         nodes.append(NodeProcess(root / chr(ord("a") + index), "--namespace", namespace,
-                                 *flags, *peers))
+                                 *flags, *peers, authority=root / "authority"))
     try:
         for node in nodes:
             node.start()

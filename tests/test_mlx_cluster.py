@@ -31,9 +31,12 @@ READY_SECONDS = 240.0
 def trio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[NodeProcess]]:
     root = tmp_path_factory.mktemp("mlx-trio")
     namespace = f"mlx-trio-{time.monotonic_ns()}"
-    first = NodeProcess(root / "a", "--namespace", namespace, "--no-auto-place")
+    authority = root / "authority"
+    first = NodeProcess(root / "a", "--namespace", namespace, "--no-auto-place",
+                        authority=authority)
     others = [NodeProcess(root / name, "--namespace", namespace, "--no-auto-place",
-                          "--peer", f"tcp/127.0.0.1:{first.transport_port}")
+                          "--peer", f"tcp/127.0.0.1:{first.transport_port}",
+                          authority=authority)
               for name in ("b", "c")]
     nodes = [first, *others]
     try:

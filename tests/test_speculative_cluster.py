@@ -31,9 +31,10 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[NodeProcess]
     root = tmp_path_factory.mktemp("spec-pair")
     namespace = f"spec-pair-{time.monotonic_ns()}"
     first = NodeProcess(root / "a", "--namespace", namespace, "--no-auto-place",
-                        "--force-master")
+                        "--force-master", authority=root / "authority")
     second = NodeProcess(root / "b", "--namespace", namespace, "--no-auto-place",
-                         "--peer", f"tcp/127.0.0.1:{first.transport_port}")
+                         "--peer", f"tcp/127.0.0.1:{first.transport_port}",
+                         authority=root / "authority")
     nodes = [first, second]
     try:
         for node in nodes:
