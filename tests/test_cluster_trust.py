@@ -309,3 +309,21 @@ def test_random_documents_on_every_topic_change_nothing(
     after = first.state()
     assert after["instances"] == state["instances"]
     assert httpx.get(f"{first.url}/healthz", timeout=10).status_code == 200
+
+
+def test_a_revoked_member_is_refused_at_once_and_its_links_after_a_restart(
+        pair: list[NodeProcess]) -> None:
+    first, second = pair
+    expelled = second.node_id()
+    reply = httpx.post(f"{first.url}/cluster/revoke", json={"node_id": expelled}, timeout=30)
+    assert reply.status_code == 200, reply.text
+    assert expelled in first.state()["revoked_nodes"]
+    first.wait_until(lambda: expelled not in alive_members(first), 30,
+                     "the revoked member to leave A's membership")
+    assert "revoked_node" in first.get("/metrics").text
+    assert chat(first), "the rest of the cluster goes on serving"
+    assert first.stop() == 0
+    first.start()
+    time.sleep(OBSERVATION_SECONDS)
+    assert expelled not in alive_members(first), "its certificate is refused at the link"
+    assert first.node_id() not in alive_members(second)

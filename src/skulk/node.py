@@ -4,6 +4,7 @@ Even a lone node runs the whole path: its worker's events go to its master throu
 router, and its API hears its own master's indexed events through the router too.
 """
 
+import asyncio
 import contextlib
 import secrets
 from collections.abc import AsyncIterator, Iterator
@@ -15,10 +16,13 @@ from anyio.abc import TaskGroup
 from loguru import logger
 from pydantic import BaseModel
 
+from skulk.api.advertised_url import advertised_api_url
 from skulk.api.app import create_app
 from skulk.api.context import ApiContext
 from skulk.api.data_plane import DataPlaneReceiver
 from skulk.api.metrics import NodeCounters
+from skulk.api.peer_reads import PEER_READ_SERVICE, peer_read_handler
+from skulk.api.routers.diagnostics import node_diagnostics
 from skulk.api.stream_failures import end_failed_streams
 from skulk.api.streams import StreamRegistry
 from skulk.api.tracing import TraceStore
@@ -40,10 +44,7 @@ from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.chunks import DataChunk, ErrorChunk
 from skulk.shared.types.commands import Command, CommandEnvelope, PlaceInstance
 from skulk.shared.types.election import ElectionMessage, StateSyncMessage
-from skulk.shared.types.events import (
-    Event,
-    IndexedEvent,
-)
+from skulk.shared.types.events import Event, IndexedEvent, NodeRevoked
 from skulk.shared.types.ids import (
     ModelId,
     NodeId,
@@ -54,6 +55,7 @@ from skulk.shared.types.ids import (
 from skulk.shared.types.telemetry import NodeTelemetry
 from skulk.shared.types.traces import RankSpans
 from skulk.trust.enrollment import serve_admissions
+from skulk.trust.revocations import save_revoked
 from skulk.trust.setup import NodeTrust, insecure_trust, prepare_trust, record_admission_port
 from skulk.worker.engines.mlx.drafters.remote_wire import DRAFT_SERVICE
 from skulk.worker.engines.mlx.drafters.service import ADVERTISED_DRAFTERS, DraftService
@@ -142,6 +144,7 @@ class Node:
         self.node_id = identity.node_id
         self.public_key = identity.public_key_hex
         trust = self.trust = await self._prepare_trust(identity)
+        trust.verifier.is_revoked = lambda node: node in self.replica.state.revoked_nodes
         self._backends = probe_backends()
         self.telemetry.set_own_node(self.node_id)
         self.live_nodes = {self.node_id}
@@ -236,6 +239,8 @@ class Node:
     async def _track_members(self, membership: AsyncIterator[tuple[NodeId, bool]]
                              ) -> AsyncIterator[tuple[NodeId, bool]]:
         async for node, alive in membership:
+            if node in self.replica.state.revoked_nodes:
+                continue  # an expelled member's token does not make it one again
             if alive:
                 self.live_nodes.add(node)
             elif node != self.node_id:
@@ -380,6 +385,17 @@ class Node:
                     self._local_events.acknowledge(self.replica.state)
                 end_failed_streams(indexed.event, self.replica.state, self.streams, tasks)
                 self._data_plane.state_changed(self.replica.state)
+                if isinstance(indexed.event, NodeRevoked):
+                    self._expel(indexed.event.node_id)
+
+    def _expel(self, node: NodeId) -> None:
+        """A revoked member leaves membership now, and its links are refused from the next
+        start."""
+        save_revoked(self.config.data_dir, list(self.replica.state.revoked_nodes))
+        if node in self.live_nodes and node != self.node_id:
+            self.live_nodes.discard(node)
+            if self.election is not None:
+                self.election.membership_changed(node, False)
 
     def _counters(self) -> NodeCounters:
         master = self.seat.master if self.seat is not None else None
@@ -394,7 +410,8 @@ class Node:
     def _api_url(self) -> str | None:
         if not self.config.run_api:
             return None
-        return f"http://{self.config.api_host}:{self.config.api_port}"
+        own = self.prober.reachability().addresses if self.prober is not None else []
+        return advertised_api_url(self.config.api_host, self.config.api_port, own)
 
     async def _serve_api(self, catalog: ModelCatalog) -> None:
         context = ApiContext(node_id=self.node_id, public_key=self.public_key,
@@ -407,8 +424,12 @@ class Node:
                              live_nodes=lambda: self.live_nodes,
                              master_node=lambda: self.master_node,
                              runners_report=lambda: (self._worker.runners_report()
-                                                     if self._worker is not None else []))
+                                                     if self._worker is not None else []),
+                             ask_peer=lambda node, path, timeout: self.router.ask(
+                                 PEER_READ_SERVICE, node, path, timeout))
         context.metrics.watch_node(self._counters, lambda: self.replica.state)
+        self.router.answer_signed(PEER_READ_SERVICE, peer_read_handler(
+            context, asyncio.get_running_loop(), node_diagnostics))
         config = uvicorn.Config(create_app(context, self.config.security),
                                 host=self.config.api_host, port=self.config.api_port,
                                 log_level="warning", lifespan="off")

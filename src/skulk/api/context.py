@@ -17,6 +17,10 @@ from skulk.shared.types.commands import Command
 from skulk.shared.types.ids import ModelId, NodeId
 
 
+async def _nobody_answers(node_id: NodeId, path: bytes, timeout: float) -> bytes | None:
+    return None
+
+
 @dataclass
 class ApiContext:
     """Handed to every API router; the node builds it, tests build it with fakes."""
@@ -45,4 +49,6 @@ class ApiContext:
     traces: TraceStore = field(default_factory=TraceStore)
     # This node's runners, for diagnostics (empty on a node without a worker).
     runners_report: Callable[[], list[dict[str, object]]] = lambda: []
+    # Another node's signed answer to a peer read (path bytes in, JSON bytes out).
+    ask_peer: Callable[[NodeId, bytes, float], Awaitable[bytes | None]] = _nobody_answers
     started_at: float = field(default_factory=time.monotonic)

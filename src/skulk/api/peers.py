@@ -1,40 +1,43 @@
-"""Asking every other live node's API for the same path (cluster-wide diagnostics and
-traces). A peer's API URL comes from its telemetry; the caller's API key is passed on."""
+"""Asking every other live node for one of its peer-readable paths (cluster-wide
+diagnostics and traces), over the cluster transport: see `peer_reads`."""
+
+import json
 
 import anyio
-import httpx
 from fastapi import Request
 
 from skulk.api.context import ApiContext
+from skulk.api.peer_reads import ANSWER_TIMEOUT_SECONDS
 from skulk.shared.types.ids import NodeId
-
-PEER_TIMEOUT_SECONDS = 5.0
 
 
 async def ask_peers(request: Request, path: str,
                     ) -> tuple[dict[NodeId, object], dict[NodeId, str]]:
-    """Each peer's JSON answer to `GET path`, and why the others did not answer."""
+    """Each peer's JSON answer to `path`, and why the others did not answer."""
     context: ApiContext = request.app.state.context
-    readings = context.telemetry.live()
-    auth = {k: v for k, v in request.headers.items() if k in ("authorization", "x-api-key")}
     answers: dict[NodeId, object] = {}
     errors: dict[NodeId, str] = {}
 
-    async def ask(client: httpx.AsyncClient, node_id: NodeId) -> None:
-        reading = readings.get(node_id)
-        if reading is None or reading.api_url is None:
-            errors[node_id] = "the node serves no API (or its telemetry has not arrived)"
+    async def ask(node_id: NodeId) -> None:
+        reply = await context.ask_peer(node_id, path.encode(), ANSWER_TIMEOUT_SECONDS)
+        if reply is None:
+            errors[node_id] = ("no signed answer within "
+                               f"{ANSWER_TIMEOUT_SECONDS:.0f} s (the node serves no API, "
+                               "or is unreachable)")
             return
         try:
-            reply = await client.get(f"{reading.api_url}{path}", headers=auth)
-            reply.raise_for_status()
-            answers[node_id] = reply.json()
-        except (httpx.HTTPError, ValueError) as error:
-            errors[node_id] = f"{type(error).__name__}: {error}"
+            answer = json.loads(reply)
+            status, body = answer["status"], answer["body"]
+        except (ValueError, KeyError, TypeError):
+            errors[node_id] = "malformed answer"
+            return
+        if status == 200:
+            answers[node_id] = body
+        else:
+            errors[node_id] = f"{status}: {body}"
 
-    async with httpx.AsyncClient(timeout=PEER_TIMEOUT_SECONDS) as client, \
-            anyio.create_task_group() as tasks:
+    async with anyio.create_task_group() as tasks:
         for node_id in sorted(context.live_nodes()):
             if node_id != context.node_id:
-                tasks.start_soon(ask, client, node_id)
+                tasks.start_soon(ask, node_id)
     return answers, errors

@@ -117,3 +117,11 @@ def _stream_reply(url: str, model: str, messages: list[dict[str, str]], max_toke
         raise NodeUnreachable(f"lost the node at {url}: {error}") from error
     print()
     return "".join(parts)
+
+
+def revoke(url: str, node_id: str) -> int:
+    response = _request("POST", f"{url}/cluster/revoke", json={"node_id": node_id})
+    if response.status_code != 200:
+        return _print_error(response)
+    print(f"revoked {node_id}; {response.json()['next']}")
+    return 0

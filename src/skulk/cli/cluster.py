@@ -1,9 +1,11 @@
-"""`skulk cluster token`: the join token of the cluster this machine's node made."""
+"""`skulk cluster token` (the join token of the cluster this machine's node made) and
+`skulk cluster revoke NODE` (expel a member, through a running node)."""
 
 import argparse
 import sys
 from pathlib import Path
 
+from skulk.cli import client
 from skulk.paths import default_data_dir
 from skulk.trust.setup import TrustError, current_token, rotate_join_secret
 
@@ -16,9 +18,14 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     token.add_argument("--rotate", action="store_true",
                        help="make a new token first: the old one stops admitting machines "
                             "(members stay members)")
+    revoke = actions.add_parser("revoke", help="expel a member (see `skulk status`)")
+    revoke.add_argument("node_id")
+    revoke.add_argument("--url", default="http://127.0.0.1:52415", help="API of a running node")
 
 
 def run_cluster(args: argparse.Namespace) -> int:
+    if args.action == "revoke":
+        return client.revoke(args.url, args.node_id)
     data_dir = args.data_dir or default_data_dir()
     try:
         if args.rotate:

@@ -27,7 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
         return sub
 
     with_url("status", "show the cluster's nodes, instances and tasks")
-    add_cluster_arguments(commands.add_parser("cluster", help="the cluster's join token"))
+    add_cluster_arguments(commands.add_parser(
+        "cluster", help="the cluster's join token; expel a member"))
     models = commands.add_parser("models", help="list or import the models this node knows")
     models.add_argument("--data-dir", type=Path, default=None, help="node data dir")
     model_actions = models.add_subparsers(dest="action")

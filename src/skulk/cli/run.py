@@ -17,6 +17,7 @@ from skulk.node_config import NodeConfig
 from skulk.node_identity import load_or_create_identity
 from skulk.paths import default_data_dir
 from skulk.routing.transport import Transport
+from skulk.trust.revocations import load_revoked
 from skulk.trust.setup import TrustError, insecure_trust, prepare_trust
 
 DEFAULT_LISTEN = "tcp/127.0.0.1:0"
@@ -171,7 +172,8 @@ async def run_node_forever(config: NodeConfig,
     transport = (await open_transport(config) if open_transport else
                  await ZenohTransport.open(listen=config.listen, connect=config.peers,
                                            multicast_scouting=config.discover,
-                                           tls=trust.tls))
+                                           tls=trust.tls,
+                                           denied=load_revoked(config.data_dir)))
     node = Node(config, transport, trust=trust)
     try:
         async with anyio.create_task_group() as tasks:

@@ -34,4 +34,5 @@ def seed_for_new_session(replica: State, live_nodes: Set[NodeId]) -> State:
         tasks[task_id] = task
     # Producer marks carry so the new master drops resends of events already indexed.
     return State(instances=dict(replica.instances), runners=runners, tasks=tasks,
-                 producer_marks=dict(replica.producer_marks))
+                 producer_marks=dict(replica.producer_marks),
+                 revoked_nodes=list(replica.revoked_nodes))

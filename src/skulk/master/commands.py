@@ -19,6 +19,7 @@ from skulk.shared.types.commands import (
     PlaceInstance,
     RefusePlacement,
     ReplaceInstance,
+    RevokeNode,
     TaskFinished,
     TextGeneration,
 )
@@ -27,6 +28,7 @@ from skulk.shared.types.events import (
     Event,
     InstanceCreated,
     InstanceDeleted,
+    NodeRevoked,
     TaskCreated,
     TaskDeleted,
     TaskStatusUpdated,
@@ -86,8 +88,20 @@ def events_for_command(state: State, command: Command, context: CommandContext) 
         case TaskFinished():
             task = state.task_for_command(command.target_command_id)
             return [] if task is None else [TaskDeleted(task_id=task.task_id)]
+        case RevokeNode():
+            return _revoke_node(state, command)
         case _:
             assert_never(command)
+
+
+def _revoke_node(state: State, command: RevokeNode) -> list[Event]:
+    if command.node_id in state.revoked_nodes:
+        return []
+    reason = f"node {command.node_id} was revoked"
+    return [NodeRevoked(node_id=command.node_id), *[
+        event for instance in state.instances.values()
+        if any(shard.node_id == command.node_id for shard in instance.shards.values())
+        for event in delete_instance_events(state, instance.instance_id, reason)]]
 
 
 def delete_instance_events(state: State, instance_id: InstanceId, reason: str) -> list[Event]:

@@ -118,3 +118,16 @@ def test_reconcile_fails_orphans_and_forgets_old_finished_tasks() -> None:
     late = FINISHED_TASK_RETENTION_SECONDS + 1
     assert reconcile(state, {TaskId("orphan"): 0.0}, now=late) == [
         TaskDeleted(task_id=TaskId("orphan"))]
+
+
+def test_revoking_a_node_records_it_and_removes_its_instances() -> None:
+    from skulk.shared.types.commands import RevokeNode
+    from skulk.shared.types.events import NodeRevoked
+    state = state_with(InstanceCreated(instance=f.instance()))
+    holder = next(iter(state.instances["inst-1"].shards.values())).node_id
+    revoke = RevokeNode(command_id=CommandId("cmd-r"), node_id=holder)
+    events = handle(state, revoke)
+    assert events[0] == NodeRevoked(node_id=holder)
+    assert InstanceDeleted(instance_id=InstanceId("inst-1"),
+                           reason=f"node {holder} was revoked") in events
+    assert handle(state_with(*events, start=state), revoke) == []

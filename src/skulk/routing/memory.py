@@ -103,6 +103,10 @@ class MemoryTransport:
         self._check_open()
         self._bus.add_answerer(key, handler, self)
 
+    async def query(self, key: str, payload: bytes, timeout: float) -> bytes | None:
+        self._check_open()
+        return self._bus.query(key, payload)
+
     async def close(self) -> None:
         """Like a node dying: its subscriptions end and its tokens vanish for everyone;
         the bus and other transports go on."""

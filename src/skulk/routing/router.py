@@ -179,6 +179,34 @@ class Router:
         """Answer this node's `service` queries with `handler` while the transport lives."""
         self._transport.answer(self.service_key(service, self._node_id), handler)
 
+    def answer_signed(self, service: str, handler: QueryHandler) -> None:
+        """Like `answer`, with every reply signed, for askers that must know who answered."""
+        key = self.service_key(service, self._node_id)
+
+        def signed(payload: bytes) -> bytes | None:
+            reply = handler(payload)
+            return None if reply is None else self._signer.seal(key, reply)
+
+        self._transport.answer(key, signed)
+
+    async def ask(self, service: str, node_id: NodeId, payload: bytes,
+                  timeout: float) -> bytes | None:
+        """`node_id`'s signed answer to a `service` query; None when it does not answer in
+        time, or when the answer is not signed by `node_id`."""
+        key = self.service_key(service, node_id)
+        sealed = await self._transport.query(key, payload, timeout)
+        if sealed is None:
+            return None
+        try:
+            origin, reply = self._verifier.open(key, sealed)
+        except Rejected as rejected:
+            self.dropped.count(service, rejected.reason, len(sealed))
+            return None
+        if origin != node_id:
+            self.dropped.count(service, "forged_origin", len(sealed))
+            return None
+        return reply
+
     def subscribe(self, topic: TypedTopic[T]) -> TopicSubscription[T]:
         """Start receiving `topic` now; of an addressed topic, only this node's values.
         Only for topics whose values name their origin (see `subscribe_with_origin`)."""

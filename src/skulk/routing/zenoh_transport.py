@@ -9,6 +9,7 @@ publications to its own subscribers, which is how a lone node talks to itself.
 import asyncio
 import json
 import os
+from collections.abc import Sequence
 
 import anyio
 from loguru import logger
@@ -48,14 +49,28 @@ def _tls(config: zenoh.Config, tls: TlsFiles) -> None:
     config.insert_json5("transport/link/protocols", json.dumps(["tls"]))
 
 
+def _deny(config: zenoh.Config, certificate_names: Sequence[str]) -> None:
+    """Refuse everything to and from links whose certificate names one of these nodes."""
+    messages = ["put", "delete", "declare_subscriber", "query", "reply", "declare_queryable",
+                "liveliness_token", "declare_liveliness_subscriber", "liveliness_query"]
+    config.insert_json5("access_control", json.dumps({
+        "enabled": True, "default_permission": "allow",
+        "rules": [{"id": "refuse", "messages": messages, "flows": ["ingress", "egress"],
+                   "permission": "deny", "key_exprs": ["**"]}],
+        "subjects": [{"id": "revoked", "cert_common_names": list(certificate_names)}],
+        "policies": [{"rules": ["refuse"], "subjects": ["revoked"]}]}))
+
+
 def _config(listen: list[str], connect: list[str], multicast_scouting: bool,
-            tls: TlsFiles | None) -> zenoh.Config:
+            tls: TlsFiles | None, denied: Sequence[str]) -> zenoh.Config:
     config = zenoh.Config()
     config.insert_json5("mode", json.dumps("peer"))
     if tls is not None:
         listen = [tls_endpoint(endpoint) for endpoint in listen]
         connect = [tls_endpoint(endpoint) for endpoint in connect]
         _tls(config, tls)
+        if denied:
+            _deny(config, denied)
     config.insert_json5("listen/endpoints", json.dumps(listen))
     config.insert_json5("connect/endpoints", json.dumps(connect))
     config.insert_json5("scouting/multicast/enabled", json.dumps(multicast_scouting))
@@ -86,13 +101,15 @@ class ZenohTransport:
     @classmethod
     async def open(cls, *, listen: list[str], connect: list[str],
                    multicast_scouting: bool = False,
-                   tls: TlsFiles | None = None) -> "ZenohTransport":
+                   tls: TlsFiles | None = None,
+                   denied: Sequence[str] = ()) -> "ZenohTransport":
         """Open a peer session; endpoints look like `tcp/127.0.0.1:7447` (with `tls`, they
         become `tls/` endpoints on the same addresses).
 
         Peers in `connect` need not be up yet: Zenoh keeps retrying in the background.
+        `denied`: node ids whose certificates are refused (revoked members).
         """
-        config = _config(listen, connect, multicast_scouting, tls)
+        config = _config(listen, connect, multicast_scouting, tls, denied)
         # Opening binds sockets and tries the connect endpoints: keep it off the loop.
         session = await anyio.to_thread.run_sync(zenoh.open, config)
         return cls(session)
@@ -170,6 +187,17 @@ class ZenohTransport:
                 query.reply(query.key_expr, reply)
 
         self._queryables.append(self._session.declare_queryable(key, on_query))
+
+    async def query(self, key: str, payload: bytes, timeout: float) -> bytes | None:
+        self._check_open()
+
+        def ask() -> bytes | None:
+            for reply in self._session.get(key, payload=payload, timeout=timeout):
+                if reply.ok is not None:
+                    return reply.ok.payload.to_bytes()
+            return None
+
+        return await anyio.to_thread.run_sync(ask)
 
     async def close(self) -> None:
         """End every subscription, then close the session; safe to call twice."""

@@ -11,6 +11,7 @@ from skulk.shared.types.events import (
     IndexedEvent,
     InstanceCreated,
     InstanceDeleted,
+    NodeRevoked,
     RunnerStatusUpdated,
     StateSnapshotHydrated,
     TaskCreated,
@@ -59,8 +60,16 @@ def _apply_event(state: State, event: Event) -> State:
             return state
         case StateSnapshotHydrated():
             return event.state
+        case NodeRevoked():
+            return _node_revoked(state, event)
         case _:
             assert_never(event)
+
+
+def _node_revoked(state: State, event: NodeRevoked) -> State:
+    if event.node_id in state.revoked_nodes:
+        return state
+    return state.model_copy(update={"revoked_nodes": [*state.revoked_nodes, event.node_id]})
 
 
 def _instance_created(state: State, event: InstanceCreated) -> State:

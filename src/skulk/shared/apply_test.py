@@ -135,3 +135,10 @@ def test_apply_never_mutates_its_input(events: list[Event]) -> None:
     frozen = state.model_dump()
     run([TaskCreated(task=f.task("t-new"))], state)
     assert state.model_dump() == frozen
+
+
+def test_a_revoked_node_is_recorded_once() -> None:
+    from skulk.shared.types.events import NodeRevoked
+    state = run([NodeRevoked(node_id=NodeId("node-x")), NodeRevoked(node_id=NodeId("node-x"))])
+    assert state.revoked_nodes == ["node-x"]
+    assert state.last_event_applied_idx == 1

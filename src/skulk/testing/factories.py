@@ -6,6 +6,7 @@ from skulk.shared.types.events import (
     Event,
     InstanceCreated,
     InstanceDeleted,
+    NodeRevoked,
     RunnerStatusUpdated,
     StateSnapshotHydrated,
     TaskCreated,
@@ -85,6 +86,7 @@ def one_of_each_event() -> list[Event]:
         RunnerStatusUpdated(runner_id=RunnerId("run-1"), status=RunnerFailed(error="boom")),
         InstanceDeleted(instance_id=InstanceId("inst-1"), reason="test"),
         StateSnapshotHydrated(state=State(instances={InstanceId("inst-1"): instance()})),
+        NodeRevoked(node_id=NodeId("node-x")),
     ]
 
 

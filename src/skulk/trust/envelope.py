@@ -53,7 +53,7 @@ class MessageVerifier:
     def __init__(self, authority: x509.Certificate | None,
                  is_revoked: Callable[[NodeId], bool] = lambda node: False) -> None:
         self._authority = authority
-        self._is_revoked = is_revoked
+        self.is_revoked = is_revoked
         self._known: dict[bytes, tuple[NodeId, Ed25519PublicKey]] = {}
         self._pinned: dict[NodeId, bytes] = {}
 
@@ -74,7 +74,7 @@ class MessageVerifier:
         signer, public_key = self._credential(NodeId(node_id), credential)
         if signer != node_id:
             raise Rejected("credential_of_another_node")
-        if self._is_revoked(signer):
+        if self.is_revoked(signer):
             raise Rejected("revoked_node")
         try:
             public_key.verify(signature, _signed_bytes(key, payload))

@@ -41,6 +41,11 @@ class TrustFiles:
         return self.directory / "join_secret"
 
     @property
+    def revoked(self) -> Path:
+        """Expelled members, refused at the TLS layer from the next start."""
+        return self.directory / "revoked.json"
+
+    @property
     def enrollment_port(self) -> Path:
         """The port this node last admitted new members on (for `skulk cluster token`)."""
         return self.directory / "enrollment_port"

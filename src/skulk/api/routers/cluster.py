@@ -11,13 +11,44 @@ probe round, with the addresses that answered (best first) and their connect RTT
 import time
 
 from fastapi import APIRouter, Request
+from pydantic import BaseModel, ConfigDict, Field
 
 from skulk.api.context import ApiContext
+from skulk.api.errors import ApiError
 from skulk.api.instance_view import instance_body
 from skulk.api.node_health import node_health
 from skulk.shared.topology import topology
+from skulk.shared.types.commands import RevokeNode
+from skulk.shared.types.ids import NodeId, new_command_id
+
+REVOKE_TIMEOUT_SECONDS = 10.0
 
 router = APIRouter(tags=["cluster"])
+
+
+class Revocation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    node_id: NodeId = Field(description="The member to expel (see `GET /cluster`).",
+                            min_length=1, max_length=128)
+
+
+@router.post("/cluster/revoke", summary="Expel a member: its messages are refused at once, "
+             "its TLS links from each member's next start")
+async def revoke(body: Revocation, request: Request) -> dict[str, object]:
+    context: ApiContext = request.app.state.context
+    if body.node_id == context.node_id:
+        raise ApiError(400, "a node cannot revoke itself: ask another member",
+                       code="invalid_request")
+    await context.send_command(RevokeNode(command_id=new_command_id(), node_id=body.node_id))
+    revoked = await context.replica.wait_for(
+        lambda state: body.node_id in state.revoked_nodes, REVOKE_TIMEOUT_SECONDS)
+    if revoked is None:
+        raise ApiError(503, "the master did not record the revocation in time; retry",
+                       code="revocation_pending")
+    return {"revoked": body.node_id,
+            "next": "rotate the join token on the node that made the cluster "
+                    "(`skulk cluster token --rotate`) so the expelled machine cannot rejoin"}
 
 
 @router.get("/cluster", summary="Cluster summary: master, nodes with health, instances")

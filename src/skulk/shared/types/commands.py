@@ -82,6 +82,15 @@ class TaskFinished(WireModel):
     target_command_id: CommandId = Field(description="Generation that ended.")
 
 
+class RevokeNode(WireModel):
+    """Expel a member: its messages are refused from now on, its links from each
+    member's next start; its instances are removed."""
+
+    kind: Literal["RevokeNode"] = "RevokeNode"
+    command_id: CommandId = Field(description="Unique id of this command.")
+    node_id: NodeId = Field(description="The member to expel.")
+
+
 Command = Annotated[
     PlaceInstance
     | DeleteInstance
@@ -89,7 +98,8 @@ Command = Annotated[
     | ReplaceInstance
     | TextGeneration
     | CancelTask
-    | TaskFinished,
+    | TaskFinished
+    | RevokeNode,
     Field(discriminator="kind"),
 ]
 

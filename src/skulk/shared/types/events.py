@@ -76,6 +76,13 @@ class StateSnapshotHydrated(WireModel):
     state: State = Field(description="The state to adopt.")
 
 
+class NodeRevoked(WireModel):
+    """A member was expelled; every node refuses its messages from now on."""
+
+    kind: Literal["NodeRevoked"] = "NodeRevoked"
+    node_id: NodeId = Field(description="The expelled member.")
+
+
 Event = Annotated[
     InstanceCreated
     | InstanceDeleted
@@ -84,7 +91,8 @@ Event = Annotated[
     | TaskStatusUpdated
     | TaskDeleted
     | CommandRejected
-    | StateSnapshotHydrated,
+    | StateSnapshotHydrated
+    | NodeRevoked,
     Field(discriminator="kind"),
 ]
 
