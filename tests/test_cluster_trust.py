@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from skulk.node_identity import load_or_create_identity
 from skulk.routing import topics
 from skulk.routing.router import Router
+from skulk.routing.router_test import SAMPLES
 from skulk.routing.zenoh_transport import ZenohTransport
 from skulk.shared.types.chunks import DataChunk, TokenChunk
 from skulk.shared.types.commands import CommandEnvelope, DeleteInstance
@@ -170,14 +171,13 @@ class HostileMember:
                                     cluster_name="x")
         self.transport = await ZenohTransport.open(
             listen=[], connect=[self._connect], tls=TrustFiles(self._data_dir).tls_files())
-        self.signer = trust.signer
+        self.signer, self.verifier = trust.signer, trust.verifier
         return self
 
     def attach(self, namespace: str) -> Router:
         assert self.transport is not None
-        from skulk.trust.envelope import MessageVerifier
         self.router = Router(self.transport, namespace=namespace, signer=self.signer,
-                             verifier=MessageVerifier(None))
+                             verifier=self.verifier)
         return self.router
 
     async def raw(self, topic: topics.TypedTopic[Any], document: Any,
@@ -193,13 +193,27 @@ class HostileMember:
         await self.transport.close()
 
 
+def with_every_int(document: Any, value: int) -> Any:
+    """`document` with every integer in it replaced by `value`."""
+    if isinstance(document, bool):
+        return document
+    if isinstance(document, int):
+        return value
+    if isinstance(document, list):
+        return [with_every_int(item, value) for item in document]
+    if isinstance(document, dict):
+        return {key: with_every_int(item, value) for key, item in document.items()}
+    return document
+
+
 def dropped_total(node: NodeProcess) -> float:
     text = node.get("/metrics").text
     return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
                if line.startswith("skulk_dropped_messages_total{"))
 
 
-HUGE = [2**64, 2**64 - 1, 2**63, -1, -(2**63) - 1]
+# The extremes msgpack can carry (2**64 itself cannot be sent at all).
+HUGE = [2**64 - 1, 2**63, -1, -(2**63)]
 
 
 def test_a_hostile_member_cannot_crash_a_node_or_forge_state_or_streams(
@@ -225,11 +239,12 @@ def test_a_hostile_member_cannot_crash_a_node_or_forge_state_or_streams(
                     await hostile.raw(topic, b"\xc1 not msgpack", address)
                     await hostile.raw(topic, b"\x91" * 4000 + b"\x90", address)  # deep
                     await hostile.raw(topic, b"\x00" * (4 << 20), address)  # oversized
+                    sample = SAMPLES[topic.name].model_dump(mode="json")
+                    # Claim our own origin, so the extremes reach validation and beyond.
+                    sample.update({key: me for key in ("node_id", "origin", "master_node")
+                                   if key in sample})
                     for huge in HUGE:
-                        await hostile.raw(topic, {"node_id": me, "clock": huge,
-                                                  "seniority": huge, "commands_seen": huge,
-                                                  "index": huge, "origin_seq": huge,
-                                                  "sequence": huge}, address)
+                        await hostile.raw(topic, with_every_int(sample, huge), address)
                 await router.publish(topics.ELECTION, ElectionMessage(
                     node_id=me, clock=1 << 40, seniority=1 << 62, commands_seen=1 << 40))
                 forged_session = SessionId("sess-forged")
@@ -241,7 +256,7 @@ def test_a_hostile_member_cannot_crash_a_node_or_forge_state_or_streams(
                         index=before["last_event_applied_idx"] + 1,
                         session=SessionId(first.cluster()["session"]),
                         master_node=NodeId(master),
-                        event=InstanceDeleted(instance_id=InstanceId(instance_id)),
+                        event=InstanceDeleted(instance_id=InstanceId(instance_id), reason="forged"),
                     ).model_dump(mode="json"))
                     await router.publish(topics.COMMANDS, CommandEnvelope(
                         origin=NodeId(second.node_id()), command=DeleteInstance(
@@ -263,6 +278,9 @@ def test_a_hostile_member_cannot_crash_a_node_or_forge_state_or_streams(
                         await router.publish(topics.DATA, DataChunk(
                             command_id=task.command_id, owner_node=task.owner_node,
                             sequence=sequence, chunk=TokenChunk(text=" INJECTED")))
+                # A membership change makes every node campaign again after all that.
+                router.announce_membership()
+                await anyio.sleep(OBSERVATION_SECONDS / 2)
 
     anyio.run(attack)
     assert answers and answers[0] and "INJECTED" not in answers[0]
