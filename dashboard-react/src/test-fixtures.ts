@@ -48,6 +48,7 @@ export function clusterSummary(): ClusterSummary {
   return {
     node_id: "node-a",
     master_node_id: "node-a",
+    security: "tls",
     session: "sess-1",
     tasks_in_flight: 0,
     instances: [],

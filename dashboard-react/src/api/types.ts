@@ -126,6 +126,8 @@ export interface ClusterNode {
 export interface ClusterSummary {
   node_id: string;
   master_node_id: string | null;
+  /** "tls": members hold certificates from the cluster's CA; "insecure": started with --insecure. */
+  security: "tls" | "insecure";
   session: string | null;
   nodes: ClusterNode[];
   instances: InstanceView[];

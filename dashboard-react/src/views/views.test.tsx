@@ -27,6 +27,15 @@ describe("ClusterView", () => {
     expect(screen.getByRole("list", { name: "Cluster summary" }).textContent).toContain("2 of 2 nodes alive");
   });
 
+  it("warns when the cluster is insecure, and only then", () => {
+    const { unmount } = render(withData({ state: clusterState(), cluster: clusterSummary() }, <ClusterView />));
+    expect(screen.queryByRole("alert")).toBeNull();
+    unmount();
+    const insecure = { ...clusterSummary(), security: "insecure" as const };
+    render(withData({ state: clusterState(), cluster: insecure }, <ClusterView />));
+    expect(screen.getByRole("alert").textContent).toContain("Insecure cluster");
+  });
+
   it("says it is reading until the first answer, and shows a failure", () => {
     render(withData({ error: new Error("connection refused") }, <ClusterView />));
     expect(screen.getByRole("alert").textContent).toContain("connection refused");

@@ -16,6 +16,12 @@ export function ClusterView() {
     <section aria-labelledby="cluster-title">
       <h2 id="cluster-title">Cluster</h2>
       <ErrorNote error={error} what="refresh the cluster" />
+      {cluster.security === "insecure" && (
+        <p className="warning" role="alert">
+          Insecure cluster: links between nodes are plain TCP and anyone who reaches a node's
+          port is a member. Restart the nodes without <code>--insecure</code> to require the join token.
+        </p>
+      )}
       <ul className="stats" aria-label="Cluster summary">
         <li><strong>{alive}</strong> of {graph.nodes.length} nodes alive</li>
         <li>master <strong>{cluster.master_node_id ?? "not elected"}</strong></li>
