@@ -23,7 +23,7 @@ from skulk.api.data_plane import DataPlaneReceiver
 from skulk.api.metrics import NodeCounters
 from skulk.api.peer_reads import PEER_READ_SERVICE, peer_read_handler
 from skulk.api.routers.diagnostics import node_diagnostics
-from skulk.api.stream_failures import end_failed_streams
+from skulk.api.stream_failures import end_failed_streams, fail_streams_served_by
 from skulk.api.streams import StreamRegistry
 from skulk.api.tracing import TraceStore
 from skulk.cluster.election import Election
@@ -33,15 +33,14 @@ from skulk.cluster.topology import ReachabilityProber
 from skulk.master.event_log import DiskEventLog
 from skulk.models.catalog import ModelCatalog
 from skulk.node_config import NodeConfig
-from skulk.node_identity import NodeIdentity, load_or_create_identity
+from skulk.node_identity import load_or_create_identity
 from skulk.routing import topics
 from skulk.routing.dropped import DroppedMessages
 from skulk.routing.router import Router
-from skulk.routing.tls import endpoint_host, endpoint_port
 from skulk.routing.transport import Transport
 from skulk.shared.replica import StateReplica
 from skulk.shared.telemetry_view import TelemetryView
-from skulk.shared.types.chunks import DataChunk, ErrorChunk
+from skulk.shared.types.chunks import DataChunk
 from skulk.shared.types.commands import Command, CommandEnvelope, PlaceInstance
 from skulk.shared.types.election import ElectionMessage, StateSyncMessage
 from skulk.shared.types.events import Event, IndexedEvent, NodeRevoked
@@ -54,21 +53,19 @@ from skulk.shared.types.ids import (
 )
 from skulk.shared.types.telemetry import NodeTelemetry
 from skulk.shared.types.traces import RankSpans
-from skulk.trust.enrollment import serve_admissions
+from skulk.trust.enrollment import admit_members
 from skulk.trust.revocations import save_revoked
-from skulk.trust.setup import NodeTrust, insecure_trust, prepare_trust, record_admission_port
+from skulk.trust.setup import NodeTrust, record_admission_port, trust_at_start
 from skulk.worker.engines.mlx.drafters.remote_wire import DRAFT_SERVICE
 from skulk.worker.engines.mlx.drafters.service import ADVERTISED_DRAFTERS, DraftService
 from skulk.worker.main import SupervisorFactory, Worker
 from skulk.worker.runner.supervisor import RunnerSupervisor
-from skulk.worker.telemetry import probe_backends, read_telemetry
+from skulk.worker.telemetry import probe_backends, publish_readings_forever, read_telemetry
 
 T = TypeVar("T", bound=BaseModel)
 U = TypeVar("U")
 U_co = TypeVar("U_co", covariant=True)
 SYNC_INTERVAL_SECONDS = 0.5
-
-TELEMETRY_INTERVAL_SECONDS = 2.0
 
 
 class _Closable(Protocol[U_co]):
@@ -143,7 +140,9 @@ class Node:
         identity = load_or_create_identity(self.config.data_dir)
         self.node_id = identity.node_id
         self.public_key = identity.public_key_hex
-        trust = self.trust = await self._prepare_trust(identity)
+        trust = self.trust = self._given_trust or await trust_at_start(
+            self.config.data_dir, identity, insecure=self.config.insecure,
+            join=self.config.join, peers=self.config.peers, cluster_name=self.config.namespace)
         trust.verifier.is_revoked = lambda node: node in self.replica.state.revoked_nodes
         self._backends = probe_backends()
         self.telemetry.set_own_node(self.node_id)
@@ -179,7 +178,8 @@ class Node:
                 self.prober = ReachabilityProber(node_id=self.node_id, peers=self.telemetry.live)
                 tasks.start_soon(self.prober.run, self._transport,
                                  self.config.api_port if self.config.run_api else None)
-                tasks.start_soon(self._publish_telemetry_forever)
+                tasks.start_soon(publish_readings_forever, self._own_reading, self.telemetry,
+                                 lambda reading: self.router.publish(topics.TELEMETRY, reading))
                 tasks.start_soon(self._keep_in_sync)
                 if self.config.run_worker:
                     worker = self._worker = Worker(
@@ -207,24 +207,12 @@ class Node:
         finally:
             event_log.close()
 
-    async def _prepare_trust(self, identity: NodeIdentity) -> NodeTrust:
-        if self._given_trust is not None:
-            return self._given_trust
-        if self.config.insecure:
-            return insecure_trust(identity)
-        return await prepare_trust(self.config.data_dir, identity, join=self.config.join,
-                                   peers=self.config.peers, cluster_name=self.config.namespace)
-
     async def _admit_members(self, tasks: TaskGroup, trust: NodeTrust) -> None:
         """On a node holding the cluster's CA: admit machines that bring the join token."""
         if trust.admitter is None or not self.config.listen:
             return
-        listen = self.config.listen[0]
-        port = self.config.admit_port
-        if port is None:
-            port = endpoint_port(listen) + 1 if endpoint_port(listen) else 0
-        bound: int = await tasks.start(serve_admissions, trust.admitter,
-                                       endpoint_host(listen), port)
+        bound = await admit_members(tasks, trust.admitter, self.config.listen[0],
+                                    self.config.admit_port)
         token = record_admission_port(self.config.data_dir, bound)
         if trust.created:
             logger.warning("\n  this node made a new cluster. Join other machines with:\n"
@@ -245,21 +233,8 @@ class Node:
                 self.live_nodes.add(node)
             elif node != self.node_id:
                 self.live_nodes.discard(node)
-                self._fail_streams_served_by(node)
+                fail_streams_served_by(node, self.replica.state, self.streams)
             yield node, alive
-
-    def _fail_streams_served_by(self, lost: NodeId) -> None:
-        """A node died: end at once every open stream whose instance had a shard there."""
-        state = self.replica.state
-        for task in state.tasks.values():
-            instance = state.instances.get(task.instance_id)
-            if instance is None or not self.streams.is_open(task.command_id):
-                continue
-            if any(shard.node_id == lost for shard in instance.shards.values()):
-                self.streams.fail(task.command_id, ErrorChunk(
-                    error_kind="runner_failed",
-                    message=f"node {lost}, which was serving this request, left the "
-                            "cluster; retry the request"))
 
     async def _elected(self, master: NodeId) -> None:
         self.replica.follow_master(master)
@@ -357,20 +332,14 @@ class Node:
             options["cluster_data_dir"] = str(self.config.data_dir)
         return options
 
-    async def _publish_telemetry_forever(self) -> None:
-        backends = self._backends if self.config.run_worker else []
-        while True:
-            warm = [] if self._worker is None else self._worker.warm_models()
-            reading = read_telemetry(self.node_id, has_worker=self.config.run_worker,
-                                     backends=backends, api_url=self._api_url(),
-                                     data_dir=self.config.data_dir, warm=warm,
-                                     drafters=ADVERTISED_DRAFTERS if self.config.run_worker
-                                     else [],
-                                     reachability=self.prober.reachability()
-                                     if self.prober is not None else None)
-            self.telemetry.update(reading, gossip=False)  # ours needs no round trip
-            await self.router.publish(topics.TELEMETRY, reading)
-            await anyio.sleep(TELEMETRY_INTERVAL_SECONDS)
+    def _own_reading(self) -> NodeTelemetry:
+        worker = self.config.run_worker
+        return read_telemetry(
+            self.node_id, has_worker=worker, backends=self._backends if worker else [],
+            api_url=self._api_url(), data_dir=self.config.data_dir,
+            warm=[] if self._worker is None else self._worker.warm_models(),
+            drafters=ADVERTISED_DRAFTERS if worker else [],
+            reachability=self.prober.reachability() if self.prober is not None else None)
 
     async def _apply_telemetry(self, readings: AsyncIterator[NodeTelemetry]) -> None:
         async for reading in readings:

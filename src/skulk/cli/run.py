@@ -18,7 +18,7 @@ from skulk.node_identity import load_or_create_identity
 from skulk.paths import default_data_dir
 from skulk.routing.transport import Transport
 from skulk.trust.revocations import load_revoked
-from skulk.trust.setup import TrustError, insecure_trust, prepare_trust
+from skulk.trust.setup import TrustError, trust_at_start
 
 DEFAULT_LISTEN = "tcp/127.0.0.1:0"
 
@@ -163,9 +163,9 @@ async def run_node_forever(config: NodeConfig,
     warn_about_exposure(config)
     identity = load_or_create_identity(config.data_dir)
     try:
-        trust = (insecure_trust(identity) if config.insecure else await prepare_trust(
-            config.data_dir, identity, join=config.join, peers=config.peers,
-            cluster_name=config.namespace))
+        trust = await trust_at_start(config.data_dir, identity, insecure=config.insecure,
+                                     join=config.join, peers=config.peers,
+                                     cluster_name=config.namespace)
     except TrustError as error:
         logger.error("{}", error)
         raise SystemExit(2) from error

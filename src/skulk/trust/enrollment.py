@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from loguru import logger
 
+from skulk.routing.tls import endpoint_host, endpoint_port
 from skulk.shared.types.ids import NodeId
 from skulk.trust.authority import (
     UntrustedCertificate,
@@ -153,3 +154,13 @@ async def serve_admissions(admitter: Admitter, host: str, port: int, *,
         bound = listener.extra(anyio.abc.SocketAttribute.local_port)
         task_status.started(bound)
         await listener.serve(admitter.handle)
+
+
+async def admit_members(tasks: anyio.abc.TaskGroup, admitter: Admitter, listen: str,
+                        port: int | None) -> int:
+    """Start admitting on the host of the `listen` endpoint, at `port` (None: the listen
+    port + 1, or any free port when that is 0); returns the bound port."""
+    if port is None:
+        port = endpoint_port(listen) + 1 if endpoint_port(listen) else 0
+    bound: int = await tasks.start(serve_admissions, admitter, endpoint_host(listen), port)
+    return bound

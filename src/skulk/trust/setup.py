@@ -57,6 +57,15 @@ def insecure_trust(identity: NodeIdentity) -> NodeTrust:
                      verifier=MessageVerifier(None), tls=None, admitter=None)
 
 
+async def trust_at_start(data_dir: Path, identity: NodeIdentity, *, insecure: bool,
+                         join: str | None, peers: list[str], cluster_name: str) -> NodeTrust:
+    """What `skulk run` starts with: `--insecure`, or the cluster's certificates."""
+    if insecure:
+        return insecure_trust(identity)
+    return await prepare_trust(data_dir, identity, join=join, peers=peers,
+                               cluster_name=cluster_name)
+
+
 async def prepare_trust(data_dir: Path, identity: NodeIdentity, *, join: str | None,
                         peers: list[str], cluster_name: str) -> NodeTrust:
     """Load, join or create this node's membership of a cluster."""

@@ -5,10 +5,13 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import anyio
 import psutil
 
+from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.telemetry import NodeTelemetry, Reachability, WarmModel
 
@@ -60,3 +63,17 @@ def read_telemetry(node_id: NodeId, *, has_worker: bool, backends: list[str],
         drafters=drafters or [],
         reachability=reachability or Reachability(),
     )
+
+
+TELEMETRY_INTERVAL_SECONDS = 2.0
+
+
+async def publish_readings_forever(read: Callable[[], NodeTelemetry], view: TelemetryView,
+                                   publish: Callable[[NodeTelemetry], Awaitable[None]],
+                                   interval: float = TELEMETRY_INTERVAL_SECONDS) -> None:
+    """Every `interval` seconds: take this node's reading, keep it, and publish it."""
+    while True:
+        reading = read()
+        view.update(reading, gossip=False)  # ours needs no round trip
+        await publish(reading)
+        await anyio.sleep(interval)
