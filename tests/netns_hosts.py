@@ -8,6 +8,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
+
+from skulk.testing.cluster_trust import make_member
+
 TOOL = Path(__file__).resolve().parents[2] / "shared" / "tools" / "netns-hosts"
 API_PORT = 52415
 TRANSPORT_PORT = 7447
@@ -25,14 +29,22 @@ def available() -> str | None:
 class NetnsCluster:
     """N hosts at 10.77.0.1..N, one `skulk run` on each, all peers of each other."""
 
-    def __init__(self, count: int, root: Path) -> None:
+    def __init__(self, count: int, root: Path, *, api_on_host_address: bool = True,
+                 extra_args: tuple[str, ...] = ()) -> None:
+        """`api_on_host_address` False: each API listens on its namespace's loopback (the
+        default `--api-host`), reachable only from inside its own host."""
         self.count = count
         self.root = root
+        self.api_on_host_address = api_on_host_address
+        self.extra_args = extra_args
         self.prefix = f"sk{os.getpid() % 10000}"
         self.processes: list[subprocess.Popen[bytes]] = []
 
     def address(self, host: int) -> str:
         return f"10.77.0.{host + 1}"
+
+    def api_host(self, host: int) -> str:
+        return self.address(host) if self.api_on_host_address else "127.0.0.1"
 
     def namespace(self, host: int) -> str:
         return f"{self.prefix}-n{host}"
@@ -44,12 +56,14 @@ class NetnsCluster:
             peers = [arg for other in range(self.count) if other != host for arg in
                      ("--peer", f"tcp/{self.address(other)}:{TRANSPORT_PORT}")]
             log = (self.root / f"node{host}.log").open("ab")
+            # Members of one cluster: certificates from one test authority.
+            anyio.run(make_member, self.root / "authority", self.root / f"node{host}")
             self.processes.append(subprocess.Popen(
                 ["ip", "netns", "exec", self.namespace(host), sys.executable, "-m",
-                 "skulk.cli.main", "run", "--api-host", self.address(host), "--api-port",
+                 "skulk.cli.main", "run", "--api-host", self.api_host(host), "--api-port",
                  str(API_PORT), "--listen", f"tcp/{self.address(host)}:{TRANSPORT_PORT}",
                  *peers, "--no-discover", "--namespace", cluster_name,
-                 "--data-dir", str(self.root / f"node{host}")],
+                 "--data-dir", str(self.root / f"node{host}"), *self.extra_args],
                 stdout=log, stderr=subprocess.STDOUT))
         return self
 
@@ -68,7 +82,7 @@ class NetnsCluster:
         """An HTTP request from inside the host's namespace; None when it fails."""
         command = ["ip", "netns", "exec", self.namespace(host), "curl", "-s", "-f",
                    "-m", str(timeout), "-X", method,
-                   f"http://{self.address(host)}:{API_PORT}{path}"]
+                   f"http://{self.api_host(host)}:{API_PORT}{path}"]
         if body is not None:
             command += ["-H", "Content-Type: application/json", "-d", json.dumps(body)]
         result = subprocess.run(command, capture_output=True, timeout=timeout + 5)
