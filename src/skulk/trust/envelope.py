@@ -15,10 +15,13 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from skulk.shared.types.ids import NodeId
+from skulk.shared.types.wire import MAX_PAYLOAD_BYTES
 from skulk.trust.authority import UntrustedCertificate, node_of
 
 _VERSION = 1
 MAX_CACHED_CREDENTIALS = 4096
+# Node id, certificate and signature around the payload.
+MAX_ENVELOPE_OVERHEAD = 16 << 10
 
 
 class Rejected(ValueError):
@@ -63,6 +66,8 @@ class MessageVerifier:
 
     def open(self, key: str, sealed: bytes) -> tuple[NodeId, bytes]:
         """The sender and payload of a sealed message; raises `Rejected` otherwise."""
+        if len(sealed) > MAX_PAYLOAD_BYTES + MAX_ENVELOPE_OVERHEAD:
+            raise Rejected("oversized")
         try:
             version, node_id, credential, payload, signature = msgpack.unpackb(
                 sealed, raw=False, use_list=True)
