@@ -224,12 +224,14 @@ def test_a_hostile_member_cannot_crash_a_node_or_forge_state_or_streams(
     instance_ids = set(before["instances"])
     master = first.cluster()["master_node_id"]
     answers: list[str] = []
+    hostile_ids: list[str] = []
 
     async def attack() -> None:
         async with HostileMember(tmp_path / "hostile", first.data_dir,
                                  f"tcp/127.0.0.1:{first.transport_port}") as hostile:
             router = hostile.attach(namespace)
             me = hostile.signer.node_id
+            hostile_ids.append(me)
             async with router.subscribe(topics.GLOBAL_EVENTS) as events, \
                     router.subscribe(topics.TELEMETRY) as readings:
                 with anyio.fail_after(30):  # until the link is up: a member's reading
@@ -245,8 +247,12 @@ def test_a_hostile_member_cannot_crash_a_node_or_forge_state_or_streams(
                                    if key in sample})
                     for huge in HUGE:
                         await hostile.raw(topic, with_every_int(sample, huge), address)
+                # A member (it holds a token from here on) claiming a seniority no
+                # membership could give it, in a far later round.
+                router.announce_membership()
+                await anyio.sleep(1.0)
                 await router.publish(topics.ELECTION, ElectionMessage(
-                    node_id=me, clock=1 << 40, seniority=1 << 62, commands_seen=1 << 40))
+                    node_id=me, clock=1 << 30, seniority=1 << 50, commands_seen=1 << 40))
                 forged_session = SessionId("sess-forged")
                 await hostile.raw(topics.GLOBAL_EVENTS, IndexedEvent(
                     index=1 << 40, session=forged_session, master_node=NodeId(master),
@@ -278,8 +284,8 @@ def test_a_hostile_member_cannot_crash_a_node_or_forge_state_or_streams(
                         await router.publish(topics.DATA, DataChunk(
                             command_id=task.command_id, owner_node=task.owner_node,
                             sequence=sequence, chunk=TokenChunk(text=" INJECTED")))
-                # A membership change makes every node campaign again after all that.
-                router.announce_membership()
+                # Leaving makes every node campaign again after all that.
+                await hostile.transport.close()
                 await anyio.sleep(OBSERVATION_SECONDS / 2)
 
     anyio.run(attack)
@@ -289,6 +295,9 @@ def test_a_hostile_member_cannot_crash_a_node_or_forge_state_or_streams(
         assert "Traceback" not in node.log()
     assert set(first.state()["instances"]) == instance_ids
     assert first.cluster()["master_node_id"] == master
+    for node in pair:
+        assert f"master is {hostile_ids[0]}" not in node.log(), "a vote without a " \
+            "liveliness token or beyond what was seen must not take the seat"
     assert first.cluster()["session"] == second.cluster()["session"]
     assert dropped_total(first) >= 20 and dropped_total(second) >= 10
     assert chat(second)

@@ -163,7 +163,8 @@ class Node:
         self.election = Election(
             node_id=self.node_id, publish=self._publish_election, on_result=self._elected,
             commands_seen=lambda: self.replica.state.last_event_applied_idx + 1,
-            force_master=self.config.force_master, timeout=self.config.election_timeout)
+            force_master=self.config.force_master, timeout=self.config.election_timeout,
+            on_rejected=lambda reason: self.dropped.count("election", reason, 0))
         try:
             async with anyio.create_task_group() as tasks:
                 await self._admit_members(tasks, trust)

@@ -8,9 +8,15 @@ Seniority belongs to the sitting master only (everyone else has 0; a forced mast
 above all): how many members elected it, then in which round. So a sitting master wins
 re-election and keeps its session, and when a partition heals the master the bigger side
 elected wins, and the majority's history is the one that goes on.
+
+A vote counts only if it can be true: its sender holds a liveliness token (is a member),
+its round is in range, and its seniority is 0, the forced mark, or a voter count no larger
+than the membership this node sees from a round no later than the vote's. Anything else is
+dropped and counted, so a member cannot take the seat by claiming more than it could have.
 """
 
 import math
+from collections import Counter
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Set
 
 import anyio
@@ -21,7 +27,32 @@ from skulk.shared.types.ids import NodeId
 
 DEFAULT_ELECTION_TIMEOUT_SECONDS = 1.0
 DEFAULT_COALESCE_SECONDS = 0.1
-FORCED_SENIORITY = 1 << 62
+# Seniority packs (voters << 40) + round: rounds stay under 2**40, voters under 2**12, so
+# every seniority is under the forced mark and every value stays an exact wire integer.
+ROUND_BITS = 40
+MAX_ROUND = (1 << ROUND_BITS) - 1
+MAX_VOTERS = (1 << 12) - 1
+FORCED_SENIORITY = 1 << 52
+
+
+def seniority_for(voters: int, round_: int) -> int:
+    return (min(voters, MAX_VOTERS) << ROUND_BITS) + round_
+
+
+def implausible(vote: ElectionMessage, members: int) -> str | None:
+    """Why `vote` cannot be true when this node sees `members` members, or None."""
+    if not 0 <= vote.clock <= MAX_ROUND:
+        return "round_out_of_range"
+    if vote.commands_seen < 0:
+        return "negative_count"
+    if vote.seniority in (0, FORCED_SENIORITY):
+        return None
+    voters, round_ = vote.seniority >> ROUND_BITS, vote.seniority & MAX_ROUND
+    if not 1 <= voters <= members or vote.seniority < 0:
+        return "seniority_beyond_membership"
+    if round_ > vote.clock:
+        return "seniority_from_a_later_round"
+    return None
 
 
 def rank(message: ElectionMessage) -> tuple[int, int, int, str]:
@@ -47,6 +78,7 @@ class Election:
         force_master: bool = False,
         timeout: float = DEFAULT_ELECTION_TIMEOUT_SECONDS,
         coalesce: float = DEFAULT_COALESCE_SECONDS,
+        on_rejected: Callable[[str], None] = lambda reason: None,
     ) -> None:
         self.node_id = node_id
         self._publish = publish
@@ -60,6 +92,8 @@ class Election:
         self.seniority = FORCED_SENIORITY if force_master else 0
         self.master: NodeId | None = None
         self.campaigns = 0
+        self.rejected: Counter[str] = Counter()
+        self._on_rejected = on_rejected
         self._votes: dict[NodeId, ElectionMessage] = {}
         self._decided_clock = 0
         self._campaigning = False
@@ -103,6 +137,12 @@ class Election:
     async def receive(self, message: ElectionMessage) -> None:
         if message.node_id == self.node_id:
             return
+        problem = ("not_a_member" if message.node_id not in self.members
+                   else implausible(message, len(self.members)))
+        if problem is not None:
+            self.rejected[problem] += 1
+            self._on_rejected(problem)
+            return
         if message.clock > self.clock:
             # A newer round: join it (this is not churn, so it may replace ours).
             self.clock = message.clock
@@ -135,7 +175,7 @@ class Election:
             # A round someone else opened and we have not voted in yet: join it.
             joining = self.clock > self._decided_clock
             if not joining:
-                self.clock += 1
+                self.clock = min(self.clock + 1, MAX_ROUND)
                 self._votes = {}
             logger.info("election round {} started ({} member(s))", self.clock,
                         len(self.members))
@@ -147,16 +187,17 @@ class Election:
             if self.clock != round_started:
                 return  # a newer round took over; its own campaign decides
             self._decided_clock = self.clock
-            # A vote in this round proves its sender alive, even while liveliness flaps
-            # (a token routed through a lost peer can vanish and come back).
-            chosen = winner(self._votes.values(), self.members | set(self._votes))
+            # Only members count: a vote alone does not make its sender one.
+            chosen = (self.node_id if self._forced
+                      else winner(self._votes.values(), self.members))
         finally:
             self._campaigning = False
         if chosen is None:
             return
         if not self._forced:
             voters = len(self._votes)
-            self.seniority = (voters << 32) + self.clock if chosen == self.node_id else 0
+            self.seniority = (seniority_for(voters, self.clock) if chosen == self.node_id
+                              else 0)
         changed = chosen != self.master
         self.master = chosen
         ballot = ", ".join(f"{v.node_id}:{v.seniority}/{v.commands_seen}"

@@ -6,7 +6,7 @@ import anyio
 import pytest
 from anyio.streams.memory import MemoryObjectSendStream
 
-from skulk.cluster.election import FORCED_SENIORITY, Election, winner
+from skulk.cluster.election import FORCED_SENIORITY, ROUND_BITS, Election, winner
 from skulk.shared.types.election import ElectionMessage
 from skulk.shared.types.ids import NodeId
 
@@ -158,7 +158,7 @@ async def test_after_a_partition_the_bigger_side_keeps_its_master() -> None:
                 await anyio.sleep(0.05)
         b = harness.elections[NodeId("b")]
         with anyio.fail_after(5):
-            while c._campaigning or c._wanted.is_set() or c.seniority >> 32 != 1:
+            while c._campaigning or c._wanted.is_set() or c.seniority >> ROUND_BITS != 1:
                 await anyio.sleep(0.05)
         assert b.seniority > c.seniority  # elected by two voters against one
         harness.cut_off = set()
@@ -167,3 +167,37 @@ async def test_after_a_partition_the_bigger_side_keeps_its_master() -> None:
             harness.members[NodeId(other)].send_nowait((NodeId("c"), True))
         assert await harness.converged() == "b"
         tasks.cancel_scope.cancel()
+
+
+def test_a_vote_claiming_more_than_it_could_have_is_implausible() -> None:
+    from skulk.cluster.election import MAX_ROUND, implausible, seniority_for
+    assert implausible(vote("a", clock=3, seniority=seniority_for(2, 3)), members=2) is None
+    assert implausible(vote("a", seniority=FORCED_SENIORITY), members=1) is None
+    assert implausible(vote("a", clock=3, seniority=seniority_for(3, 3)), members=2) == \
+        "seniority_beyond_membership"
+    assert implausible(vote("a", clock=3, seniority=seniority_for(1, 4)), members=2) == \
+        "seniority_from_a_later_round"
+    assert implausible(vote("a", clock=MAX_ROUND + 1), members=2) == "round_out_of_range"
+    assert implausible(vote("a", seen=-1), members=2) == "negative_count"
+
+
+@pytest.mark.anyio
+async def test_votes_from_non_members_or_beyond_belief_are_dropped_and_counted() -> None:
+    rejected: list[str] = []
+    published: list[ElectionMessage] = []
+
+    async def publish(message: ElectionMessage) -> None:
+        published.append(message)
+
+    async def on_result(master: NodeId) -> None:
+        pass
+
+    election = Election(node_id=NodeId("a"), publish=publish, on_result=on_result,
+                        commands_seen=lambda: 0, on_rejected=rejected.append)
+    election.membership_changed(NodeId("b"), True)
+    await election.receive(vote("stranger", clock=5))
+    await election.receive(vote("b", clock=2, seniority=(1 << 50)))
+    assert election.clock == 0 and election._votes == {}
+    assert rejected == ["not_a_member", "seniority_beyond_membership"]
+    await election.receive(vote("b", clock=2))
+    assert election.clock == 2
