@@ -347,7 +347,8 @@ def test_a_revoked_member_is_refused_at_once_and_its_links_after_a_restart(
     assert expelled in first.state()["revoked_nodes"]
     first.wait_until(lambda: expelled not in alive_members(first), 30,
                      "the revoked member to leave A's membership")
-    assert "revoked_node" in first.get("/metrics").text
+    first.wait_until(lambda: "revoked_node" in first.get("/metrics").text, 30,
+                     "the revoked member's next message to be refused")
     assert chat(first), "the rest of the cluster goes on serving"
     assert first.stop() == 0
     first.start()
