@@ -10,6 +10,7 @@ from typing import Literal
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 
 from skulk.shared.types.chunks import ErrorChunk, ErrorKind
@@ -87,6 +88,16 @@ def _validation_error(error: RequestValidationError) -> ApiError:
                     param=field, code="invalid_value")
 
 
+def invalid_parameters(error: ValidationError) -> ApiError:
+    """A request whose values passed the dialect's parsing but not the internal bounds."""
+    errors = error.errors()
+    if not errors:
+        return ApiError(400, "invalid request parameters", code="invalid_value")
+    field = ".".join(str(part) for part in errors[0]["loc"]) or "body"
+    return ApiError(400, f"invalid value for '{field}': {errors[0]['msg']}",
+                    param=field, code="invalid_value")
+
+
 def install_error_handlers(app: FastAPI) -> None:
     async def on_api_error(request: Request, error: Exception) -> JSONResponse:
         assert isinstance(error, ApiError)
@@ -104,6 +115,11 @@ def install_error_handlers(app: FastAPI) -> None:
         return ApiError(error.status_code, str(error.detail), type=type_, code=code).response(
             dialect_of(request.url.path))
 
+    async def on_bounds(request: Request, error: Exception) -> JSONResponse:
+        assert isinstance(error, ValidationError)
+        return invalid_parameters(error).response(dialect_of(request.url.path))
+
     app.add_exception_handler(ApiError, on_api_error)
+    app.add_exception_handler(ValidationError, on_bounds)
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(HTTPException, on_http)

@@ -20,7 +20,16 @@ from skulk.api.generation import Generation, resolve_card
 from skulk.api.sessions import Session
 from skulk.shared.types.chunks import FinishReason, Usage
 from skulk.shared.types.model_cards import ModelCard
-from skulk.shared.types.tasks import ChatMessage, GenerationParams, Role
+from skulk.shared.types.tasks import (
+    MAX_GENERATED_TOKENS,
+    MAX_PROMPT_TOKENS,
+    MAX_SEED,
+    MAX_TOKEN_ID,
+    MAX_TOP_K,
+    ChatMessage,
+    GenerationParams,
+    Role,
+)
 
 router = APIRouter(tags=["sessions"])
 
@@ -47,16 +56,19 @@ class SessionMessage(_Strict):
 class Append(_Strict):
     messages: list[SessionMessage] = Field(default_factory=list,
                                            description="Turns to append (chat sessions).")
-    tokens: list[int] = Field(default_factory=list,
-                              description="Token ids to append (token sessions).")
+    tokens: list[int] = Field(default_factory=list, max_length=MAX_PROMPT_TOKENS,
+                              description="Token ids to append (token sessions), each "
+                              f"0..{MAX_TOKEN_ID}.")
 
 
 class Generate(_Strict):
-    max_tokens: int | None = Field(default=None, ge=1, description="Most tokens.")
+    max_tokens: int | None = Field(default=None, ge=1, le=MAX_GENERATED_TOKENS,
+                                   description="Most tokens.")
     temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="0 is greedy.")
     top_p: float = Field(default=1.0, gt=0.0, le=1.0, description="Nucleus mass.")
-    top_k: int | None = Field(default=None, ge=1, description="Keep the k likeliest.")
-    seed: int | None = Field(default=None, description="Sampler seed.")
+    top_k: int | None = Field(default=None, ge=1, le=MAX_TOP_K,
+                              description="Keep the k likeliest.")
+    seed: int | None = Field(default=None, ge=0, le=MAX_SEED, description="Sampler seed.")
     stop: list[str] = Field(default_factory=list, max_length=4, description="Stops.")
     stream: bool = Field(default=False, description="Stream server-sent events.")
 
@@ -122,6 +134,8 @@ async def append(session_id: str, body: Append, request: Request) -> dict[str, o
             raise ApiError(400, "this is a token session: append tokens", param="messages")
         if any(token < 0 for token in body.tokens):
             raise ApiError(400, "token ids are never negative", param="tokens")
+        if any(token > MAX_TOKEN_ID for token in body.tokens):
+            raise ApiError(400, f"token ids are at most {MAX_TOKEN_ID}", param="tokens")
         session.tokens += body.tokens
     return _info(context, session)
 

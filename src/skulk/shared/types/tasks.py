@@ -1,6 +1,6 @@
 """Tasks: what a runner is asked to do, created by the master from a command."""
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -38,36 +38,57 @@ class SpeculativeParams(WireModel):
         "loop adapts the length below it to recent acceptance.")
 
 
+# What a request may ask for: generous for any real use, small enough that every engine
+# and encoder takes it (a value past these is a 400 at the API, not a crash further in).
+MAX_GENERATED_TOKENS = 1 << 20
+MAX_TOP_K = 1 << 20
+MAX_SEED = (1 << 63) - 1
+MAX_TOKEN_ID = (1 << 31) - 1
+MAX_PROMPT_TOKENS = 1 << 20
+MAX_STOP_SEQUENCES = 64
+MAX_EMBED_TEXTS = 4096
+TokenId = Annotated[int, Field(ge=0, le=MAX_TOKEN_ID)]
+
+
 class GenerationParams(WireModel):
     """Engine-neutral parameters of one text generation, parsed at the API edge."""
 
     model_id: ModelId = Field(description="Model asked for, canonical id.")
     messages: list[ChatMessage] = Field(description="The conversation so far.")
     max_tokens: int | None = Field(
-        default=None, description="Most tokens to generate; None means the default."
+        default=None, ge=0, le=MAX_GENERATED_TOKENS,
+        description="Most tokens to generate; None means the default."
     )
-    temperature: float = Field(default=1.0, description="Sampling temperature; 0 is greedy.")
-    top_p: float = Field(default=1.0, description="Nucleus sampling mass.")
-    top_k: int | None = Field(default=None, description="Keep the k likeliest tokens; None is "
+    temperature: float = Field(default=1.0, ge=0.0, le=100.0, allow_inf_nan=False,
+                               description="Sampling temperature; 0 is greedy.")
+    top_p: float = Field(default=1.0, ge=0.0, le=1.0, allow_inf_nan=False,
+                         description="Nucleus sampling mass.")
+    top_k: int | None = Field(default=None, ge=0, le=MAX_TOP_K,
+                              description="Keep the k likeliest tokens; None is "
                               "the engine's default.")
-    seed: int | None = Field(default=None, description="Sampler seed.")
-    stop: list[str] = Field(default_factory=list, description="Stop sequences.")
+    seed: int | None = Field(default=None, ge=0, le=MAX_SEED, description="Sampler seed.")
+    stop: list[str] = Field(default_factory=list, max_length=MAX_STOP_SEQUENCES,
+                            description="Stop sequences.")
     output: Literal["text", "json"] = Field(
         default="text", description="`json`: constrained decoding makes the output valid JSON.")
     json_schema: str | None = Field(
         default=None, description="With output `json`: the JSON Schema (as JSON text) the "
         "output must satisfy; None allows any JSON object.")
-    prompt_token_ids: list[int] | None = Field(
-        default=None, description="Token ids to continue as is (a session of tokens); "
+    prompt_token_ids: list[TokenId] | None = Field(
+        default=None, max_length=MAX_PROMPT_TOKENS,
+        description="Token ids to continue as is (a session of tokens); "
         "`messages` is then empty.")
     session_id: str | None = Field(
-        default=None, description="The conversation this turn belongs to: the runner keeps "
+        default=None, max_length=128,
+        description="The conversation this turn belongs to: the runner keeps "
         "its KV cache between turns so only the new part is prefilled.")
     logprobs: int | None = Field(
-        default=None, description="Report each generated token's log probability and this "
+        default=None, ge=0, le=20,
+        description="Report each generated token's log probability and this "
         "many likeliest alternatives (0-20); None reports none.")
     embed: list[str] | None = Field(
-        default=None, description="Texts to embed instead of generating: the runner answers "
+        default=None, max_length=MAX_EMBED_TEXTS,
+        description="Texts to embed instead of generating: the runner answers "
         "with one chunk carrying a unit-length vector per text.")
     trace: bool = Field(default=False, description="Time the runner's steps and send them "
                         "back with the final chunk.")
