@@ -21,6 +21,8 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.node_process import NodeProcess  # noqa: E402
 
+from skulk.master.event_log import DEFAULT_SYNC_INTERVAL_SECONDS  # noqa: E402
+
 CHAT = {"model": "smollm2-135m", "max_tokens": 4,
         "messages": [{"role": "user", "content": "Hi"}]}
 
@@ -108,7 +110,8 @@ def failover() -> tuple[float, float]:
     return failover_time, cold_start
 
 
-async def indexing_rate(log_dir: Path | None, count: int) -> float:
+async def indexing_rate(log_dir: Path | None, count: int,
+                        sync_interval: float | None = None) -> float:
     from skulk.master.event_log import DiskEventLog
     from skulk.master.main import Master
     from skulk.models.catalog import ModelCatalog
@@ -132,7 +135,7 @@ async def indexing_rate(log_dir: Path | None, count: int) -> float:
 
     _, commands = anyio.create_memory_object_stream[CommandEnvelope](math.inf)
     _, local_events = anyio.create_memory_object_stream[LocalEvent](math.inf)
-    log = DiskEventLog(log_dir) if log_dir else NoLog()
+    log = DiskEventLog(log_dir, sync_interval=sync_interval) if log_dir else NoLog()
     master = Master(node_id=NodeId("bench"), catalog=ModelCatalog.builtin(Path(".")),
                     telemetry=TelemetryView(), event_log=log, commands=commands,
                     local_events=local_events, publish=publish)
@@ -141,21 +144,37 @@ async def indexing_rate(log_dir: Path | None, count: int) -> float:
     started = time.perf_counter()
     for local in events:
         await master.handle_local_event(local)
-    return count / (time.perf_counter() - started)
+    rate = count / (time.perf_counter() - started)
+    if isinstance(log, DiskEventLog):
+        log.close()
+    return rate
+
+
+def indexing_only() -> bool:
+    return "--indexing-only" in sys.argv
 
 
 def main() -> int:
-    three, single = formation()
     print(f"{'':34}{'skulk':>10}{'baseline':>10}{'ratio':>8}")
-    print(f"{'formation s (3 nodes / 1 node)':34}{three:10.2f}{single:10.2f}"
-          f"{three / single:8.2f}")
-    moved, cold = failover()
-    print(f"{'failover s (vs cold start)':34}{moved:10.2f}{cold:10.2f}{moved / cold:8.2f}")
-    with tempfile.TemporaryDirectory() as log_dir:
-        on_disk = anyio.run(indexing_rate, Path(log_dir), 20_000)
+    if not indexing_only():
+        three, single = formation()
+        print(f"{'formation s (3 nodes / 1 node)':34}{three:10.2f}{single:10.2f}"
+              f"{three / single:8.2f}")
+        moved, cold = failover()
+        print(f"{'failover s (vs cold start)':34}{moved:10.2f}{cold:10.2f}"
+              f"{moved / cold:8.2f}")
+    rates = {}
+    for name, interval in (("group", DEFAULT_SYNC_INTERVAL_SECONDS), ("every", 0.0),
+                           ("never", None)):
+        with tempfile.TemporaryDirectory() as log_dir:
+            rates[name] = anyio.run(indexing_rate, Path(log_dir), 20_000, interval)
     in_memory = anyio.run(indexing_rate, None, 20_000)
-    print(f"{'events indexed/s (disk / no log)':34}{on_disk:10.0f}{in_memory:10.0f}"
-          f"{on_disk / in_memory:8.2f}")
+    print(f"{'events indexed/s (disk / no log)':34}{rates['group']:10.0f}{in_memory:10.0f}"
+          f"{rates['group'] / in_memory:8.2f}")
+    print(f"{'  group commit vs no fsync':34}{rates['group']:10.0f}{rates['never']:10.0f}"
+          f"{rates['group'] / rates['never']:8.2f}")
+    print(f"{'  fsync every event vs no fsync':34}{rates['every']:10.0f}{rates['never']:10.0f}"
+          f"{rates['every'] / rates['never']:8.2f}")
     return 0
 
 

@@ -31,6 +31,7 @@ from skulk.cluster.local_events import LocalEventSender
 from skulk.cluster.master_seat import MasterSeat
 from skulk.cluster.topology import ReachabilityProber
 from skulk.master.event_log import DiskEventLog
+from skulk.master.event_log_restore import restore_from_log
 from skulk.models.catalog import ModelCatalog
 from skulk.node_config import NodeConfig
 from skulk.node_identity import load_or_create_identity
@@ -155,6 +156,9 @@ class Node:
             publish=lambda local: self.router.publish(topics.LOCAL_EVENTS, local))
         catalog = ModelCatalog.builtin(self.config.data_dir / "models")
         event_log = DiskEventLog(self.config.data_dir / "event_log")
+        restored = restore_from_log(event_log.directory, self.node_id)
+        if restored is not None:
+            self.replica.restore(restored.state, restored.session, restored.master_node)
         self.seat = MasterSeat(
             node_id=self.node_id, router=self.router, catalog=catalog,
             telemetry=self.telemetry, event_log=event_log, replica=self.replica,

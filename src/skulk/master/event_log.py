@@ -1,22 +1,44 @@
 """The master's disk event log: append-only records, archived on restart, never fatal.
 
-Disk is treated as bounded: archives are capped by count and bytes, and any write failure,
-or free space under a floor, drops the log into a degraded counting-only mode with one
-loud line. Indices keep advancing either way, so replay stays coherent.
+Disk is treated as bounded: archives and the live file together are capped by bytes, and
+archives by count; any write failure, or free space that the next record would take under
+a floor, drops the log into a degraded counting-only mode with one loud line. Indices keep
+advancing either way, so replay stays coherent.
+
+Durability: every record is handed to the OS at once (a killed process loses nothing), and
+the file is fsynced at most every `sync_interval` seconds, in the first append after it
+(group commit): a power cut loses at most that much of the newest history, which the other
+members' replicas also hold. Rotating the live file (a new session, a compaction) renames
+it, which is instant; compressing it into an archive happens on a background thread, so
+the master indexes on meanwhile. A replay reads only the records it asks for.
 """
 
+import os
 import shutil
+import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
 from loguru import logger
 
-from skulk.master.event_log_archive import archive, enforce_caps
-from skulk.master.event_log_records import decode_records, encode_record
+from skulk.master.event_log_archive import (
+    ARCHIVE_GLOB,
+    archive,
+    compress_rotated,
+    enforce_caps,
+    remove_leftovers,
+    rotate,
+    rotated_files,
+)
+from skulk.master.event_log_records import decode_log, encode_record
 from skulk.shared.types.events import IndexedEvent
 
 LIVE_FILE = "events.bin"
+DEFAULT_SYNC_INTERVAL_SECONDS = 0.05
+# A record at least this big (a snapshot) checks free space before it is written.
+LARGE_RECORD_BYTES = 1 << 20
 
 
 def _free_bytes(directory: Path) -> int:
@@ -36,20 +58,32 @@ class DiskEventLog:
         free_space_check_every: int = 1024,
         disk_free: Callable[[Path], int] = _free_bytes,
         write_hook: Callable[[bytes], None] | None = None,
+        sync_interval: float | None = DEFAULT_SYNC_INTERVAL_SECONDS,
     ) -> None:
         self.directory = directory
         self._max_archives = max_archives
-        self._max_archive_bytes = max_archive_bytes
+        self._max_bytes = max_archive_bytes
         self._floor = free_space_floor_bytes
         self._check_every = free_space_check_every
         self._disk_free = disk_free
         self._write_hook = write_hook
+        self._sync_interval = sync_interval
+        self._last_sync = time.monotonic()
         self.next_index = 0
         self.persisted_count = 0
         self.degraded_reason: str | None = None
         self._file: BinaryIO | None = None
+        # Where each record of the live file starts (index, offset, length), for replays.
+        self._offsets: list[tuple[int, int, int]] = []
+        self._live_bytes = 0
+        self._archiver = ThreadPoolExecutor(max_workers=1, thread_name_prefix="event-log")
+        self._archiving: Future[None] | None = None
         try:
             directory.mkdir(parents=True, exist_ok=True)
+            for leftover in remove_leftovers(directory):
+                logger.warning("removed {}, a half-written archive left by a crash", leftover)
+            for rotated in rotated_files(directory):
+                compress_rotated(rotated, directory)
             live = directory / LIVE_FILE
             if live.exists():
                 archive(live, directory)
@@ -69,24 +103,43 @@ class DiskEventLog:
         self.next_index += 1
         if self.degraded or self._file is None:
             return
-        if (self.next_index - 1) % self._check_every == 0:
-            free = self._disk_free(self.directory)
-            if free < self._floor:
-                self._degrade(f"only {free} bytes free in {self.directory}, under the "
-                              f"{self._floor}-byte floor")
-                return
         record = encode_record(event)
+        if not self._room_for(record):
+            return
         try:
             if self._write_hook is not None:
                 self._write_hook(record)
             self._file.write(record)
-            # Flushed to the OS, not fsynced: a node crash keeps what the kernel has, and
-            # the replicas hold the same events, so durability per record is not worth a
-            # disk sync per token-sized event.
             self._file.flush()
+            self._offsets.append((event.index, self._live_bytes, len(record)))
+            self._live_bytes += len(record)
             self.persisted_count += 1
+            self._sync_if_due()
         except OSError as error:
             self._degrade(f"writing the event log failed: {error}")
+            return
+        if self._live_bytes > self._max_bytes:
+            # The live file alone is over the byte cap: keep what fits of the archives.
+            enforce_caps(self.directory, self._max_archives, 0)
+
+    def _room_for(self, record: bytes) -> bool:
+        due = (self.next_index - 1) % self._check_every == 0
+        if not due and len(record) < LARGE_RECORD_BYTES:
+            return True
+        free = self._disk_free(self.directory)
+        if free - len(record) < self._floor:
+            self._degrade(f"only {free} bytes free in {self.directory}: a {len(record)}-byte "
+                          f"record would go under the {self._floor}-byte floor")
+            return False
+        return True
+
+    def _sync_if_due(self) -> None:
+        if self._sync_interval is None or self._file is None:
+            return
+        now = time.monotonic()
+        if now - self._last_sync >= self._sync_interval:
+            os.fsync(self._file.fileno())
+            self._last_sync = now
 
     def start_session(self) -> None:
         """A new master session indexes from 0: archive what the live file holds."""
@@ -107,35 +160,74 @@ class DiskEventLog:
         if self._file is None or self.degraded:
             return
         self._file.close()
+        self._offsets, self._live_bytes = [], 0
         try:
-            archive(self.directory / LIVE_FILE, self.directory)
-            enforce_caps(self.directory, self._max_archives, self._max_archive_bytes)
+            rotated = rotate(self.directory / LIVE_FILE, self.directory)
+            self._compress_in_background(rotated)
             self._file = (self.directory / LIVE_FILE).open("ab")
             if first_record is not None:
-                self._file.write(encode_record(first_record))
+                record = encode_record(first_record)
+                self._file.write(record)
                 self._file.flush()
+                self._offsets.append((first_record.index, 0, len(record)))
+                self._live_bytes = len(record)
         except OSError as error:
             self._file = None
             self._degrade(f"{failure}: {error}")
 
+    def _compress_in_background(self, rotated: Path) -> None:
+        previous = self._archiving
+
+        def compress() -> None:
+            if previous is not None:
+                previous.result()  # archives are made in order
+            try:
+                compress_rotated(rotated, self.directory)
+                enforce_caps(self.directory, self._max_archives,
+                             max(0, self._max_bytes - self._live_bytes))
+            except OSError as error:
+                logger.error("could not archive {}: {}", rotated.name, error)
+
+        self._archiving = self._archiver.submit(compress)
+
+    def wait_archived(self) -> None:
+        """Until every rotated file is an archive (for tests and shutdown)."""
+        if self._archiving is not None:
+            self._archiving.result()
+
     def read_range(self, start: int, end: int) -> list[IndexedEvent]:
-        """Persisted events with `start <= index < end`."""
-        live = self.directory / LIVE_FILE
-        if not live.exists():
+        """Persisted events with `start <= index < end`, reading only their records."""
+        wanted = [(offset, length) for index, offset, length in self._offsets
+                  if start <= index < end]
+        if not wanted:
             return []
-        return [e for e in decode_records(live.read_bytes()) if start <= e.index < end]
+        first, last = wanted[0][0], wanted[-1][0] + wanted[-1][1]
+        try:
+            with (self.directory / LIVE_FILE).open("rb") as live:
+                live.seek(first)
+                data = live.read(last - first)
+        except OSError:
+            return []
+        return [e for e in decode_log(data).events if start <= e.index < end]
 
     def close(self) -> None:
         """Close and archive the live file."""
-        if self._file is None:
-            return
-        self._file.close()
-        self._file = None
+        self.wait_archived()  # one archiver at a time: names are chosen by what exists
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+            try:
+                archive(self.directory / LIVE_FILE, self.directory)
+            except OSError as error:
+                logger.error("could not archive the event log on close: {}", error)
+        self._archiver.shutdown(wait=True)
         try:
-            archive(self.directory / LIVE_FILE, self.directory)
-            enforce_caps(self.directory, self._max_archives, self._max_archive_bytes)
+            enforce_caps(self.directory, self._max_archives, self._max_bytes)
         except OSError as error:
-            logger.error("could not archive the event log on close: {}", error)
+            logger.error("could not cap the event log's archives: {}", error)
+
+    def archives(self) -> list[Path]:
+        return sorted(self.directory.glob(ARCHIVE_GLOB))
 
     def _degrade(self, reason: str) -> None:
         if self.degraded:

@@ -1,6 +1,7 @@
 """The record format: a 4-byte big-endian length, then one msgpack `IndexedEvent`."""
 
 import struct
+from dataclasses import dataclass
 
 from skulk.shared.types.events import IndexedEvent
 from skulk.shared.types.wire import from_msgpack, to_msgpack
@@ -13,15 +14,32 @@ def encode_record(event: IndexedEvent) -> bytes:
     return _LENGTH.pack(len(body)) + body
 
 
-def decode_records(data: bytes) -> list[IndexedEvent]:
-    """Every whole record in `data`; a truncated last record (a crash mid-write) is ignored."""
+@dataclass(frozen=True)
+class DecodedLog:
+    events: list[IndexedEvent]
+    corrupt: int  # whole records that did not decode, skipped
+    torn_bytes: int  # a last record cut short by a crash mid-write, ignored
+
+
+def decode_log(data: bytes) -> DecodedLog:
+    """Every whole record in `data`. A record that does not decode is skipped and counted,
+    so one damaged record costs that event, not the log."""
     events = []
+    corrupt = 0
     offset = 0
     while offset + _LENGTH.size <= len(data):
         (length,) = _LENGTH.unpack_from(data, offset)
         start = offset + _LENGTH.size
         if start + length > len(data):
             break
-        events.append(from_msgpack(IndexedEvent, data[start:start + length]))
+        try:
+            events.append(from_msgpack(IndexedEvent, data[start:start + length]))
+        except ValueError:
+            corrupt += 1
         offset = start + length
-    return events
+    return DecodedLog(events=events, corrupt=corrupt, torn_bytes=len(data) - offset)
+
+
+def decode_records(data: bytes) -> list[IndexedEvent]:
+    """The events of `decode_log`."""
+    return decode_log(data).events

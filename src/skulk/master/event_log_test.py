@@ -124,6 +124,7 @@ def test_a_new_session_archives_the_old_one_and_counts_from_zero(tmp_path: Path)
     assert log.next_index == 0
     fill(log, 2)
     assert [e.index for e in log.read_range(0, 10)] == [0, 1]
+    log.wait_archived()  # archives are compressed off the caller's thread
     [archived] = tmp_path.glob(ARCHIVE_GLOB)
     assert [e.index for e in read_archive(archived)] == [0, 1, 2]
 
@@ -140,7 +141,49 @@ def test_compaction_keeps_a_snapshot_and_archives_the_tail(tmp_path: Path) -> No
     fill(log, 2)
     assert [e.index for e in log.read_range(0, 10)] == [4, 5, 6]
     assert isinstance(log.read_range(0, 10)[0].event, StateSnapshotHydrated)
+    log.wait_archived()
     [archived] = tmp_path.glob(ARCHIVE_GLOB)
     assert [e.index for e in read_archive(archived)] == [0, 1, 2, 3, 4]
     with pytest.raises(ValueError, match="last event"):
         log.compact(snapshot)
+
+
+def test_a_corrupt_middle_record_is_skipped_and_counted(tmp_path: Path) -> None:
+    from skulk.master.event_log_records import decode_log, encode_record
+    records = [encode_record(event(i)) for i in range(3)]
+    damaged = records[1][:4] + b"\xc1" * (len(records[1]) - 4)
+    decoded = decode_log(records[0] + damaged + records[2] + b"\x00\x00")
+    assert [e.index for e in decoded.events] == [0, 2]
+    assert decoded.corrupt == 1 and decoded.torn_bytes == 2
+
+
+def test_half_written_archives_from_a_crash_are_removed(tmp_path: Path) -> None:
+    (tmp_path / "events.20260101T000000-0.bin.tmp").write_bytes(b"half")
+    (tmp_path / "events.rotated-1.bin").write_bytes(b"")
+    log = DiskEventLog(tmp_path)
+    assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob("events.rotated-*"))
+    assert len(list(tmp_path.glob(ARCHIVE_GLOB))) == 1, "a rotated file is archived"
+    log.close()
+
+
+def test_a_record_that_would_go_under_the_floor_is_not_written(tmp_path: Path) -> None:
+    from skulk.shared.types.events import StateSnapshotHydrated
+    from skulk.shared.types.state import State
+    log = DiskEventLog(tmp_path, free_space_floor_bytes=1000, free_space_check_every=1 << 20,
+                       disk_free=lambda _: 1000 + (1 << 20))
+    fill(log, 3)
+    big = State(revoked_nodes=[f"node-{i:06d}" for i in range(100_000)])
+    log.append(IndexedEvent(master_node="m", index=3, session=SessionId("s"),
+                            event=StateSnapshotHydrated(state=big)))
+    assert log.degraded and log.persisted_count == 3
+
+
+def test_the_live_file_counts_toward_the_byte_cap(tmp_path: Path) -> None:
+    first = DiskEventLog(tmp_path)
+    fill(first, 50)
+    first.close()
+    assert len(list(tmp_path.glob(ARCHIVE_GLOB))) == 1
+    log = DiskEventLog(tmp_path, max_archive_bytes=2000)
+    fill(log, 100)  # the live file alone passes the cap: older archives go
+    assert list(tmp_path.glob(ARCHIVE_GLOB)) == []
+    log.close()

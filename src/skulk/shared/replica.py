@@ -38,6 +38,15 @@ class StateReplica:
         # The last events applied here, for people to read (`GET /events`).
         self.recent = RecentEvents()
 
+    def restore(self, state: State, session: SessionId, master_node: NodeId) -> None:
+        """Start from a State read back from this node's own log (before any event
+        arrives): the master the node follows next carries it into a new session."""
+        self._state = state
+        self._session = session
+        self._master_node = master_node
+        self._changed.set()
+        self._changed = anyio.Event()
+
     def follow_master(self, master: NodeId | None) -> None:
         """Accept events only from `master` (None: from any master, for a lone node)."""
         self._expected_master = master
