@@ -8,10 +8,12 @@ from skulk.shared.types.telemetry import NodeTelemetry
 
 
 class TelemetryView:
-    """Holds readings by node; a reading past its own TTL is treated as absent.
+    """Holds readings by node; a node not heard from for its reading's TTL is absent.
 
-    The newest stamp wins, and a node's own readings are never overwritten by gossip
-    (an old copy of them can still be circulating).
+    Liveness is measured on this node's clock (time since the reading arrived), so a peer
+    whose clock is off by minutes is neither invisible nor immortal; its stamps only order
+    its own readings: the newest stamp wins, and a node's own readings are never
+    overwritten by gossip (an old copy of them can still be circulating).
     """
 
     def __init__(
@@ -23,6 +25,7 @@ class TelemetryView:
         self._own_node = own_node
         self._clock = clock
         self._readings: dict[NodeId, NodeTelemetry] = {}
+        self._heard_at: dict[NodeId, float] = {}
 
     def set_own_node(self, node_id: NodeId) -> None:
         self._own_node = node_id
@@ -33,7 +36,9 @@ class TelemetryView:
         current = self._readings.get(reading.node_id)
         if current is None or reading.stamp >= current.stamp:
             self._readings[reading.node_id] = reading
+            self._heard_at[reading.node_id] = self._clock()
 
     def live(self) -> Mapping[NodeId, NodeTelemetry]:
         now = self._clock()
-        return {n: r for n, r in self._readings.items() if now - r.stamp <= r.card_ttl_seconds}
+        return {n: r for n, r in self._readings.items()
+                if now - self._heard_at[n] <= r.card_ttl_seconds}

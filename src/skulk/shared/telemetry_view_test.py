@@ -21,7 +21,7 @@ def test_expired_readings_drop_on_read() -> None:
     view = TelemetryView(clock=lambda: now[0])
     view.update(reading("a", 95.0).model_copy(update={"card_ttl_seconds": 10.0}))
     assert NodeId("a") in view.live()
-    now[0] = 106.0
+    now[0] = 111.0  # more than the TTL after it arrived
     assert view.live() == {}
 
 
@@ -30,3 +30,13 @@ def test_gossip_never_overwrites_a_nodes_own_card() -> None:
     view.update(reading("me", 90.0, available=7), gossip=False)
     view.update(reading("me", 99.0, available=1))  # an echo of ours, or an impostor
     assert view.live()[NodeId("me")].memory_available_bytes == 7
+
+
+def test_a_peer_whose_clock_is_off_is_neither_invisible_nor_immortal() -> None:
+    now = [1000.0]
+    view = TelemetryView(clock=lambda: now[0])
+    view.update(reading("behind", 1000.0 - 600).model_copy(update={"card_ttl_seconds": 10.0}))
+    view.update(reading("ahead", 1000.0 + 600).model_copy(update={"card_ttl_seconds": 10.0}))
+    assert set(view.live()) == {"behind", "ahead"}
+    now[0] = 1011.0
+    assert view.live() == {}, "silent for longer than the TTL: gone, whatever its stamps"
