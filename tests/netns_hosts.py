@@ -90,6 +90,19 @@ class NetnsCluster:
             return None
         return json.loads(result.stdout)
 
+    def request_status(self, host: int, method: str, path: str,
+                       body: dict[str, Any] | None = None, timeout: float = 30
+                       ) -> tuple[int, str]:
+        """(HTTP status, body text) of a request from inside the host's namespace."""
+        command = ["ip", "netns", "exec", self.namespace(host), "curl", "-s", "-o", "-",
+                   "-w", "\n%{http_code}", "-m", str(timeout), "-X", method,
+                   f"http://{self.api_host(host)}:{API_PORT}{path}"]
+        if body is not None:
+            command += ["-H", "Content-Type: application/json", "-d", json.dumps(body)]
+        result = subprocess.run(command, capture_output=True, timeout=timeout + 5, text=True)
+        text, _, status = result.stdout.rpartition("\n")
+        return int(status or 0), text
+
     def cut(self, host: int) -> None:
         subprocess.run([str(TOOL), "cut", str(host), self.prefix], check=True)
 

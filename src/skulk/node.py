@@ -39,6 +39,7 @@ from skulk.routing import topics
 from skulk.routing.dropped import DroppedMessages
 from skulk.routing.router import Router
 from skulk.routing.transport import Transport
+from skulk.shared.partition import Partitioned, Standing, refusal
 from skulk.shared.replica import StateReplica
 from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.chunks import DataChunk
@@ -163,7 +164,7 @@ class Node:
             node_id=self.node_id, router=self.router, catalog=catalog,
             telemetry=self.telemetry, event_log=event_log, replica=self.replica,
             live_nodes=lambda: self.live_nodes, publish=self._publish_indexed,
-            settle_grace_seconds=self.config.settle_grace_seconds)
+            settle_grace_seconds=self.config.settle_grace_seconds, quorum=self.config.quorum)
         self.election = Election(
             node_id=self.node_id, publish=self._publish_election, on_result=self._elected,
             commands_seen=lambda: self.replica.state.last_event_applied_idx + 1,
@@ -304,6 +305,17 @@ class Node:
         await self.router.publish(topics.COMMANDS,
                                   CommandEnvelope(origin=self.node_id, command=command))
 
+    async def _send_user_command(self, command: Command) -> None:
+        """A command from the API; under `--quorum majority` a side without a majority
+        refuses it here, since its master indexes nothing."""
+        if self.config.quorum == "majority":
+            standing = Standing(live=frozenset(self.live_nodes),
+                                agreed=frozenset(self.replica.state.members))
+            refused = refusal(command, standing, "majority")
+            if refused is not None:
+                raise Partitioned(refused)
+        await self.send_command(command)
+
     async def publish_local_event(self, event: Event) -> None:
         assert self._local_events is not None
         await self._local_events.send(event)
@@ -390,10 +402,11 @@ class Node:
     async def _serve_api(self, catalog: ModelCatalog) -> None:
         context = ApiContext(node_id=self.node_id, public_key=self.public_key,
                              secure=self.trust is not None and self.trust.secure,
+                             quorum=self.config.quorum,
                              catalog=catalog, replica=self.replica,
                              telemetry=self.telemetry, streams=self.streams,
                              traces=self.traces,
-                             send_command=self.send_command,
+                             send_command=self._send_user_command,
                              auto_place=self.config.auto_place,
                              live_nodes=lambda: self.live_nodes,
                              master_node=lambda: self.master_node,

@@ -7,6 +7,7 @@ from pathlib import Path
 from skulk.api.security import ApiSecurity
 from skulk.cluster.election import DEFAULT_ELECTION_TIMEOUT_SECONDS
 from skulk.master.main import TOPOLOGY_SETTLE_GRACE_SECONDS
+from skulk.shared.partition import Quorum
 
 
 @dataclass(frozen=True)
@@ -33,5 +34,8 @@ class NodeConfig:
     # a node holding the cluster's CA admits new members on (None: the first listen
     # endpoint's port + 1, or any free port when that one is 0).
     insecure: bool = False
+    # "majority": a side of a partition without a majority of the agreed members indexes
+    # nothing; "available": it serves what it holds and refuses only lasting changes.
+    quorum: Quorum = "available"
     join: str | None = None
     admit_port: int | None = None

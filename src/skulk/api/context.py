@@ -35,6 +35,7 @@ class ApiContext:
     public_key: str = ""
     # Whether the cluster plane is TLS with member certificates (False: `--insecure`).
     secure: bool = True
+    quorum: str = "available"
     # A request for a model with no instance places one when it fits.
     auto_place: bool = True
     # How long a request waits for an instance to become ready (placement + load).

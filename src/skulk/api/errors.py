@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 
+from skulk.shared.partition import Partitioned
 from skulk.shared.types.chunks import ErrorChunk, ErrorKind
 
 Dialect = Literal["openai", "anthropic", "ollama"]
@@ -29,6 +30,7 @@ ERROR_KIND_HTTP: dict[ErrorKind, tuple[int, str, str]] = {
     "timeout": (504, "server_error", "timeout"),
     "cancelled": (409, "invalid_request_error", "cancelled"),
     "internal": (500, "server_error", "internal_error"),
+    "partitioned": (503, "server_error", "partitioned"),
 }
 
 # Anthropic's error types by HTTP status (https://docs.anthropic.com/en/api/errors).
@@ -119,7 +121,12 @@ def install_error_handlers(app: FastAPI) -> None:
         assert isinstance(error, ValidationError)
         return invalid_parameters(error).response(dialect_of(request.url.path))
 
+    async def on_partitioned(request: Request, error: Exception) -> JSONResponse:
+        return ApiError(503, str(error), type="server_error", code="partitioned").response(
+            dialect_of(request.url.path))
+
     app.add_exception_handler(ApiError, on_api_error)
+    app.add_exception_handler(Partitioned, on_partitioned)
     app.add_exception_handler(ValidationError, on_bounds)
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(HTTPException, on_http)

@@ -48,6 +48,7 @@ async def place_instance(context: ApiContext, command: PlaceInstance,
     stream = context.streams.open(command.command_id)
     outcome: list[ErrorChunk | None] = []
     try:
+        await context.send_command(command)  # a refusal here raises as it is
         async with anyio.create_task_group() as tasks:
             async def created() -> None:
                 await context.replica.wait_for(
@@ -62,7 +63,7 @@ async def place_instance(context: ApiContext, command: PlaceInstance,
 
             tasks.start_soon(created)
             tasks.start_soon(rejected)
-            tasks.start_soon(_send_until, context, command,
+            tasks.start_soon(_resend_until, context, command,
                              lambda s: command.instance_id in s.instances)
     finally:
         context.streams.close(command.command_id)
@@ -128,8 +129,9 @@ async def start_generation(context: ApiContext, params: GenerationParams) -> Gen
                             int(time.time()))
     command = TextGeneration(command_id=command_id, owner_node=context.node_id, params=params)
     try:
+        await context.send_command(command)  # a refusal here raises as it is
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(_send_until, context, command,
+            tasks.start_soon(_resend_until, context, command,
                              lambda s: s.task_for_command(command_id) is not None)
             generation.first = await stream.next_chunk()
             tasks.cancel_scope.cancel()
@@ -143,14 +145,14 @@ async def start_generation(context: ApiContext, params: GenerationParams) -> Gen
     return generation
 
 
-async def _send_until(context: ApiContext, command: Command,
-                      acknowledged: Callable[[State], bool]) -> None:
-    """Send, then resend until the replicated State shows the master acted on it."""
+async def _resend_until(context: ApiContext, command: Command,
+                        acknowledged: Callable[[State], bool]) -> None:
+    """Resend a sent command until the replicated State shows the master acted on it."""
     while True:
-        await context.send_command(command)
         await anyio.sleep(COMMAND_RESEND_SECONDS)
         if acknowledged(context.replica.state):
             return
+        await context.send_command(command)
 
 
 async def finish_generation(context: ApiContext, generation: Generation) -> None:

@@ -125,3 +125,11 @@ def revoke(url: str, node_id: str) -> int:
         return _print_error(response)
     print(f"revoked {node_id}; {response.json()['next']}")
     return 0
+
+
+def forget(url: str, node_id: str) -> int:
+    response = _request("POST", f"{url}/cluster/forget", json={"node_id": node_id})
+    if response.status_code != 200:
+        return _print_error(response)
+    print(f"forgot {node_id}; agreed members: {', '.join(response.json()['members'])}")
+    return 0

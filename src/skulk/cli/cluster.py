@@ -21,11 +21,17 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     revoke = actions.add_parser("revoke", help="expel a member (see `skulk status`)")
     revoke.add_argument("node_id")
     revoke.add_argument("--url", default="http://127.0.0.1:52415", help="API of a running node")
+    forget = actions.add_parser("forget", help="drop a member gone for good from the agreed "
+                                "membership, so the rest is a majority again")
+    forget.add_argument("node_id")
+    forget.add_argument("--url", default="http://127.0.0.1:52415", help="API of a running node")
 
 
 def run_cluster(args: argparse.Namespace) -> int:
     if args.action == "revoke":
         return client.revoke(args.url, args.node_id)
+    if args.action == "forget":
+        return client.forget(args.url, args.node_id)
     data_dir = args.data_dir or default_data_dir()
     try:
         if args.rotate:

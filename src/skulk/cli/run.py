@@ -45,6 +45,11 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="on the node holding the cluster's authority: the port new "
                              "members present the join token on (default: the first "
                              "--listen port + 1, any free port when that is 0)")
+    parser.add_argument("--quorum", choices=["available", "majority"], default="available",
+                        help="what a side of a partition without a majority of the agreed "
+                             "members does: 'available' (default) serves the models it holds "
+                             "and refuses placements and deletions; 'majority' indexes "
+                             "nothing until the partition heals")
     parser.add_argument("--insecure", action="store_true",
                         help="plain TCP between nodes and no membership check: anyone who "
                              "reaches the port is a member (labs and tests only)")
@@ -102,6 +107,7 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         discover=args.discover,
         force_master=args.force_master,
         insecure=args.insecure,
+        quorum=args.quorum,
         join=args.join,
         admit_port=args.admit_port,
         security=ApiSecurity(

@@ -16,6 +16,7 @@ from skulk.master.main import Master
 from skulk.models.catalog import ModelCatalog
 from skulk.routing import topics
 from skulk.routing.router import Router
+from skulk.shared.partition import Quorum
 from skulk.shared.replica import StateReplica
 from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.events import IndexedEvent
@@ -36,7 +37,9 @@ class MasterSeat:
         live_nodes: Callable[[], Set[NodeId]],
         publish: Callable[[IndexedEvent], Awaitable[None]],
         settle_grace_seconds: float,
+        quorum: Quorum = "available",
     ) -> None:
+        self._quorum = quorum
         self._node_id = node_id
         self._router = router
         self._catalog = catalog
@@ -84,7 +87,7 @@ class MasterSeat:
                     event_log=self._event_log, commands=commands, local_events=local_events,
                     sync_requests=sync_requests, live_nodes=self._live_nodes,
                     publish=self._publish, seed=self._seed(),
-                    settle_grace_seconds=self._settle_grace)
+                    settle_grace_seconds=self._settle_grace, quorum=self._quorum)
                 try:
                     await self.master.run()
                 finally:

@@ -35,4 +35,4 @@ def seed_for_new_session(replica: State, live_nodes: Set[NodeId]) -> State:
     # Producer marks carry so the new master drops resends of events already indexed.
     return State(instances=dict(replica.instances), runners=runners, tasks=tasks,
                  producer_marks=dict(replica.producer_marks),
-                 revoked_nodes=list(replica.revoked_nodes))
+                 revoked_nodes=list(replica.revoked_nodes), members=list(replica.members))

@@ -16,6 +16,7 @@ from skulk.shared.types.commands import (
     CancelTask,
     Command,
     DeleteInstance,
+    ForgetMember,
     PlaceInstance,
     RefusePlacement,
     ReplaceInstance,
@@ -28,6 +29,7 @@ from skulk.shared.types.events import (
     Event,
     InstanceCreated,
     InstanceDeleted,
+    MembershipAgreed,
     NodeRevoked,
     TaskCreated,
     TaskDeleted,
@@ -90,6 +92,11 @@ def events_for_command(state: State, command: Command, context: CommandContext) 
             return [] if task is None else [TaskDeleted(task_id=task.task_id)]
         case RevokeNode():
             return _revoke_node(state, command)
+        case ForgetMember():
+            if command.node_id not in state.members:
+                return []
+            return [MembershipAgreed(members=[n for n in state.members
+                                              if n != command.node_id])]
         case _:
             assert_never(command)
 

@@ -16,15 +16,18 @@ from skulk.master.local_event_order import LocalEventOrder
 from skulk.master.reconcile import instances_on_lost_nodes, reconcile
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.apply import apply
+from skulk.shared.partition import Quorum, Standing, agreed_next, refusal
 from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.commands import CommandEnvelope, PlaceInstance
 from skulk.shared.types.election import StateSyncMessage
 from skulk.shared.types.event_source import EventSource
 from skulk.shared.types.events import (
+    CommandRejected,
     Event,
     IndexedEvent,
     InstanceDeleted,
     LocalEvent,
+    MembershipAgreed,
     StateSnapshotHydrated,
     TaskDeleted,
     TaskStatusUpdated,
@@ -90,7 +93,10 @@ class Master:
         snapshot_every: int = SNAPSHOT_EVERY_EVENTS,
         settle_grace_seconds: float = TOPOLOGY_SETTLE_GRACE_SECONDS,
         clock: Callable[[], float] = time.monotonic,
+        quorum: Quorum = "available",
     ) -> None:
+        self._quorum = quorum
+        self._missing_since: dict[NodeId, float] = {}
         self.node_id = node_id
         self.session_id = session_id or new_session_id()
         self._catalog = catalog
@@ -166,6 +172,14 @@ class Master:
         elif isinstance(event, TaskDeleted):
             self._terminal_since.pop(event.task_id, None)
 
+    def standing(self) -> Standing:
+        """This master's side of any partition, against the last agreed membership."""
+        return Standing(live=frozenset(self.live_nodes()),
+                        agreed=frozenset(self._state.members))
+
+    def _indexes_nothing(self) -> bool:
+        return self._quorum == "majority" and not self.standing().majority
+
     def _context(self) -> CommandContext:
         live = self.live_nodes()
         nodes = {n: r for n, r in self._telemetry.live().items() if n in live}
@@ -179,6 +193,13 @@ class Master:
         self._seen_commands[command.command_id] = None
         if len(self._seen_commands) > _SEEN_COMMANDS_CAP:
             self._seen_commands.pop(next(iter(self._seen_commands)))
+        if self._indexes_nothing():
+            return  # the API nodes on this side refuse what would start something
+        refused = refusal(command, self.standing(), self._quorum)
+        if refused is not None:
+            await self.index([CommandRejected(command_id=command.command_id,
+                                              error_kind="partitioned", message=refused)])
+            return
         events = events_for_command(self._state, command, self._context())
         for event in events:
             if isinstance(event, InstanceDeleted):
@@ -187,6 +208,8 @@ class Master:
             await self.index(events)
 
     async def handle_local_event(self, local: LocalEvent) -> None:
+        if self._indexes_nothing():
+            return  # its producer resends it until a master with a majority indexes it
         for ready in self._local_order.arrive(local, self._clock()):
             await self._index_local(ready)
 
@@ -228,13 +251,28 @@ class Master:
             await self.reconcile_once()
 
     async def reconcile_once(self) -> None:
+        if self._indexes_nothing():
+            return
         for overdue in self._local_order.overdue(self._clock()):
             await self._index_local(overdue)
         events = reconcile(self._state, self._terminal_since, self._clock())
         if events:
             await self.index(events)
+        if not self.standing().majority:
+            return  # no lasting change on a minority side
+        await self._agree_on_membership()
         if self._clock() - self._started_at >= self._settle_grace:
             await self._replace_lost_instances()
+
+    async def _agree_on_membership(self) -> None:
+        now, live = self._clock(), self.live_nodes()
+        agreed = set(self._state.members)
+        self._missing_since = {node: self._missing_since.get(node, now)
+                               for node in agreed - set(live)}
+        members = agreed_next(agreed, live, self._missing_since, now, LOST_NODE_GRACE_SECONDS)
+        if members is not None:
+            logger.info("the cluster's agreed membership is now {}", sorted(members))
+            await self.index([MembershipAgreed(members=sorted(members))])
 
     async def _replace_lost_instances(self) -> None:
         """Instances with a shard on a departed node are removed and placed again."""

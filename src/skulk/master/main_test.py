@@ -105,3 +105,44 @@ async def test_the_master_compacts_and_answers_old_replays_with_a_snapshot() -> 
     await m.handle_sync(StateSyncMessage(kind="replay_request", node_id=f.NODE,
                                          session=m.session_id, from_index=4))
     assert [e.index for e in published] == [4, 5]
+
+
+def minority_master(quorum: str) -> tuple[Master, list[IndexedEvent]]:
+    """A master that sees 1 of the 3 agreed members."""
+    published: list[IndexedEvent] = []
+
+    async def publish(event: IndexedEvent) -> None:
+        published.append(event)
+
+    _, commands = anyio.create_memory_object_stream[CommandEnvelope](math.inf)
+    _, local_events = anyio.create_memory_object_stream[LocalEvent](math.inf)
+    m = Master(node_id=f.NODE, catalog=ModelCatalog.builtin(Path(".")),
+               telemetry=TelemetryView(), event_log=ListLog(), commands=commands,
+               local_events=local_events, publish=publish, live_nodes=lambda: {f.NODE},
+               quorum=quorum)  # type: ignore[arg-type]
+    return m, published
+
+
+@pytest.mark.anyio
+async def test_a_master_on_the_minority_side_refuses_lasting_changes_but_serves() -> None:
+    from skulk.shared.types.commands import PlaceInstance
+    from skulk.shared.types.ids import InstanceId, ModelId, NodeId
+
+    for quorum in ("available", "majority"):
+        m, published = minority_master(quorum)
+        seed = f.state_with(InstanceCreated(instance=f.instance())).model_copy(
+            update={"members": [f.NODE, NodeId("node-b"), NodeId("node-c")]})
+        await m.index([StateSnapshotHydrated(state=seed)])  # what `run` starts with
+        await m.handle_command(CommandEnvelope(origin=f.NODE, command=PlaceInstance(
+            command_id=CommandId("p"), instance_id=InstanceId("i2"),
+            model_id=ModelId("smollm2-135m"))))
+        await m.handle_command(CommandEnvelope(origin=f.NODE, command=TextGeneration(
+            command_id=CommandId("g"), owner_node=f.NODE, params=f.params())))
+        assert "i2" not in m.state.instances
+        if quorum == "available":
+            rejected = [e.event for e in published if isinstance(e.event, CommandRejected)]
+            assert rejected[0].error_kind == "partitioned"
+            assert "1 of the 3" in rejected[0].message
+            assert any(isinstance(e.event, TaskCreated) for e in published), "it serves"
+        else:
+            assert len(published) == 1, "under --quorum majority it indexes nothing"

@@ -11,6 +11,7 @@ from skulk.shared.types.events import (
     IndexedEvent,
     InstanceCreated,
     InstanceDeleted,
+    MembershipAgreed,
     NodeRevoked,
     RunnerStatusUpdated,
     StateSnapshotHydrated,
@@ -62,6 +63,8 @@ def _apply_event(state: State, event: Event) -> State:
             return event.state
         case NodeRevoked():
             return _node_revoked(state, event)
+        case MembershipAgreed():
+            return state.model_copy(update={"members": sorted(set(event.members))})
         case _:
             assert_never(event)
 

@@ -6,6 +6,7 @@ from skulk.shared.types.events import (
     Event,
     InstanceCreated,
     InstanceDeleted,
+    MembershipAgreed,
     NodeRevoked,
     RunnerStatusUpdated,
     StateSnapshotHydrated,
@@ -87,6 +88,7 @@ def one_of_each_event() -> list[Event]:
         InstanceDeleted(instance_id=InstanceId("inst-1"), reason="test"),
         StateSnapshotHydrated(state=State(instances={InstanceId("inst-1"): instance()})),
         NodeRevoked(node_id=NodeId("node-x")),
+        MembershipAgreed(members=[NodeId("node-a"), NodeId("node-b")]),
     ]
 
 

@@ -17,8 +17,9 @@ from skulk.api.context import ApiContext
 from skulk.api.errors import ApiError
 from skulk.api.instance_view import instance_body
 from skulk.api.node_health import node_health
+from skulk.shared.partition import Standing
 from skulk.shared.topology import topology
-from skulk.shared.types.commands import RevokeNode
+from skulk.shared.types.commands import ForgetMember, RevokeNode
 from skulk.shared.types.ids import NodeId, new_command_id
 
 REVOKE_TIMEOUT_SECONDS = 10.0
@@ -31,6 +32,33 @@ class Revocation(BaseModel):
 
     node_id: NodeId = Field(description="The member to expel (see `GET /cluster`).",
                             min_length=1, max_length=128)
+
+
+class Forgetting(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    node_id: NodeId = Field(description="A member gone for good.", min_length=1,
+                            max_length=128)
+
+
+@router.post("/cluster/forget", summary="Drop a member gone for good from the agreed "
+             "membership (lets a side that will never see it again make changes)")
+async def forget(body: Forgetting, request: Request) -> dict[str, object]:
+    context: ApiContext = request.app.state.context
+    await context.send_command(ForgetMember(command_id=new_command_id(), node_id=body.node_id))
+    forgotten = await context.replica.wait_for(
+        lambda state: body.node_id not in state.members, REVOKE_TIMEOUT_SECONDS)
+    if forgotten is None:
+        raise ApiError(503, "the master did not record it in time; retry",
+                       code="forget_pending")
+    return {"forgotten": body.node_id, "members": forgotten.members}
+
+
+def _partition(context: ApiContext, live: set[NodeId]) -> dict[str, object]:
+    standing = Standing(live=frozenset(live), agreed=frozenset(context.replica.state.members))
+    return {"agreed_members": sorted(standing.agreed), "majority": standing.majority,
+            "quorum": context.quorum,
+            "reason": None if standing.majority else standing.describe()}
 
 
 @router.post("/cluster/revoke", summary="Expel a member: its messages are refused at once, "
@@ -84,6 +112,7 @@ async def cluster(request: Request) -> dict[str, object]:
         "node_id": context.node_id,
         "master_node_id": context.master_node(),
         "security": "tls" if context.secure else "insecure",
+        "partition": _partition(context, live),
         "session": context.replica.session,
         "nodes": nodes,
         "instances": [instance_body(state, i) for i in state.instances.values()],

@@ -18,6 +18,7 @@ ErrorKind = Literal[
     "timeout",
     "cancelled",
     "internal",
+    "partitioned",
 ]
 
 

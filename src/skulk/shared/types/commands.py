@@ -91,6 +91,15 @@ class RevokeNode(WireModel):
     node_id: NodeId = Field(description="The member to expel.")
 
 
+class ForgetMember(WireModel):
+    """Remove a member that is gone for good from the agreed membership (so a side that
+    will never see it again stops being a minority)."""
+
+    kind: Literal["ForgetMember"] = "ForgetMember"
+    command_id: CommandId = Field(description="Unique id of this command.")
+    node_id: NodeId = Field(description="The member to forget.")
+
+
 Command = Annotated[
     PlaceInstance
     | DeleteInstance
@@ -99,7 +108,8 @@ Command = Annotated[
     | TextGeneration
     | CancelTask
     | TaskFinished
-    | RevokeNode,
+    | RevokeNode
+    | ForgetMember,
     Field(discriminator="kind"),
 ]
 

@@ -83,6 +83,14 @@ class NodeRevoked(WireModel):
     node_id: NodeId = Field(description="The expelled member.")
 
 
+class MembershipAgreed(WireModel):
+    """The members a majority agreed the cluster has; a side with half or fewer of them
+    makes no lasting change."""
+
+    kind: Literal["MembershipAgreed"] = "MembershipAgreed"
+    members: list[NodeId] = Field(description="The agreed members.", max_length=4096)
+
+
 Event = Annotated[
     InstanceCreated
     | InstanceDeleted
@@ -92,7 +100,8 @@ Event = Annotated[
     | TaskDeleted
     | CommandRejected
     | StateSnapshotHydrated
-    | NodeRevoked,
+    | NodeRevoked
+    | MembershipAgreed,
     Field(discriminator="kind"),
 ]
 

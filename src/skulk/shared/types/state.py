@@ -28,6 +28,9 @@ class State(WireModel):
         default_factory=dict,
         description="Per producing node, its newest indexed local event: producers stop "
         "resending what is at or below it, and a new master drops resends below it.")
+    members: list[NodeId] = Field(
+        default_factory=list, description="The membership last agreed by a majority "
+        "(empty in a new cluster).")
     revoked_nodes: list[NodeId] = Field(
         default_factory=list, description="Expelled members, whose messages and "
         "certificates every node refuses.")
