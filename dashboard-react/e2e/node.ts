@@ -1,7 +1,7 @@
 // Real `skulk run` nodes for the end-to-end tests: free ports, a fresh data dir each, their
 // logs kept beside the screenshots.
 
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream, mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -39,6 +39,8 @@ async function waitHealthy(url: string, child: ChildProcess, log: string, timeou
 export interface Membership {
   namespace: string;
   peer: string;
+  /** The join token of the cluster the first node made. */
+  token: string;
 }
 
 export interface RunningNode {
@@ -57,7 +59,7 @@ export async function startNode(member?: Membership, logName = "node.log"): Prom
   const log = createWriteStream(logPath);
   const args = ["run", "--api-port", String(apiPort), "--data-dir", dataDir,
     "--listen", `tcp/127.0.0.1:${transportPort}`, "--no-discover", "--namespace", namespace,
-    ...(member ? ["--peer", member.peer] : [])];
+    "--admit-port", "0", ...(member ? ["--join", member.token, "--peer", member.peer] : [])];
   const child = spawn(skulk, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, PYTHONUNBUFFERED: "1" } });
   child.stdout!.pipe(log);
   child.stderr!.pipe(log);
@@ -78,5 +80,8 @@ export async function startNode(member?: Membership, logName = "node.log"): Prom
     await stop();
     throw error;
   }
-  return { url, membership: { namespace, peer: `tcp/127.0.0.1:${transportPort}` }, stop };
+  // The first node made the cluster: its token admits the second one.
+  const token = member?.token ??
+    execFileSync(skulk, ["cluster", "token", "--data-dir", dataDir], { encoding: "utf8" }).trim();
+  return { url, membership: { namespace, peer: `tcp/127.0.0.1:${transportPort}`, token }, stop };
 }
