@@ -5,7 +5,8 @@ A campaign starts only when membership really changes (bursts are coalesced) or 
 peer campaigns in a newer round; a campaign in flight is never cancelled by churn: a change
 during it just schedules the next one. That is what keeps formation from livelocking.
 Seniority belongs to the sitting master only (everyone else has 0; a forced master ranks
-above all): how many members elected it, then in which round. So a sitting master wins
+above all): how many members elected it (of those it saw in the round before), then in
+which round. So a sitting master wins
 re-election and keeps its session, and when a partition heals the master the bigger side
 elected wins, and the majority's history is the one that goes on.
 
@@ -96,6 +97,10 @@ class Election:
         self._on_rejected = on_rejected
         self._votes: dict[NodeId, ElectionMessage] = {}
         self._decided_clock = 0
+        # The members seen when the last round was decided: only their votes count toward
+        # a re-elected master's seniority, so votes that cross a healing partition in the
+        # middle of a round cannot lift a minority's master to the majority's.
+        self._decided_members: set[NodeId] | None = None
         self._campaigning = False
         self._wanted = anyio.Event()
 
@@ -187,6 +192,9 @@ class Election:
             if self.clock != round_started:
                 return  # a newer round took over; its own campaign decides
             self._decided_clock = self.clock
+            counted = (set(self._votes) if self._decided_members is None
+                       else set(self._votes) & self._decided_members)
+            self._decided_members = set(self.members)
             # Only members count: a vote alone does not make its sender one.
             chosen = (self.node_id if self._forced
                       else winner(self._votes.values(), self.members))
@@ -195,7 +203,7 @@ class Election:
         if chosen is None:
             return
         if not self._forced:
-            voters = len(self._votes)
+            voters = len(counted)
             self.seniority = (seniority_for(voters, self.clock) if chosen == self.node_id
                               else 0)
         changed = chosen != self.master
