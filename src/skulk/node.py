@@ -5,13 +5,11 @@ router, and its API hears its own master's indexed events through the router too
 """
 
 import asyncio
-import contextlib
 import secrets
-from collections.abc import AsyncIterator, Iterator
-from typing import Protocol, TypeVar, runtime_checkable
+from collections.abc import AsyncIterator
+from typing import TypeVar
 
 import anyio
-import uvicorn
 from anyio.abc import TaskGroup
 from loguru import logger
 from pydantic import BaseModel
@@ -23,6 +21,7 @@ from skulk.api.data_plane import DataPlaneReceiver
 from skulk.api.metrics import NodeCounters
 from skulk.api.peer_reads import PEER_READ_SERVICE, peer_read_handler
 from skulk.api.routers.diagnostics import node_diagnostics
+from skulk.api.server import serve_api
 from skulk.api.stream_failures import end_failed_streams, fail_streams_served_by
 from skulk.api.streams import StreamRegistry
 from skulk.api.tracing import TraceStore
@@ -37,9 +36,10 @@ from skulk.node_config import NodeConfig
 from skulk.node_identity import load_or_create_identity
 from skulk.routing import topics
 from skulk.routing.dropped import DroppedMessages
+from skulk.routing.held_open import Closable, open_in
 from skulk.routing.router import Router
 from skulk.routing.transport import Transport
-from skulk.shared.partition import Partitioned, Standing, refusal
+from skulk.shared.partition import refuse_on_a_strict_minority
 from skulk.shared.replica import StateReplica
 from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.chunks import DataChunk
@@ -61,36 +61,13 @@ from skulk.trust.setup import NodeTrust, record_admission_port, trust_at_start
 from skulk.worker.engines.mlx.drafters.remote_wire import DRAFT_SERVICE
 from skulk.worker.engines.mlx.drafters.service import ADVERTISED_DRAFTERS, DraftService
 from skulk.worker.main import SupervisorFactory, Worker
+from skulk.worker.remote_drafting import remote_drafting_options
 from skulk.worker.runner.supervisor import RunnerSupervisor
 from skulk.worker.telemetry import probe_backends, publish_readings_forever, read_telemetry
 
 T = TypeVar("T", bound=BaseModel)
 U = TypeVar("U")
-U_co = TypeVar("U_co", covariant=True)
 SYNC_INTERVAL_SECONDS = 0.5
-
-
-class _Closable(Protocol[U_co]):
-    """A subscription: an async iterator that must be closed."""
-
-    def __aiter__(self) -> AsyncIterator[U_co]: ...
-
-    def close(self) -> None: ...
-
-
-class _QuietSignalsServer(uvicorn.Server):
-    """Uvicorn without its own signal handling: the node owns SIGINT and SIGTERM."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
-@runtime_checkable
-class ListensOnEndpoints(Protocol):
-    """A transport other processes can connect to (Zenoh; not the in-memory bus)."""
-
-    async def listen_endpoints(self) -> list[str]: ...
 
 
 class Node:
@@ -128,7 +105,6 @@ class Node:
                                              dropped=self.dropped)
         self.ready = anyio.Event()
         self._router: Router | None = None
-        self._api_server: uvicorn.Server | None = None
         self.prober: ReachabilityProber | None = None
         self._backends: list[str] = []  # engines this machine can run, probed in `run`
 
@@ -273,10 +249,9 @@ class Node:
                             ) -> AsyncIterator[T]:
         return await self._open(tasks, self.router.subscribe(topic))
 
-    async def _open(self, tasks: TaskGroup, subscription: _Closable[U]) -> AsyncIterator[U]:
+    async def _open(self, tasks: TaskGroup, subscription: Closable[U]) -> AsyncIterator[U]:
         """Hold `subscription` open in the task group; its values are read elsewhere."""
-        opened: AsyncIterator[U] = await tasks.start(_hold_open, subscription)
-        return opened
+        return await open_in(tasks, subscription)
 
     async def _start_listeners(self, tasks: TaskGroup) -> None:
         global_events = await self._subscription(tasks, topics.GLOBAL_EVENTS)
@@ -308,12 +283,8 @@ class Node:
     async def _send_user_command(self, command: Command) -> None:
         """A command from the API; under `--quorum majority` a side without a majority
         refuses it here, since its master indexes nothing."""
-        if self.config.quorum == "majority":
-            standing = Standing(live=frozenset(self.live_nodes),
-                                agreed=frozenset(self.replica.state.members))
-            refused = refusal(command, standing, "majority")
-            if refused is not None:
-                raise Partitioned(refused)
+        refuse_on_a_strict_minority(command, self.config.quorum, self.live_nodes,
+                                    self.replica.state.members)
         await self.send_command(command)
 
     async def publish_local_event(self, event: Event) -> None:
@@ -335,19 +306,10 @@ class Node:
                               data_dir=self.config.data_dir)
 
     async def _remote_drafting_options(self, drafter_node: NodeId) -> dict[str, str]:
-        """How this node's runners reach `drafter_node`'s drafter: through this node's
-        own Zenoh endpoint (loopback first). Nothing on a transport without endpoints."""
-        if not isinstance(self._transport, ListensOnEndpoints):
-            return {}
-        endpoints = await self._transport.listen_endpoints()
-        local = [e for e in endpoints if "/127.0.0.1:" in e] or endpoints
-        if not local:
-            return {}
-        options = {"drafter_key": self.router.service_key(DRAFT_SERVICE, drafter_node),
-                   "cluster_connect": ",".join(local)}
-        if self.trust is not None and self.trust.secure:
-            options["cluster_data_dir"] = str(self.config.data_dir)
-        return options
+        data_dir = self.config.data_dir if self.trust is not None and self.trust.secure \
+            else None
+        return await remote_drafting_options(self._transport, self.router, drafter_node,
+                                             data_dir)
 
     def _own_reading(self) -> NodeTelemetry:
         worker = self.config.run_worker
@@ -417,17 +379,6 @@ class Node:
         context.metrics.watch_node(self._counters, lambda: self.replica.state)
         self.router.answer_signed(PEER_READ_SERVICE, peer_read_handler(
             context, asyncio.get_running_loop(), node_diagnostics))
-        config = uvicorn.Config(create_app(context, self.config.security),
-                                host=self.config.api_host, port=self.config.api_port,
-                                log_level="warning", lifespan="off")
-        self._api_server = _QuietSignalsServer(config)
-        await self._api_server.serve()
+        await serve_api(create_app(context, self.config.security), self.config.api_host,
+                        self.config.api_port)
 
-
-async def _hold_open(subscription: _Closable[U], *,
-                     task_status: anyio.abc.TaskStatus[AsyncIterator[U]]) -> None:
-    try:
-        task_status.started(subscription.__aiter__())
-        await anyio.sleep_forever()
-    finally:
-        subscription.close()

@@ -68,3 +68,14 @@ def agreed_next(agreed: Set[NodeId], live: Set[NodeId], missing_since: Mapping[N
     gone = {node for node, since in missing_since.items() if now - since >= grace}
     target = (frozenset(agreed) | frozenset(live)) - gone
     return None if target == frozenset(agreed) else target
+
+
+def refuse_on_a_strict_minority(command: Command, quorum: Quorum, live: Set[NodeId],
+                                agreed: list[NodeId]) -> None:
+    """Under `--quorum majority`, raise `Partitioned` for a command a side without a
+    majority must not send: its master indexes nothing, so it would wait in vain."""
+    if quorum != "majority":
+        return
+    refused = refusal(command, Standing(frozenset(live), frozenset(agreed)), quorum)
+    if refused is not None:
+        raise Partitioned(refused)
