@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.node_process import NodeProcess  # noqa: E402
 
 from skulk.master.event_log import DEFAULT_SYNC_INTERVAL_SECONDS  # noqa: E402
+from skulk.shared.types.events import IndexedEvent  # noqa: E402
 
 CHAT = {"model": "smollm2-135m", "max_tokens": 4,
         "messages": [{"role": "user", "content": "Hi"}]}
@@ -110,6 +111,19 @@ def failover() -> tuple[float, float]:
     return failover_time, cold_start
 
 
+class NoLog:
+    """An event log that keeps nothing: the baseline of indexing with a log."""
+
+    def append(self, event: "IndexedEvent") -> None:
+        pass
+
+    def compact(self, snapshot: "IndexedEvent") -> None:
+        pass
+
+    def read_range(self, start: int, end: int) -> "list[IndexedEvent]":
+        return []
+
+
 async def indexing_rate(log_dir: Path | None, count: int,
                         sync_interval: float | None = None) -> float:
     from skulk.master.event_log import DiskEventLog
@@ -119,16 +133,6 @@ async def indexing_rate(log_dir: Path | None, count: int,
     from skulk.shared.types.commands import CommandEnvelope
     from skulk.shared.types.events import IndexedEvent, LocalEvent, TaskDeleted
     from skulk.shared.types.ids import NodeId, TaskId
-
-    class NoLog:
-        def append(self, event: IndexedEvent) -> None:
-            pass
-
-        def compact(self, snapshot: IndexedEvent) -> None:
-            pass
-
-        def read_range(self, start: int, end: int) -> list[IndexedEvent]:
-            return []
 
     async def publish(event: IndexedEvent) -> None:
         pass

@@ -22,6 +22,7 @@ import anyio
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.cluster import NoLog  # noqa: E402
 from tests.node_process import NodeProcess  # noqa: E402
 
 
@@ -39,16 +40,6 @@ async def indexing_rate(count: int, signed: bool) -> float:
     from skulk.shared.types.wire import from_msgpack, to_msgpack
     from skulk.testing.cluster_trust import make_member
     from skulk.trust.setup import prepare_trust
-
-    class NoLog:
-        def append(self, event: IndexedEvent) -> None:
-            pass
-
-        def compact(self, snapshot: IndexedEvent) -> None:
-            pass
-
-        def read_range(self, start: int, end: int) -> list[IndexedEvent]:
-            return []
 
     bus = MemoryBus()
     received = 0

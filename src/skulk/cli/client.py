@@ -6,6 +6,7 @@ A node started with an API key needs it here too: `SKULK_API_KEY=<key> skulk sta
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -119,17 +120,21 @@ def _stream_reply(url: str, model: str, messages: list[dict[str, str]], max_toke
     return "".join(parts)
 
 
+
 def revoke(url: str, node_id: str) -> int:
-    response = _request("POST", f"{url}/cluster/revoke", json={"node_id": node_id})
-    if response.status_code != 200:
-        return _print_error(response)
-    print(f"revoked {node_id}; {response.json()['next']}")
-    return 0
+    return _membership_action(url, "revoke", node_id, lambda body: f"revoked {node_id}; "
+                              f"{body['next']}")
 
 
 def forget(url: str, node_id: str) -> int:
-    response = _request("POST", f"{url}/cluster/forget", json={"node_id": node_id})
+    return _membership_action(url, "forget", node_id, lambda body: f"forgot {node_id}; "
+                              f"agreed members: {', '.join(body['members'])}")
+
+
+def _membership_action(url: str, action: str, node_id: str,
+                       said: Callable[[dict[str, Any]], str]) -> int:
+    response = _request("POST", f"{url}/cluster/{action}", json={"node_id": node_id})
     if response.status_code != 200:
         return _print_error(response)
-    print(f"forgot {node_id}; agreed members: {', '.join(response.json()['members'])}")
+    print(said(response.json()))
     return 0
