@@ -7,6 +7,7 @@ router, and its API hears its own master's indexed events through the router too
 import asyncio
 import secrets
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import TypeVar
 
 import anyio
@@ -30,7 +31,7 @@ from skulk.cluster.local_events import LocalEventSender
 from skulk.cluster.master_seat import MasterSeat
 from skulk.cluster.topology import ReachabilityProber
 from skulk.master.event_log import DiskEventLog
-from skulk.master.event_log_restore import restore_from_log
+from skulk.master.event_log_restore import note_followed_session, restore_from_log
 from skulk.models.catalog import ModelCatalog
 from skulk.node_config import NodeConfig
 from skulk.node_identity import load_or_create_identity
@@ -45,7 +46,7 @@ from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.chunks import DataChunk
 from skulk.shared.types.commands import Command, CommandEnvelope, PlaceInstance
 from skulk.shared.types.election import ElectionMessage, StateSyncMessage
-from skulk.shared.types.events import Event, IndexedEvent, NodeRevoked
+from skulk.shared.types.events import Event, IndexedEvent, NodeRevoked, StateSnapshotHydrated
 from skulk.shared.types.ids import (
     ModelId,
     NodeId,
@@ -107,6 +108,7 @@ class Node:
         self._router: Router | None = None
         self.prober: ReachabilityProber | None = None
         self._backends: list[str] = []  # engines this machine can run, probed in `run`
+        self._event_log_dir: Path | None = None
 
     @property
     def router(self) -> Router:
@@ -133,6 +135,7 @@ class Node:
             publish=lambda local: self.router.publish(topics.LOCAL_EVENTS, local))
         catalog = ModelCatalog.builtin(self.config.data_dir / "models")
         event_log = DiskEventLog(self.config.data_dir / "event_log")
+        self._event_log_dir = event_log.directory
         restored = restore_from_log(event_log.directory, self.node_id)
         if restored is not None:
             self.replica.restore(restored.state, restored.session, restored.master_node)
@@ -335,6 +338,9 @@ class Node:
                 self._data_plane.state_changed(self.replica.state)
                 if isinstance(indexed.event, NodeRevoked):
                     self._expel(indexed.event.node_id)
+                if isinstance(indexed.event, StateSnapshotHydrated) and \
+                        self._event_log_dir is not None:
+                    note_followed_session(self._event_log_dir, indexed.session)
 
     def _expel(self, node: NodeId) -> None:
         """A revoked member leaves membership now, and its links are refused from the next

@@ -1,6 +1,10 @@
 """Reading a node's own log back at start, so a node restarted after a crash (or a clean
 stop) comes back with the State it had.
 
+Only a master writes the log, so a node that followed another master's session since it
+last led one holds a stale log: it notes the session it follows (`FOLLOWING_FILE`), and a
+log of another session is not restored (the node syncs from the cluster instead).
+
 The log holds the last master session this node led: a snapshot, then the events after
 it. Replaying them gives that session's State. What died with the old process is left
 out: runner statuses of this node (its runners are gone) and unfinished tasks (their
@@ -12,6 +16,7 @@ from pathlib import Path
 
 from loguru import logger
 
+from skulk.durable_files import write_file_atomically
 from skulk.master.event_log_archive import newest_archive, read_archive_bytes
 from skulk.master.event_log_records import decode_log
 from skulk.shared.apply import apply
@@ -60,9 +65,19 @@ def without_the_dead(state: State, node_id: NodeId) -> State:
                   if task.status in TERMINAL_TASK_STATUSES}})
 
 
+FOLLOWING_FILE = "following"
+
+
+def note_followed_session(directory: Path, session: SessionId) -> None:
+    """Record the session this node's replica follows now."""
+    path = directory / FOLLOWING_FILE
+    if not path.exists() or path.read_text().strip() != session:
+        write_file_atomically(path, f"{session}\n".encode())
+
+
 def restore_from_log(directory: Path, node_id: NodeId) -> RestoredState | None:
     """The State of the newest session in this node's log (the previous run's log is the
-    newest archive once the log has opened)."""
+    newest archive once the log has opened), if that is the session it followed last."""
     path = newest_archive(directory)
     if path is None:
         return None
@@ -76,6 +91,12 @@ def restore_from_log(directory: Path, node_id: NodeId) -> RestoredState | None:
         return None
     state, skipped = replayed
     last = decoded.events[-1]
+    following = directory / FOLLOWING_FILE
+    if following.exists() and following.read_text().strip() != last.session:
+        logger.info("the log holds session {}, but this node followed {} since: not "
+                    "restored, the cluster has newer history", last.session,
+                    following.read_text().strip())
+        return None
     corrupt = decoded.corrupt + skipped
     if corrupt:
         logger.warning("the event log {} had {} damaged or out-of-order record(s); they "

@@ -70,3 +70,16 @@ def test_nothing_to_restore_on_a_fresh_node(tmp_path: Path) -> None:
     log = DiskEventLog(tmp_path)
     assert restore_from_log(tmp_path, f.NODE) is None
     log.close()
+
+
+def test_a_log_of_a_session_the_node_no_longer_followed_is_not_restored(
+        tmp_path: Path) -> None:
+    from skulk.master.event_log_restore import note_followed_session
+    log = DiskEventLog(tmp_path)
+    for event in HISTORY:
+        log.append(event)
+    note_followed_session(tmp_path, SessionId("s"))
+    log.close()
+    assert restore_from_log(tmp_path, f.NODE) is not None
+    note_followed_session(tmp_path, SessionId("another-masters-session"))
+    assert restore_from_log(tmp_path, f.NODE) is None
