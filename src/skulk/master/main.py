@@ -5,6 +5,7 @@ replay requests. It runs only on the elected node; the node starts and stops it.
 """
 
 import time
+from collections import Counter
 from collections.abc import AsyncIterable, Awaitable, Callable, Set
 from typing import Protocol
 
@@ -13,6 +14,7 @@ from loguru import logger
 
 from skulk.master.commands import CommandContext, delete_instance_events, events_for_command
 from skulk.master.local_event_order import LocalEventOrder
+from skulk.master.local_event_rules import refused_local_event
 from skulk.master.reconcile import instances_on_lost_nodes, reconcile
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.apply import apply
@@ -96,6 +98,7 @@ class Master:
         quorum: Quorum = "available",
     ) -> None:
         self._quorum = quorum
+        self.refused_local_events: Counter[str] = Counter()
         self._missing_since: dict[NodeId, float] = {}
         self.node_id = node_id
         self.session_id = session_id or new_session_id()
@@ -214,6 +217,13 @@ class Master:
             await self._index_local(ready)
 
     async def _index_local(self, local: LocalEvent) -> None:
+        # This node's own proposals are as trusted as the master that indexes them.
+        refused = None if local.origin == self.node_id else refused_local_event(
+            self._state, local)
+        if refused is not None:
+            self.refused_local_events[refused] += 1
+            logger.warning("refused a local event from {}: {}", local.origin, refused)
+            return
         source = EventSource(origin=local.origin, epoch=local.epoch,
                              origin_seq=local.origin_seq)
         await self.index([local.event], source)

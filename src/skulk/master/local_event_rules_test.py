@@ -1,0 +1,35 @@
+from skulk.master.local_event_rules import refused_local_event
+from skulk.shared.types.events import (
+    Event,
+    InstanceCreated,
+    InstanceDeleted,
+    LocalEvent,
+    RunnerStatusUpdated,
+    TaskCreated,
+    TaskStatusUpdated,
+)
+from skulk.shared.types.ids import InstanceId, NodeId, RunnerId, TaskId
+from skulk.shared.types.runners import RunnerReady
+from skulk.testing import factories as f
+
+STATE = f.state_with(InstanceCreated(instance=f.instance()), TaskCreated(task=f.task()))
+
+
+def proposal(origin: str, event: Event) -> LocalEvent:
+    return LocalEvent(origin=NodeId(origin), epoch="e", origin_seq=0, event=event)
+
+
+def test_a_node_speaks_for_its_own_runners_and_tasks_only() -> None:
+    runner = RunnerStatusUpdated(runner_id=RunnerId("run-1"), status=RunnerReady())
+    task = TaskStatusUpdated(task_id=TaskId("task-1"), status="complete")
+    assert refused_local_event(STATE, proposal(f.NODE, runner)) is None
+    assert refused_local_event(STATE, proposal(f.NODE, task)) is None
+    assert refused_local_event(STATE, proposal("node-x", runner)) == "another_nodes_runner"
+    assert refused_local_event(STATE, proposal("node-x", task)) == "another_nodes_task"
+    deleted = InstanceDeleted(instance_id=InstanceId("inst-1"), reason="forged")
+    assert refused_local_event(STATE, proposal(f.NODE, deleted)) == "not_a_worker_event"
+
+
+def test_unknown_runners_and_tasks_pass_and_change_nothing_when_applied() -> None:
+    gone = RunnerStatusUpdated(runner_id=RunnerId("run-gone"), status=RunnerReady())
+    assert refused_local_event(STATE, proposal("node-x", gone)) is None
