@@ -28,6 +28,7 @@ from skulk.shared.types.election import ElectionMessage
 from skulk.shared.types.events import (
     IndexedEvent,
     InstanceDeleted,
+    LocalEvent,
     StateSnapshotHydrated,
     TaskCreated,
 )
