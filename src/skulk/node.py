@@ -26,6 +26,7 @@ from skulk.api.server import serve_api
 from skulk.api.stream_failures import end_failed_streams, fail_streams_served_by
 from skulk.api.streams import StreamRegistry
 from skulk.api.tracing import TraceStore
+from skulk.cluster.carry_over import send_when_following_another
 from skulk.cluster.election import Election
 from skulk.cluster.local_events import LocalEventSender
 from skulk.cluster.master_seat import MasterSeat
@@ -109,6 +110,7 @@ class Node:
         self.prober: ReachabilityProber | None = None
         self._backends: list[str] = []  # engines this machine can run, probed in `run`
         self._event_log_dir: Path | None = None
+        self._tasks: TaskGroup | None = None
 
     @property
     def router(self) -> Router:
@@ -143,7 +145,8 @@ class Node:
             node_id=self.node_id, router=self.router, catalog=catalog,
             telemetry=self.telemetry, event_log=event_log, replica=self.replica,
             live_nodes=lambda: self.live_nodes, publish=self._publish_indexed,
-            settle_grace_seconds=self.config.settle_grace_seconds, quorum=self.config.quorum)
+            settle_grace_seconds=self.config.settle_grace_seconds, quorum=self.config.quorum,
+            carry_over=self._carry_over)
         self.election = Election(
             node_id=self.node_id, publish=self._publish_election, on_result=self._elected,
             commands_seen=lambda: self.replica.state.last_event_applied_idx + 1,
@@ -151,6 +154,7 @@ class Node:
             on_rejected=lambda reason: self.dropped.count("election", reason, 0))
         try:
             async with anyio.create_task_group() as tasks:
+                self._tasks = tasks
                 await self._admit_members(tasks, trust)
                 await self._start_listeners(tasks)
                 tasks.start_soon(self.seat.run)
@@ -282,6 +286,11 @@ class Node:
     async def send_command(self, command: Command) -> None:
         await self.router.publish(topics.COMMANDS,
                                   CommandEnvelope(origin=self.node_id, command=command))
+
+    def _carry_over(self, commands: list[Command]) -> None:
+        assert self._tasks is not None
+        self._tasks.start_soon(send_when_following_another, commands, self.replica,
+                               self.node_id, self.send_command)
 
     async def _send_user_command(self, command: Command) -> None:
         """A command from the API; under `--quorum majority` a side without a majority

@@ -19,6 +19,7 @@ from skulk.routing.router import Router
 from skulk.shared.partition import Quorum
 from skulk.shared.replica import StateReplica
 from skulk.shared.telemetry_view import TelemetryView
+from skulk.shared.types.commands import Command
 from skulk.shared.types.events import IndexedEvent
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.state import State
@@ -38,8 +39,10 @@ class MasterSeat:
         publish: Callable[[IndexedEvent], Awaitable[None]],
         settle_grace_seconds: float,
         quorum: Quorum = "available",
+        carry_over: Callable[[list[Command]], None] = lambda commands: None,
     ) -> None:
         self._quorum = quorum
+        self._carry_over = carry_over
         self._node_id = node_id
         self._router = router
         self._catalog = catalog
@@ -91,4 +94,6 @@ class MasterSeat:
                 try:
                     await self.master.run()
                 finally:
+                    if self.master.carried:
+                        self._carry_over(self.master.carried)
                     self.master = None

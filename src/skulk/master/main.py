@@ -18,13 +18,12 @@ from skulk.master.local_event_rules import refused_local_event
 from skulk.master.reconcile import instances_on_lost_nodes, reconcile
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.apply import apply
-from skulk.shared.partition import Quorum, Standing, agreed_next, refusal
+from skulk.shared.partition import Quorum, Standing, agreed_next, is_lasting
 from skulk.shared.telemetry_view import TelemetryView
-from skulk.shared.types.commands import CommandEnvelope, PlaceInstance
+from skulk.shared.types.commands import Command, CommandEnvelope, PlaceInstance
 from skulk.shared.types.election import StateSyncMessage
 from skulk.shared.types.event_source import EventSource
 from skulk.shared.types.events import (
-    CommandRejected,
     Event,
     IndexedEvent,
     InstanceDeleted,
@@ -58,6 +57,7 @@ SNAPSHOT_EVERY_EVENTS = 10_000
 TOPOLOGY_SETTLE_GRACE_SECONDS = 10.0
 # A node must stay gone this long before its instances are re-placed elsewhere.
 LOST_NODE_GRACE_SECONDS = 3.0
+MAX_CARRIED_COMMANDS = 1000
 
 
 class EventLog(Protocol):
@@ -99,6 +99,8 @@ class Master:
     ) -> None:
         self._quorum = quorum
         self.refused_local_events: Counter[str] = Counter()
+        # Lasting commands this master accepted while its side lacked a majority.
+        self.carried: list[Command] = []
         self._missing_since: dict[NodeId, float] = {}
         self.node_id = node_id
         self.session_id = session_id or new_session_id()
@@ -198,12 +200,10 @@ class Master:
             self._seen_commands.pop(next(iter(self._seen_commands)))
         if self._indexes_nothing():
             return  # the API nodes on this side refuse what would start something
-        refused = refusal(command, self.standing(), self._quorum)
-        if refused is not None:
-            await self.index([CommandRejected(command_id=command.command_id,
-                                              error_kind="partitioned", message=refused)])
-            return
         events = events_for_command(self._state, command, self._context())
+        if events and is_lasting(command) and not self.standing().majority:
+            # Accepted on a minority side: sent again to the majority's master at heal.
+            self.carried = [*self.carried[-(MAX_CARRIED_COMMANDS - 1):], command]
         for event in events:
             if isinstance(event, InstanceDeleted):
                 logger.info("instance {} removed: {}", event.instance_id, event.reason)
@@ -268,9 +268,8 @@ class Master:
         events = reconcile(self._state, self._terminal_since, self._clock())
         if events:
             await self.index(events)
-        if not self.standing().majority:
-            return  # no lasting change on a minority side
-        await self._agree_on_membership()
+        if self.standing().majority:  # only a majority redraws the membership
+            await self._agree_on_membership()
         if self._clock() - self._started_at >= self._settle_grace:
             await self._replace_lost_instances()
 

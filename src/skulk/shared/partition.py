@@ -1,11 +1,13 @@
-"""Which side of a partition may make lasting changes: the rule, as pure functions.
+"""What each side of a partition may do: the rule, as pure functions.
 
 The cluster keeps its last agreed membership in the State. A side that holds more than
-half of it is the majority: it places, deletes and expels, and it updates the agreed
-membership (at once when members arrive, after a grace when they leave). A side that
-holds half or less goes on serving the instances it has, but refuses lasting changes with
-a reason, so nothing a user is told succeeded there can be undone when the partition
-heals. With `--quorum majority` such a side indexes nothing at all.
+half of it is the majority; only the majority updates the agreed membership (at once when
+members arrive, after a grace when they leave). By default (`available`) a minority side
+goes on serving and accepts changes too, because it cannot tell a partition from members
+that died; its master keeps the lasting commands it accepted and, when the partition heals
+and it follows the majority's master, sends them again, so nothing a user was told
+succeeded is lost. With `--quorum majority` a minority side indexes nothing, and its API
+refuses what would start something with a 503 that names the partition.
 """
 
 from collections.abc import Mapping, Set
@@ -26,10 +28,10 @@ from skulk.shared.types.ids import NodeId
 Quorum = Literal["available", "majority"]
 # Commands whose effect outlives the partition; ForgetMember is how an operator gets a
 # side that will never see its lost members again out of the minority, so it is allowed.
-LASTING = (PlaceInstance, DeleteInstance, ReplaceInstance, RevokeNode)
+LASTING = PlaceInstance | DeleteInstance | ReplaceInstance | RevokeNode
 # Under `--quorum majority` a minority side starts no generation either; cancelling and
 # finishing what it has are harmless and go through (its master drops them).
-STARTS = (TextGeneration,)
+STARTS = TextGeneration
 
 
 class Partitioned(RuntimeError):
@@ -51,11 +53,15 @@ class Standing:
                 f"{len(self.agreed)} members last agreed on ({', '.join(sorted(self.agreed))})")
 
 
+def is_lasting(command: Command) -> bool:
+    return isinstance(command, LASTING)
+
+
 def refusal(command: Command, standing: Standing, quorum: Quorum) -> str | None:
-    """Why a master on this side must refuse `command`, or None."""
-    if standing.majority or isinstance(command, ForgetMember):
+    """Why this side must refuse `command`, or None."""
+    if quorum != "majority" or standing.majority or isinstance(command, ForgetMember):
         return None
-    if isinstance(command, LASTING) or (quorum == "majority" and isinstance(command, STARTS)):
+    if isinstance(command, LASTING | STARTS):
         return (f"{standing.describe()}; changes that must last wait until the partition "
                 "heals (or `skulk cluster forget NODE` for a member gone for good)")
     return None

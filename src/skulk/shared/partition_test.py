@@ -22,13 +22,13 @@ def test_more_than_half_of_the_agreed_members_is_a_majority() -> None:
     assert Standing(frozenset({A}), frozenset()).majority, "a new cluster has no minority"
 
 
-def test_a_minority_refuses_lasting_changes_and_under_majority_quorum_generations() -> None:
+def test_only_a_strict_minority_refuses_and_then_what_would_start_something() -> None:
     minority = Standing(frozenset({C}), frozenset({A, B, C}))
-    reason = refusal(PLACE, minority, "available")
+    assert refusal(PLACE, minority, "available") is None, "it accepts and carries at heal"
+    reason = refusal(PLACE, minority, "majority")
     assert reason is not None and "1 of the 3 members" in reason
     assert refusal(DeleteInstance(command_id=CommandId("d"), instance_id=InstanceId("i")),
-                   minority, "available") is not None
-    assert refusal(CANCEL, minority, "available") is None, "serving goes on"
+                   minority, "majority") is not None
     assert refusal(CANCEL, minority, "majority") is None, "its master drops it instead"
     assert refusal(TextGeneration(command_id=CommandId("g"), owner_node=A,
                                   params=f.params()), minority, "majority") is not None
