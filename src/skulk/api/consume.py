@@ -1,27 +1,24 @@
-"""Reading a generation on behalf of any dialect: whole, or chunk by chunk.
+"""Reading an open generation for any dialect: whole, or chunk by chunk.
 
-Every dialect router starts a request with `open_generation`, then either `collect`s it
-(non-streaming) or iterates `token_chunks` inside its own stream formatter. Both always end
-the generation (cancelling it if unfinished) and turn an error chunk into an `ApiError`.
+After `open_generation`, a router either `collect`s the completion (non-streaming) or
+iterates `token_chunks` inside its dialect's stream formatter, sent with `event_stream`.
+Both always end the generation (cancelling it if unfinished), count its tokens and timings,
+and turn an error chunk into an `ApiError` for the dialect to render.
 """
 
+import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import anyio
 from fastapi import Request
+from fastapi.responses import StreamingResponse
 
 from skulk.api.context import ApiContext
 from skulk.api.errors import ApiError
-from skulk.api.generation import (
-    Generation,
-    ensure_serving,
-    finish_generation,
-    resolve_card,
-    start_generation,
-)
-from skulk.api.tracing import RequestTrace, now_us
+from skulk.api.generation import Generation, finish_generation
+from skulk.api.tracing import now_us
 from skulk.shared.types.chunks import (
     Chunk,
     ErrorChunk,
@@ -30,8 +27,6 @@ from skulk.shared.types.chunks import (
     TokenLogprob,
     Usage,
 )
-from skulk.shared.types.model_cards import ModelCard
-from skulk.shared.types.tasks import GenerationParams
 
 DISCONNECT_POLL_SECONDS = 0.5
 COMMAND_ID_HEADER = "X-Skulk-Command-Id"
@@ -39,36 +34,14 @@ COMMAND_ID_HEADER = "X-Skulk-Command-Id"
 
 @dataclass
 class Completion:
+    """A generation read whole."""
+
     text: str
     finish_reason: FinishReason | None
     usage: Usage | None
     stop_sequence: str | None = None
     embeddings: list[list[float]] | None = None
     logprobs: list[TokenLogprob] = field(default_factory=list)
-
-
-async def open_generation(context: ApiContext, model: str,
-                          to_params: Callable[[ModelCard], GenerationParams]) -> Generation:
-    """Resolve the model, validate the request, make sure it serves, start generating."""
-    return await run_params(context, to_params(resolve_card(context, model)))
-
-
-async def run_params(context: ApiContext, params: GenerationParams) -> Generation:
-    """Make sure the model serves, then start generating (traced when tracing is on)."""
-    started, started_us = time.monotonic(), now_us()
-    tracing = context.traces.enabled
-    await ensure_serving(context, params.model_id)
-    serving_us = now_us()
-    generation = await start_generation(
-        context, params.model_copy(update={"trace": True}) if tracing else params)
-    context.metrics.time_to_first_token.observe(time.monotonic() - started)
-    if tracing:
-        trace = RequestTrace(generation.command_id, params.model_id, context.node_id,
-                             started_us=started_us)
-        trace.span("api.ensure_serving", started_us, serving_us)
-        trace.span("api.wait_first_chunk", serving_us)
-        generation.trace = context.traces.begin(trace)
-    return generation
 
 
 async def _measured(context: ApiContext, generation: Generation) -> AsyncIterator[Chunk]:
@@ -151,6 +124,17 @@ async def token_chunks(context: ApiContext,
             yield chunk
     finally:
         await finish_generation(context, generation)
+
+
+def event_stream(generation: Generation, frames: AsyncIterator[bytes]) -> StreamingResponse:
+    """A dialect's server-sent events, announced with the generation's command id."""
+    return StreamingResponse(frames, media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", **announce(generation)})
+
+
+def sse(body: object) -> bytes:
+    """One server-sent event carrying a JSON body, as the OpenAI dialects send it."""
+    return f"data: {json.dumps(body, separators=(',', ':'))}\n\n".encode()
 
 
 def client_gone() -> ApiError:

@@ -1,10 +1,15 @@
-"""What the API needs from its node: identity, cards, the State replica, streams, commands."""
+"""What the API needs from its node: identity, cards, the State replica, streams, commands.
+
+Routers take it as the `Context` dependency; the app holds the one the node built.
+"""
 
 import time
 from collections.abc import Awaitable, Callable, Set
 from dataclasses import dataclass, field
+from typing import Annotated
 
 import anyio
+from fastapi import Depends, Request
 
 from skulk.api.metrics import ApiMetrics
 from skulk.api.sessions import SessionStore
@@ -53,3 +58,12 @@ class ApiContext:
     # Another node's signed answer to a peer read (path bytes in, JSON bytes out).
     ask_peer: Callable[[NodeId, bytes, float], Awaitable[bytes | None]] = _nobody_answers
     started_at: float = field(default_factory=time.monotonic)
+
+
+async def api_context(request: Request) -> ApiContext:
+    """The context the app was built with (`create_app` keeps it in the app's state)."""
+    context: ApiContext = request.app.state.context
+    return context
+
+
+Context = Annotated[ApiContext, Depends(api_context)]

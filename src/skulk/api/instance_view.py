@@ -1,13 +1,41 @@
-"""Derived views of instances for the API: status from runner statuses, ranks."""
+"""Instances as the API shows them: a status derived from the runners, ranks in order.
 
+The views extend the shared `Instance` and `ShardAssignment`, so a field means the same
+here as in the State; the shard map is shown as `ranks`.
+"""
+
+from collections.abc import Mapping
 from typing import Literal
 
-from skulk.shared.types.ids import ModelId
-from skulk.shared.types.instances import Instance
+from pydantic import Field
+
+from skulk.shared.types.ids import ModelId, NodeId, RunnerId
+from skulk.shared.types.instances import Instance, ShardAssignment
 from skulk.shared.types.runners import RunnerFailed, RunnerShutdown, is_serving
 from skulk.shared.types.state import State
 
 InstanceStatus = Literal["pending", "loading", "ready", "failed"]
+
+
+class RankView(ShardAssignment):
+    """One rank of an instance: where it runs, what it holds, how its runner is doing."""
+
+    runner_id: RunnerId = Field(description="The rank's runner.")
+    runner_status: str = Field(description="The runner's last reported status, or `pending`.")
+
+
+class InstanceView(Instance):
+    """An instance and its ranks; `ready` when every rank serves."""
+
+    # Shown as `ranks`; the drafter and the replacement count are read from `/cluster`
+    # and `/state`.
+    shards: Mapping[RunnerId, ShardAssignment] = Field(exclude=True, description="Shown as "
+                                                       "`ranks`.")
+    drafter_node: NodeId | None = Field(default=None, exclude=True,
+                                        description="Not shown here; see `/cluster`.")
+    replaced: int = Field(default=0, exclude=True, description="Not shown here; see `/state`.")
+    status: InstanceStatus = Field(description="`ready` when every rank serves.")
+    ranks: list[RankView] = Field(description="Ranks in order.")
 
 
 def instance_status(state: State, instance: Instance) -> InstanceStatus:
@@ -25,17 +53,17 @@ def has_ready_instance(state: State, model_id: ModelId) -> bool:
     return any(instance_status(state, i) == "ready" for i in state.instances_of(model_id))
 
 
+def instance_view(state: State, instance: Instance) -> InstanceView:
+    """The instance with its status and ranks, as `/instance/{id}` shows it."""
+    ranks = [RankView(**dict(shard), runner_id=runner_id,
+                      runner_status=state.runners[runner_id].kind
+                      if runner_id in state.runners else "pending")
+             for runner_id, shard in sorted(instance.shards.items(), key=lambda kv: kv[1].rank)]
+    return InstanceView(**dict(instance), status=instance_status(state, instance), ranks=ranks)
+
+
 def instance_body(state: State, instance: Instance) -> dict[str, object]:
-    ranks = [
-        {"runner_id": runner_id, "node_id": shard.node_id, "rank": shard.rank,
-         "world_size": shard.world_size, "start_layer": shard.start_layer,
-         "end_layer": shard.end_layer,
-         "runner_status": state.runners[runner_id].kind if runner_id in state.runners
-         else "pending"}
-        for runner_id, shard in sorted(instance.shards.items(), key=lambda kv: kv[1].rank)
-    ]
-    return {"instance_id": instance.instance_id, "model_id": instance.model_id,
-            "engine": instance.engine, "sharding": instance.sharding,
-            "context_token_limit": instance.context_token_limit,
-            "drafter_node": instance.drafter_node,
-            "status": instance_status(state, instance), "ranks": ranks}
+    """The instance as `/cluster` lists it: with its drafter node, without ring addresses."""
+    shown = instance_view(state, instance).model_dump(
+        mode="json", exclude={"ring_port": True, "ranks": {"__all__": {"ring_host"}}})
+    return {**shown, "drafter_node": instance.drafter_node}

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from skulk.api.context import ApiContext
 from skulk.api.tracing import chrome_trace
+from skulk.shared.types.ids import CommandId
 
 PEER_READ_SERVICE = "api_read"
 ANSWER_TIMEOUT_SECONDS = 5.0
@@ -28,7 +29,7 @@ def read_locally(context: ApiContext, path: str,
         return 200, {"node_id": context.node_id,
                      "traces": [trace.summary() for trace in context.traces.all()]}
     if path.startswith("/v1/traces/") and path.count("/") == 3:
-        trace = context.traces.get(path.rsplit("/", 1)[1])
+        trace = context.traces.get(CommandId(path.rsplit("/", 1)[1]))
         if trace is None:
             return 404, {"error": "no such trace here"}
         return 200, chrome_trace(trace)

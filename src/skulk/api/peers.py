@@ -4,17 +4,15 @@ diagnostics and traces), over the cluster transport: see `peer_reads`."""
 import json
 
 import anyio
-from fastapi import Request
 
 from skulk.api.context import ApiContext
 from skulk.api.peer_reads import ANSWER_TIMEOUT_SECONDS
 from skulk.shared.types.ids import NodeId
 
 
-async def ask_peers(request: Request, path: str,
+async def ask_peers(context: ApiContext, path: str,
                     ) -> tuple[dict[NodeId, object], dict[NodeId, str]]:
     """Each peer's JSON answer to `path`, and why the others did not answer."""
-    context: ApiContext = request.app.state.context
     answers: dict[NodeId, object] = {}
     errors: dict[NodeId, str] = {}
 

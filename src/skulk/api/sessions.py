@@ -11,7 +11,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NewType
 
 from skulk.api.errors import ApiError
 from skulk.shared.types.chunks import Usage
@@ -23,11 +23,15 @@ DEFAULT_IDLE_TTL_SECONDS = 3600.0
 _CLOSED_REMEMBERED = 1024
 
 SessionKind = Literal["chat", "tokens"]
+# A conversation's id; `SessionId` in shared/types names a master's session, not this.
+ConversationId = NewType("ConversationId", str)
 
 
 @dataclass
 class Session:
-    session_id: str
+    """One conversation: its history, and what its last turn cost."""
+
+    session_id: ConversationId
     model_id: ModelId
     kind: SessionKind
     created: float
@@ -46,6 +50,15 @@ class Session:
         usage = self.last_usage
         return 0 if usage is None else usage.prompt_tokens + usage.completion_tokens
 
+    def record_turn(self, text: str, token_ids: list[int], usage: Usage | None) -> None:
+        """Append a generated reply: its text to a chat, its token ids to a token session."""
+        if self.kind == "chat":
+            self.messages.append(ChatMessage(role="assistant", content=text))
+        else:
+            self.tokens += token_ids
+        self.turns += 1
+        self.last_usage = usage
+
 
 class SessionStore:
     def __init__(self, capacity: int = DEFAULT_CAPACITY,
@@ -54,8 +67,8 @@ class SessionStore:
         self._capacity = capacity
         self._idle_ttl = idle_ttl
         self._clock = clock
-        self._open: dict[str, Session] = {}
-        self._closed: OrderedDict[str, str] = OrderedDict()  # id -> why it closed
+        self._open: dict[ConversationId, Session] = {}
+        self._closed: OrderedDict[ConversationId, str] = OrderedDict()  # id -> why it closed
 
     def create(self, model_id: ModelId, kind: SessionKind) -> Session:
         self._expire()
@@ -64,14 +77,14 @@ class SessionStore:
                            "close one (DELETE /v1/sessions/{id}) or wait for one to expire",
                            code="too_many_sessions")
         now = self._clock()
-        session = Session(f"sess_{secrets.token_hex(8)}", model_id, kind, now, now)
+        session = Session(ConversationId(f"sess_{secrets.token_hex(8)}"), model_id, kind, now, now)
         self._open[session.session_id] = session
         return session
 
     def open_count(self) -> int:
         return len(self._open)
 
-    def get(self, session_id: str) -> Session:
+    def get(self, session_id: ConversationId) -> Session:
         self._expire()
         session = self._open.get(session_id)
         if session is not None:
@@ -84,7 +97,7 @@ class SessionStore:
         raise ApiError(404, f"no session '{session_id}' on this node; sessions live on the "
                        "node that created them", code="session_not_found", param="session_id")
 
-    def close(self, session_id: str, why: str = "closed by the client") -> Session:
+    def close(self, session_id: ConversationId, why: str = "closed by the client") -> Session:
         session = self.get(session_id)
         if session.busy:
             raise ApiError(409, f"session '{session_id}' is generating; cancel or wait first",
@@ -100,7 +113,7 @@ class SessionStore:
                 del self._open[session_id]
                 self._remember_closed(session_id, f"idle for over {self._idle_ttl:.0f} s")
 
-    def _remember_closed(self, session_id: str, why: str) -> None:
+    def _remember_closed(self, session_id: ConversationId, why: str) -> None:
         self._closed[session_id] = why
         while len(self._closed) > _CLOSED_REMEMBERED:
             self._closed.popitem(last=False)

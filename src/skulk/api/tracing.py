@@ -12,7 +12,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from skulk.shared.types.ids import CommandId, NodeId
+from skulk.shared.types.ids import CommandId, ModelId, NodeId
 from skulk.shared.types.traces import Span
 
 DEFAULT_RETENTION_SECONDS = 3600.0
@@ -26,7 +26,7 @@ def now_us() -> int:
 @dataclass
 class RequestTrace:
     trace_id: CommandId
-    model_id: str
+    model_id: ModelId
     node_id: NodeId
     started_us: int = field(default_factory=now_us)
     spans: list[Span] = field(default_factory=list)
@@ -115,9 +115,9 @@ class TraceStore:
             self._traces.popitem(last=False)
         return trace
 
-    def get(self, trace_id: str) -> RequestTrace | None:
+    def get(self, trace_id: CommandId) -> RequestTrace | None:
         self._prune()
-        return self._traces.get(CommandId(trace_id))
+        return self._traces.get(trace_id)
 
     def all(self) -> list[RequestTrace]:
         self._prune()

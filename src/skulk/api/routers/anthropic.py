@@ -3,7 +3,7 @@
 from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 
 from skulk.api.adapters.anthropic_messages import (
     MessagesRequest,
@@ -14,25 +14,24 @@ from skulk.api.adapters.anthropic_messages import (
     to_generation_params,
     usage_body,
 )
-from skulk.api.consume import announce, client_gone, collect, open_generation, token_chunks
-from skulk.api.context import ApiContext
+from skulk.api.consume import announce, client_gone, collect, event_stream, token_chunks
+from skulk.api.context import ApiContext, Context
 from skulk.api.errors import ApiError
-from skulk.api.generation import Generation
+from skulk.api.generation import Generation, open_generation
+from skulk.api.serving import resolve_card
 
 router = APIRouter(tags=["anthropic"])
 
 
 @router.post("/v1/messages", response_model=None,
              summary="Create a message (Anthropic dialect), streamed as events or whole")
-async def create_message(body: MessagesRequest, request: Request) -> Response:
-    context: ApiContext = request.app.state.context
-    generation = await open_generation(context, body.model,
-                                       lambda card: to_generation_params(body, card))
+async def create_message(body: MessagesRequest, request: Request,
+                         context: Context) -> Response:
+    params = to_generation_params(body, resolve_card(context, body.model))
+    generation = await open_generation(context, params)
     message_id = f"msg_{generation.command_id.removeprefix('cmd-')}"
     if body.stream:
-        return StreamingResponse(_stream(context, generation, message_id, body.model),
-                                 media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache", **announce(generation)})
+        return event_stream(generation, _stream(context, generation, message_id, body.model))
     completion = await collect(context, generation, request)
     if completion is None:
         return client_gone().response("anthropic")

@@ -1,8 +1,8 @@
 """`POST /v1/cancel/{command_id}`: stop a running generation."""
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 
-from skulk.api.context import ApiContext
+from skulk.api.context import Context
 from skulk.api.errors import ApiError
 from skulk.shared.types.commands import CancelTask
 from skulk.shared.types.ids import CommandId, new_command_id
@@ -12,11 +12,10 @@ router = APIRouter(tags=["requests"])
 
 @router.post("/v1/cancel/{command_id}",
              summary="Cancel a running generation by the command id its response announced")
-async def cancel(command_id: str, request: Request) -> dict[str, str]:
-    context: ApiContext = request.app.state.context
+async def cancel(command_id: CommandId, context: Context) -> dict[str, str]:
     task = context.replica.state.task_for_command(command_id)
     if task is None:
         raise ApiError(404, f"no running request '{command_id}'", code="request_not_found")
     await context.send_command(CancelTask(command_id=new_command_id(),
-                                          target_command_id=CommandId(command_id)))
+                                          target_command_id=command_id))
     return {"cancelled": command_id, "task_id": task.task_id}

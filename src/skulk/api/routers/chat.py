@@ -4,11 +4,10 @@ With tools, the reply is read whole before anything is sent (it may turn out to 
 call), then sent as content or as tool calls; a stream then carries it in one delta.
 """
 
-import json
 from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 
 from skulk.api.adapters.openai_chat import (
     ChatCompletionRequest,
@@ -23,48 +22,41 @@ from skulk.api.consume import (
     announce,
     client_gone,
     collect,
-    run_params,
+    event_stream,
+    sse,
     token_chunks,
 )
-from skulk.api.context import ApiContext
+from skulk.api.context import ApiContext, Context
 from skulk.api.errors import ApiError
-from skulk.api.generation import Generation, resolve_card
+from skulk.api.generation import Generation, open_generation
+from skulk.api.serving import resolve_card
 
 router = APIRouter(tags=["openai"])
 
 
-def sse(body: object) -> bytes:
-    return f"data: {json.dumps(body, separators=(',', ':'))}\n\n".encode()
-
-
 @router.post("/v1/chat/completions", response_model=None,
              summary="Chat completion (OpenAI dialect), streamed as server-sent events or whole")
-async def chat_completions(body: ChatCompletionRequest, request: Request) -> Response:
-    context: ApiContext = request.app.state.context
+async def chat_completions(body: ChatCompletionRequest, request: Request,
+                           context: Context) -> Response:
     plan = plan_chat(body, resolve_card(context, body.model))
-    generation = await run_params(context, plan.params)
+    generation = await open_generation(context, plan.params)
     completion_id = f"chatcmpl-{generation.command_id.removeprefix('cmd-')}"
-    headers = announce(generation)
     include_usage = bool(body.stream_options and body.stream_options.include_usage)
     with_logprobs = plan.params.logprobs is not None
     if body.stream and not plan.tools:
-        return StreamingResponse(
-            _stream(context, generation, completion_id, body.model, include_usage,
-                    with_logprobs),
-            media_type="text/event-stream", headers={"Cache-Control": "no-cache", **headers})
+        return event_stream(generation, _stream(context, generation, completion_id,
+                                                body.model, include_usage, with_logprobs))
     completion = await collect(context, generation, request)
     if completion is None:
         return client_gone().response()
     calls = tool_calls_body(plan.tool_calls_in(completion.text), completion_id[-12:])
     if body.stream:
-        return StreamingResponse(
-            _replay(completion, calls, completion_id, generation.created, body.model,
-                    include_usage),
-            media_type="text/event-stream", headers={"Cache-Control": "no-cache", **headers})
+        return event_stream(generation, _replay(completion, calls, completion_id,
+                                                generation.created, body.model, include_usage))
     return JSONResponse(completion_body(
         completion_id, generation.created, body.model, completion.text,
         completion.finish_reason, completion.usage, calls,
-        completion.logprobs if with_logprobs else None), headers=headers)
+        completion.logprobs if with_logprobs else None), headers=announce(generation))
 
 
 async def _stream(context: ApiContext, generation: Generation, completion_id: str,

@@ -10,10 +10,10 @@ probe round, with the addresses that answered (best first) and their connect RTT
 
 import time
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
-from skulk.api.context import ApiContext
+from skulk.api.context import ApiContext, Context
 from skulk.api.errors import ApiError
 from skulk.api.instance_view import instance_body
 from skulk.api.node_health import node_health
@@ -43,8 +43,7 @@ class Forgetting(BaseModel):
 
 @router.post("/cluster/forget", summary="Drop a member gone for good from the agreed "
              "membership (lets a side that will never see it again make changes)")
-async def forget(body: Forgetting, request: Request) -> dict[str, object]:
-    context: ApiContext = request.app.state.context
+async def forget(body: Forgetting, context: Context) -> dict[str, object]:
     await context.send_command(ForgetMember(command_id=new_command_id(), node_id=body.node_id))
     forgotten = await context.replica.wait_for(
         lambda state: body.node_id not in state.members, REVOKE_TIMEOUT_SECONDS)
@@ -63,8 +62,7 @@ def _partition(context: ApiContext, live: set[NodeId]) -> dict[str, object]:
 
 @router.post("/cluster/revoke", summary="Expel a member: its messages are refused at once, "
              "its TLS links from each member's next start")
-async def revoke(body: Revocation, request: Request) -> dict[str, object]:
-    context: ApiContext = request.app.state.context
+async def revoke(body: Revocation, context: Context) -> dict[str, object]:
     if body.node_id == context.node_id:
         raise ApiError(400, "a node cannot revoke itself: ask another member",
                        code="invalid_request")
@@ -80,8 +78,7 @@ async def revoke(body: Revocation, request: Request) -> dict[str, object]:
 
 
 @router.get("/cluster", summary="Cluster summary: master, nodes with health, instances")
-async def cluster(request: Request) -> dict[str, object]:
-    context: ApiContext = request.app.state.context
+async def cluster(context: Context) -> dict[str, object]:
     state = context.replica.state
     readings = context.telemetry.live()
     live = set(context.live_nodes()) or {context.node_id}

@@ -3,7 +3,7 @@
 from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 
 from skulk.api.adapters.openai_completions import (
     CompletionRequest,
@@ -11,27 +11,25 @@ from skulk.api.adapters.openai_completions import (
     prompt_of,
     to_generation_params,
 )
-from skulk.api.consume import announce, client_gone, collect, open_generation, token_chunks
-from skulk.api.context import ApiContext
+from skulk.api.consume import announce, client_gone, collect, event_stream, sse, token_chunks
+from skulk.api.context import ApiContext, Context
 from skulk.api.errors import ApiError
-from skulk.api.generation import Generation
-from skulk.api.routers.chat import sse
+from skulk.api.generation import Generation, open_generation
+from skulk.api.serving import resolve_card
 
 router = APIRouter(tags=["openai"])
 
 
 @router.post("/v1/completions", response_model=None,
              summary="Continue a prompt without the chat template (legacy OpenAI dialect)")
-async def completions(body: CompletionRequest, request: Request) -> Response:
-    context: ApiContext = request.app.state.context
-    generation = await open_generation(context, body.model,
-                                       lambda card: to_generation_params(body, card))
+async def completions(body: CompletionRequest, request: Request, context: Context) -> Response:
+    params = to_generation_params(body, resolve_card(context, body.model))
+    generation = await open_generation(context, params)
     completion_id = f"cmpl-{generation.command_id.removeprefix('cmd-')}"
     prefix = prompt_of(body) if body.echo else ""
     if body.stream:
-        return StreamingResponse(_stream(context, generation, completion_id, body.model, prefix),
-                                 media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache", **announce(generation)})
+        return event_stream(generation, _stream(context, generation, completion_id,
+                                                body.model, prefix))
     completion = await collect(context, generation, request)
     if completion is None:
         return client_gone().response()

@@ -9,10 +9,10 @@ import time
 from importlib import metadata
 
 import psutil
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 
 from skulk import __version__
-from skulk.api.context import ApiContext
+from skulk.api.context import ApiContext, Context
 from skulk.api.node_health import node_reasons
 from skulk.api.peers import ask_peers
 
@@ -92,16 +92,14 @@ def node_diagnostics(context: ApiContext) -> dict[str, object]:
 
 @router.get("/v1/diagnostics/node", summary="This node's runtime, resources, runners with "
             "their flight recorders, placements and warnings")
-async def diagnostics_node(request: Request) -> dict[str, object]:
-    context: ApiContext = request.app.state.context
+async def diagnostics_node(context: Context) -> dict[str, object]:
     return node_diagnostics(context)
 
 
 @router.get("/v1/diagnostics/cluster",
             summary="Every live node's diagnostics, fetched from each node")
-async def diagnostics_cluster(request: Request) -> dict[str, object]:
-    context: ApiContext = request.app.state.context
-    answers, errors = await ask_peers(request, "/v1/diagnostics/node")
+async def diagnostics_cluster(context: Context) -> dict[str, object]:
+    answers, errors = await ask_peers(context, "/v1/diagnostics/node")
     return {"node_id": context.node_id,
             "nodes": {context.node_id: node_diagnostics(context), **answers},
             "errors": errors}

@@ -2,10 +2,11 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
-from skulk.api.context import ApiContext
+from skulk.api.context import Context
+from skulk.shared.types.ids import NodeId, SessionId
 
 router = APIRouter(tags=["cluster"])
 
@@ -18,10 +19,10 @@ class EventRecordView(BaseModel):
     seq: int = Field(description="This node's sequence number for the record, from 1; "
                      "it keeps counting across master sessions. Page with `after_seq`.")
     index: int = Field(description="The event's index in its master session's log.")
-    session: str = Field(description="Master session that indexed the event.")
-    master_node: str = Field(description="Master that indexed it.")
+    session: SessionId = Field(description="Master session that indexed the event.")
+    master_node: NodeId = Field(description="Master that indexed it.")
     kind: str = Field(description="Event type, e.g. `TaskCreated`.")
-    origin: str | None = Field(description="Node that proposed it; None for the master's own.")
+    origin: NodeId | None = Field(description="Node that proposed it; None for the master's own.")
     applied_at: float = Field(description="Unix time this node applied it.")
     summary: str = Field(description="Its ids and status on one line.")
     detail: str = Field(description="Its payload as JSON, cut to 2000 characters; a "
@@ -31,7 +32,7 @@ class EventRecordView(BaseModel):
 class RecentEventsView(BaseModel):
     """Recent events and where the log stands."""
 
-    node_id: str = Field(description="The node that answered.")
+    node_id: NodeId = Field(description="The node that answered.")
     last_seq: int = Field(description="Sequence number of the newest record; 0 before any.")
     events: list[EventRecordView] = Field(description="Records after `after_seq`, oldest "
                                           "first, at most `limit` (the newest ones).")
@@ -40,13 +41,12 @@ class RecentEventsView(BaseModel):
 @router.get("/events", response_model=RecentEventsView,
             summary="Recent indexed events this node applied (the last 1000 are kept)")
 async def recent_events(
-        request: Request,
+        context: Context,
         after_seq: int = Query(default=0, ge=0, description="Only records newer than this."),
         limit: int = Query(default=200, ge=1, le=MAX_LIMIT, description="At most this many."),
         kind: Annotated[list[str] | None,
                         Query(description="Only these event types (repeatable).")] = None,
 ) -> RecentEventsView:
-    context: ApiContext = request.app.state.context
     recent = context.replica.recent
     records = recent.query(after_seq=after_seq, limit=limit, kinds=set(kind or ()))
     return RecentEventsView(node_id=context.node_id, last_seq=recent.last_seq,

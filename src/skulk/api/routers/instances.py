@@ -3,20 +3,19 @@
 import time
 
 import anyio
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from skulk.api.context import ApiContext
+from skulk.api.context import ApiContext, Context
 from skulk.api.errors import ApiError
-from skulk.api.generation import place_instance, resolve_card
-from skulk.api.instance_view import InstanceStatus, instance_status
+from skulk.api.instance_view import InstanceView, instance_view
+from skulk.api.serving import place_instance, resolve_card
 from skulk.master.placement import ClusterView, PlacementError, choose_plan, previews
 from skulk.master.placement.previews import PlacementPreview
 from skulk.shared.types.commands import DeleteInstance, PlaceInstance
-from skulk.shared.types.ids import InstanceId, NodeId, new_command_id, new_instance_id
-from skulk.shared.types.instances import Instance, Sharding
+from skulk.shared.types.ids import InstanceId, ModelId, NodeId, new_command_id, new_instance_id
+from skulk.shared.types.instances import Sharding
 from skulk.shared.types.model_cards import EngineName, ModelCard
-from skulk.shared.types.state import State
 
 router = APIRouter(tags=["instances"])
 
@@ -42,43 +41,16 @@ class PlaceInstanceRequest(BaseModel):
     excluded_nodes: list[NodeId] = Field(default_factory=list, description="Nodes to avoid.")
 
 
-class RankView(BaseModel):
-    """One rank of an instance: where it runs, what it holds, how its runner is doing."""
-
-    runner_id: str = Field(description="The rank's runner.")
-    node_id: str = Field(description="Node that runs the rank.")
-    rank: int = Field(description="Rank within the instance, from 0.")
-    world_size: int = Field(description="Number of ranks in the instance.")
-    start_layer: int = Field(description="First layer held (inclusive).")
-    end_layer: int = Field(description="Last layer held (exclusive).")
-    runner_status: str = Field(description="The runner's last reported status, or `pending`.")
-    ring_host: str | None = Field(description="Ring address of the rank, once resolved.")
-
-
-class InstanceView(BaseModel):
-    """An instance and its ranks; `ready` when every rank serves."""
-
-    instance_id: str = Field(description="Id of the instance.")
-    model_id: str = Field(description="Model it serves.")
-    engine: EngineName = Field(description="Engine chosen at placement.")
-    sharding: Sharding = Field(description="How the model is split.")
-    status: InstanceStatus = Field(description="`ready` when every rank serves.")
-    context_token_limit: int = Field(description="Longest prompt plus output it admits.")
-    ring_port: int | None = Field(description="First ring port (rank r uses ring_port + r); "
-                                  "None for a single node.")
-    ranks: list[RankView] = Field(description="Ranks in order.")
-
-
 class DeletedInstance(BaseModel):
     """The instance that was removed."""
 
-    deleted: str = Field(description="Id of the removed instance.")
+    deleted: InstanceId = Field(description="Id of the removed instance.")
 
 
 class NodeMemoryView(BaseModel):
     """One rank of a candidate placement and its memory figures."""
 
-    node_id: str = Field(description="Node that would run the rank.")
+    node_id: NodeId = Field(description="Node that would run the rank.")
     rank: int = Field(description="Rank within the candidate, from 0.")
     start_layer: int = Field(description="First layer it would hold (inclusive).")
     end_layer: int = Field(description="Last layer it would hold (exclusive).")
@@ -101,15 +73,10 @@ class PlacementPreviewView(BaseModel):
 class PlacementPreviews(BaseModel):
     """Every candidate placement of a model over 1..N usable nodes."""
 
-    model_id: str = Field(description="The model, by canonical id.")
-    waiting_for: list[str] = Field(description="Live nodes whose memory is not known yet; "
+    model_id: ModelId = Field(description="The model, by canonical id.")
+    waiting_for: list[NodeId] = Field(description="Live nodes whose memory is not known yet; "
                                    "previews may change once they report.")
     previews: list[PlacementPreviewView] = Field(description="The candidates.")
-
-
-def _context(request: Request) -> ApiContext:
-    context: ApiContext = request.app.state.context
-    return context
 
 
 def _cluster(context: ApiContext) -> ClusterView:
@@ -117,21 +84,6 @@ def _cluster(context: ApiContext) -> ClusterView:
     live = frozenset(context.live_nodes()) or frozenset({context.node_id, *readings})
     return ClusterView(nodes={n: r for n, r in readings.items() if n in live},
                        live_nodes=live, instances=context.replica.state.instances)
-
-
-def instance_view(state: State, instance: Instance) -> InstanceView:
-    """The instance with its status and ranks, as the API shows it."""
-    ranks = [RankView(runner_id=runner_id, node_id=shard.node_id, rank=shard.rank,
-                      world_size=shard.world_size, start_layer=shard.start_layer,
-                      end_layer=shard.end_layer, ring_host=shard.ring_host,
-                      runner_status=state.runners[runner_id].kind
-                      if runner_id in state.runners else "pending")
-             for runner_id, shard in sorted(instance.shards.items(), key=lambda kv: kv[1].rank)]
-    return InstanceView(instance_id=instance.instance_id, model_id=instance.model_id,
-                        engine=instance.engine, sharding=instance.sharding,
-                        status=instance_status(state, instance),
-                        context_token_limit=instance.context_token_limit,
-                        ring_port=instance.ring_port, ranks=ranks)
 
 
 async def _dry_run(context: ApiContext, command: PlaceInstance, card: ModelCard) -> None:
@@ -156,8 +108,7 @@ async def _dry_run(context: ApiContext, command: PlaceInstance, card: ModelCard)
              description="Placement is checked here first: 400 when no set of nodes can hold "
              "the model as asked (the message says, per node, why), 503 when live nodes "
              "have not reported their memory yet.")
-async def place(body: PlaceInstanceRequest, request: Request) -> InstanceView:
-    context = _context(request)
+async def place(body: PlaceInstanceRequest, context: Context) -> InstanceView:
     card = resolve_card(context, body.model_id)
     command = PlaceInstance(command_id=new_command_id(), instance_id=new_instance_id(),
                             model_id=card.model_id, engine=body.engine,
@@ -188,40 +139,38 @@ def _preview_view(preview: PlacementPreview) -> PlacementPreviewView:
 # Declared before /instance/{instance_id}, which would otherwise take `previews` as an id.
 @router.get("/instance/previews", response_model=PlacementPreviews,
             summary="Candidate placements of a model: per node, memory needed vs usable")
-async def get_previews(request: Request,
+async def get_previews(context: Context,
                        model_id: str = Query(description="A model id or alias.")
                        ) -> PlacementPreviews:
-    context = _context(request)
     card = resolve_card(context, model_id)
     cluster = _cluster(context)
     return PlacementPreviews(model_id=card.model_id, waiting_for=cluster.missing_readings(),
                              previews=[_preview_view(p) for p in previews(card, cluster)])
 
 
-def _known(context: ApiContext, instance_id: str) -> InstanceId:
+def _must_exist(context: ApiContext, instance_id: InstanceId) -> None:
     if instance_id not in context.replica.state.instances:
         raise ApiError(404, f"no instance '{instance_id}'; GET /state lists them",
                        code="instance_not_found")
-    return InstanceId(instance_id)
 
 
 @router.get("/instance/{instance_id}", response_model=InstanceView,
             summary="One instance: status and its ranks with nodes and layer ranges")
-async def get_instance(instance_id: str, request: Request) -> InstanceView:
-    context = _context(request)
+async def get_instance(instance_id: InstanceId, context: Context) -> InstanceView:
+    _must_exist(context, instance_id)
     state = context.replica.state
-    return instance_view(state, state.instances[_known(context, instance_id)])
+    return instance_view(state, state.instances[instance_id])
 
 
 @router.delete("/instance/{instance_id}", response_model=DeletedInstance,
                summary="Delete an instance; its runners shut down")
-async def delete_instance(instance_id: str, request: Request) -> DeletedInstance:
-    context = _context(request)
-    known = _known(context, instance_id)
-    await context.send_command(DeleteInstance(command_id=new_command_id(), instance_id=known))
-    gone = await context.replica.wait_for(lambda s: known not in s.instances,
+async def delete_instance(instance_id: InstanceId, context: Context) -> DeletedInstance:
+    _must_exist(context, instance_id)
+    await context.send_command(DeleteInstance(command_id=new_command_id(),
+                                              instance_id=instance_id))
+    gone = await context.replica.wait_for(lambda s: instance_id not in s.instances,
                                           DELETE_WAIT_SECONDS)
     if gone is None:
-        raise ApiError(504, f"instance {known} was not removed within {DELETE_WAIT_SECONDS:.0f} s",
-                       type="server_error", code="timeout")
-    return DeletedInstance(deleted=known)
+        raise ApiError(504, f"instance {instance_id} was not removed within "
+                       f"{DELETE_WAIT_SECONDS:.0f} s", type="server_error", code="timeout")
+    return DeletedInstance(deleted=instance_id)

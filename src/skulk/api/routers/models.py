@@ -1,9 +1,9 @@
 """`GET /v1/models`: the models the cluster knows, in the OpenAI list format."""
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 
-from skulk.api.context import ApiContext
-from skulk.api.generation import resolve_card
+from skulk.api.context import ApiContext, Context
+from skulk.api.serving import resolve_card
 from skulk.shared.types.model_cards import ModelCard
 
 router = APIRouter(tags=["openai"])
@@ -21,12 +21,10 @@ def _model_body(context: ApiContext, card: ModelCard) -> dict[str, object]:
 
 
 @router.get("/v1/models", summary="Models the cluster knows (OpenAI list format)")
-async def list_models(request: Request) -> dict[str, object]:
-    context: ApiContext = request.app.state.context
+async def list_models(context: Context) -> dict[str, object]:
     return {"object": "list", "data": [_model_body(context, c) for c in context.catalog.cards()]}
 
 
 @router.get("/v1/models/{model_id:path}", summary="One model by id or alias")
-async def get_model(model_id: str, request: Request) -> dict[str, object]:
-    context: ApiContext = request.app.state.context
+async def get_model(model_id: str, context: Context) -> dict[str, object]:
     return _model_body(context, resolve_card(context, model_id))

@@ -2,8 +2,7 @@
 
 import json
 import time
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -22,10 +21,11 @@ from skulk.api.adapters.ollama import (
     now_iso,
     tag_body,
 )
-from skulk.api.consume import announce, client_gone, collect, open_generation, token_chunks
-from skulk.api.context import ApiContext
+from skulk.api.consume import announce, client_gone, collect, token_chunks
+from skulk.api.context import ApiContext, Context
 from skulk.api.errors import ApiError
-from skulk.api.generation import Generation, ensure_serving, resolve_card
+from skulk.api.generation import Generation, open_generation
+from skulk.api.serving import ensure_serving, resolve_card
 
 router = APIRouter(tags=["ollama"])
 
@@ -34,10 +34,10 @@ def _ndjson(body: object) -> bytes:
     return (json.dumps(body, separators=(",", ":")) + "\n").encode()
 
 
-async def _run(request: Request, model: str, generation: Generation, timing: Timing,
-               stream: bool, piece: Callable[[str], dict[str, object]]) -> Response:
+async def _answer(context: ApiContext, request: Request, model: str, generation: Generation,
+                  timing: Timing, stream: bool,
+                  piece: Callable[[str], dict[str, object]]) -> Response:
     """Answer in Ollama's shape: `piece(text)` gives the per-chunk body fields."""
-    context: ApiContext = request.app.state.context
     head: dict[str, object] = {"model": model}
     if stream:
         return StreamingResponse(_stream(context, generation, timing, head, piece),
@@ -66,26 +66,24 @@ async def _stream(context: ApiContext, generation: Generation, timing: Timing,
         yield _ndjson(error.body("ollama"))
 
 
-async def chat(body: ChatRequest, request: Request) -> Response:
+async def chat(body: ChatRequest, request: Request, context: Context) -> Response:
     timing = Timing()
-    context: ApiContext = request.app.state.context
-    generation = await open_generation(context, model_name(body.model),
-                                       lambda card: chat_params(body, card))
+    params = chat_params(body, resolve_card(context, model_name(body.model)))
+    generation = await open_generation(context, params)
     timing.first_token = time.monotonic_ns()  # the first chunk has arrived by now
-    return await _run(request, body.model, generation, timing, body.stream,
-                      lambda text: {"message": {"role": "assistant", "content": text}})
+    return await _answer(context, request, body.model, generation, timing, body.stream,
+                         lambda text: {"message": {"role": "assistant", "content": text}})
 
 
-async def generate(body: GenerateRequest, request: Request) -> Response:
+async def generate(body: GenerateRequest, request: Request, context: Context) -> Response:
     timing = Timing()
-    context: ApiContext = request.app.state.context
     if not body.prompt:
         return await _load_only(context, body)
-    generation = await open_generation(context, model_name(body.model),
-                                       lambda card: generate_params(body, card))
+    params = generate_params(body, resolve_card(context, model_name(body.model)))
+    generation = await open_generation(context, params)
     timing.first_token = time.monotonic_ns()
-    return await _run(request, body.model, generation, timing, body.stream,
-                      lambda text: {"response": text})
+    return await _answer(context, request, body.model, generation, timing, body.stream,
+                         lambda text: {"response": text})
 
 
 async def _load_only(context: ApiContext, body: GenerateRequest) -> Response:
@@ -100,15 +98,13 @@ async def _load_only(context: ApiContext, body: GenerateRequest) -> Response:
     return JSONResponse(answer)
 
 
-async def tags(request: Request) -> dict[str, object]:
-    context: ApiContext = request.app.state.context
+async def tags(context: Context) -> dict[str, object]:
     return {"models": [tag_body(card) for card in context.catalog.cards()
                        if any(context.catalog.local_path(card, s.format)
                               for s in card.sources)]}
 
 
-async def show(body: ShowRequest, request: Request) -> dict[str, Any]:
-    context: ApiContext = request.app.state.context
+async def show(body: ShowRequest, context: Context) -> dict[str, object]:
     name = body.model or body.name
     if not name:
         raise ApiError(400, "say which model: {\"model\": \"<name>\"}", param="model")
@@ -125,8 +121,7 @@ async def show(body: ShowRequest, request: Request) -> dict[str, Any]:
             "capabilities": ["completion"], "modified_at": "2024-01-01T00:00:00Z"}
 
 
-async def ps(request: Request) -> dict[str, object]:
-    context: ApiContext = request.app.state.context
+async def ps(context: Context) -> dict[str, object]:
     running = {i.model_id for i in context.replica.state.instances.values()}
     models = []
     for model_id in sorted(running):
@@ -141,7 +136,7 @@ async def version() -> dict[str, str]:
     return {"version": OLLAMA_VERSION}
 
 
-_ROUTES: list[tuple[str, Any, str, str]] = [
+_ROUTES: list[tuple[str, Callable[..., Awaitable[object]], str, str]] = [
     ("chat", chat, "POST", "Chat (Ollama dialect), NDJSON stream by default"),
     ("generate", generate, "POST", "Generate from a prompt (Ollama dialect)"),
     ("tags", tags, "GET", "Models available locally (Ollama dialect)"),

@@ -8,15 +8,15 @@ below the node's usable memory).
 
 from collections.abc import Mapping
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
-from skulk.api.context import ApiContext
-from skulk.api.generation import resolve_card
+from skulk.api.context import ApiContext, Context
+from skulk.api.serving import resolve_card
 from skulk.master.placement.engines import engines_of, runs_engine
 from skulk.master.placement.memory import usable_bytes
 from skulk.master.placement.plans import plan_for
-from skulk.shared.types.ids import NodeId
+from skulk.shared.types.ids import ModelId, NodeId
 from skulk.shared.types.model_cards import EngineName, ModelCard
 from skulk.shared.types.telemetry import NodeTelemetry
 
@@ -26,7 +26,7 @@ router = APIRouter(tags=["instances"])
 class NodeFit(BaseModel):
     """Whether one node could hold the whole model with one engine."""
 
-    node_id: str = Field(description="The node.")
+    node_id: NodeId = Field(description="The node.")
     engine: EngineName = Field(description="The engine judged.")
     fits: bool = Field(description="Whether the node admits the whole model now.")
     needed_bytes: int | None = Field(description="Memory the model would need there; None "
@@ -46,7 +46,7 @@ class SourceView(BaseModel):
 class ModelFits(BaseModel):
     """One model: its weights and, per node and engine, whether it fits whole."""
 
-    model_id: str = Field(description="The model, by canonical id.")
+    model_id: ModelId = Field(description="The model, by canonical id.")
     size_bytes: int = Field(description="Its smallest weights.")
     sources: list[SourceView] = Field(description="Its weights, per format.")
     fits: list[NodeFit] = Field(description="Per node (by id) and engine (preferred first).")
@@ -55,7 +55,7 @@ class ModelFits(BaseModel):
 class PlacementFits(BaseModel):
     """Whole-model fits of the catalogue (or of one model) on every live node."""
 
-    waiting_for: list[str] = Field(description="Live nodes whose memory is not known yet.")
+    waiting_for: list[NodeId] = Field(description="Live nodes whose memory is not known yet.")
     models: list[ModelFits] = Field(description="The models.")
 
 
@@ -94,11 +94,10 @@ def _model_fits(context: ApiContext, card: ModelCard,
 @router.get("/placement/fits", response_model=PlacementFits,
             summary="Per model: its weights and whether it fits whole on each live node")
 async def placement_fits(
-        request: Request,
+        context: Context,
         model_id: str | None = Query(default=None, description="One model (id or alias); "
                                      "unset: every model in the catalogue."),
 ) -> PlacementFits:
-    context: ApiContext = request.app.state.context
     readings = context.telemetry.live()
     live = frozenset(context.live_nodes()) or frozenset({context.node_id, *readings})
     nodes = {n: r for n, r in readings.items() if n in live}

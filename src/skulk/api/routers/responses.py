@@ -4,7 +4,7 @@ import json
 from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 
 from skulk.api.adapters.openai_responses import (
     ResponsesRequest,
@@ -12,26 +12,26 @@ from skulk.api.adapters.openai_responses import (
     response_body,
     to_generation_params,
 )
-from skulk.api.consume import announce, client_gone, collect, open_generation, token_chunks
-from skulk.api.context import ApiContext
+from skulk.api.consume import announce, client_gone, collect, event_stream, token_chunks
+from skulk.api.context import ApiContext, Context
 from skulk.api.errors import ApiError
-from skulk.api.generation import Generation
+from skulk.api.generation import Generation, open_generation
+from skulk.api.serving import resolve_card
 
 router = APIRouter(tags=["openai"])
 
 
 @router.post("/v1/responses", response_model=None,
              summary="Create a response (OpenAI Responses dialect), whole or as events")
-async def create_response(body: ResponsesRequest, request: Request) -> Response:
-    context: ApiContext = request.app.state.context
-    generation = await open_generation(context, body.model,
-                                       lambda card: to_generation_params(body, card))
+async def create_response(body: ResponsesRequest, request: Request,
+                          context: Context) -> Response:
+    params = to_generation_params(body, resolve_card(context, body.model))
+    generation = await open_generation(context, params)
     suffix = generation.command_id.removeprefix("cmd-")
     response_id, item_id = f"resp_{suffix}", f"msg_{suffix}"
     if body.stream:
-        return StreamingResponse(_events(context, generation, body, response_id, item_id),
-                                 media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache", **announce(generation)})
+        return event_stream(generation,
+                            _events(context, generation, body, response_id, item_id))
     completion = await collect(context, generation, request)
     if completion is None:
         return client_gone().response()

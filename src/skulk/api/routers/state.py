@@ -2,9 +2,9 @@
 
 import time
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 
-from skulk.api.context import ApiContext
+from skulk.api.context import Context
 from skulk.api.node_health import node_health
 from skulk.shared.topology import topology
 
@@ -12,10 +12,9 @@ router = APIRouter(tags=["cluster"])
 
 
 @router.get("/state", summary="The full replicated State, with telemetry and node health")
-async def get_state(request: Request) -> dict[str, object]:
+async def get_state(context: Context) -> dict[str, object]:
     """The replicated State, with live node telemetry and the observed topology (nodes,
     and directed edges with the addresses that answered and their RTTs) merged in."""
-    context: ApiContext = request.app.state.context
     body: dict[str, object] = context.replica.state.model_dump(mode="json")
     readings = context.telemetry.live()
     body["telemetry"] = {n: r.model_dump(mode="json") for n, r in readings.items()}
@@ -29,12 +28,10 @@ async def get_state(request: Request) -> dict[str, object]:
 
 
 @router.get("/node_id", summary="This node's id and public key")
-async def get_node_id(request: Request) -> dict[str, str]:
-    context: ApiContext = request.app.state.context
+async def get_node_id(context: Context) -> dict[str, str]:
     return {"node_id": context.node_id, "public_key": context.public_key}
 
 
 @router.get("/healthz", summary="Liveness of this node's API (needs no key)")
-async def healthz(request: Request) -> dict[str, str]:
-    context: ApiContext = request.app.state.context
+async def healthz(context: Context) -> dict[str, str]:
     return {"status": "ok", "node_id": context.node_id}

@@ -3,14 +3,14 @@ the cluster variants that look for traces on every live node."""
 
 from urllib.parse import quote
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
-from skulk.api.context import ApiContext
+from skulk.api.context import ApiContext, Context
 from skulk.api.errors import ApiError
 from skulk.api.peers import ask_peers
 from skulk.api.tracing import RequestTrace, chrome_trace, trace_stats
-from skulk.shared.types.ids import NodeId
+from skulk.shared.types.ids import CommandId, NodeId
 
 router = APIRouter(tags=["tracing"])
 
@@ -21,13 +21,8 @@ class TracingToggle(BaseModel):
     enabled: bool = Field(description="Trace every request from now on, or stop.")
 
 
-def _context(request: Request) -> ApiContext:
-    context: ApiContext = request.app.state.context
-    return context
-
-
-def _trace(request: Request, trace_id: str) -> RequestTrace:
-    trace = _context(request).traces.get(trace_id)
+def _trace(context: ApiContext, trace_id: CommandId) -> RequestTrace:
+    trace = context.traces.get(trace_id)
     if trace is None:
         raise ApiError(404, f"no trace '{trace_id}' on this node (traces live on the node "
                        "that took the request; try /v1/cluster/traces/{id})",
@@ -36,45 +31,43 @@ def _trace(request: Request, trace_id: str) -> RequestTrace:
 
 
 @router.get("/v1/tracing", summary="Whether requests are being traced")
-async def tracing_state(request: Request) -> dict[str, bool]:
-    return {"enabled": _context(request).traces.enabled}
+async def tracing_state(context: Context) -> dict[str, bool]:
+    return {"enabled": context.traces.enabled}
 
 
 @router.post("/v1/tracing", summary="Switch request tracing on or off on this node")
-async def set_tracing(body: TracingToggle, request: Request) -> dict[str, bool]:
-    _context(request).traces.enabled = body.enabled
+async def set_tracing(body: TracingToggle, context: Context) -> dict[str, bool]:
+    context.traces.enabled = body.enabled
     return {"enabled": body.enabled}
 
 
 @router.get("/v1/traces", summary="This node's traces, newest last")
-async def list_traces(request: Request) -> dict[str, object]:
-    context = _context(request)
+async def list_traces(context: Context) -> dict[str, object]:
     return {"node_id": context.node_id,
             "traces": [trace.summary() for trace in context.traces.all()]}
 
 
 @router.get("/v1/traces/{trace_id}", summary="One trace in Chrome's trace-event format")
-async def get_trace(trace_id: str, request: Request) -> dict[str, object]:
-    return chrome_trace(_trace(request, trace_id))
+async def get_trace(trace_id: CommandId, context: Context) -> dict[str, object]:
+    return chrome_trace(_trace(context, trace_id))
 
 
 @router.get("/v1/traces/{trace_id}/stats", summary="Durations by span and decode speed")
-async def get_trace_stats(trace_id: str, request: Request) -> dict[str, object]:
-    return trace_stats(_trace(request, trace_id))
+async def get_trace_stats(trace_id: CommandId, context: Context) -> dict[str, object]:
+    return trace_stats(_trace(context, trace_id))
 
 
 @router.get("/v1/traces/{trace_id}/raw", summary="One trace's spans as recorded")
-async def get_trace_raw(trace_id: str, request: Request) -> dict[str, object]:
-    trace = _trace(request, trace_id)
+async def get_trace_raw(trace_id: CommandId, context: Context) -> dict[str, object]:
+    trace = _trace(context, trace_id)
     return {**trace.summary(), "spans": [span.model_dump() for span in trace.spans]}
 
 
 @router.get("/v1/cluster/traces", summary="Traces on every live node")
-async def cluster_traces(request: Request) -> dict[str, object]:
-    context = _context(request)
+async def cluster_traces(context: Context) -> dict[str, object]:
     nodes: dict[NodeId, object] = {
         context.node_id: [trace.summary() for trace in context.traces.all()]}
-    answers, _ = await ask_peers(request, "/v1/traces")
+    answers, _ = await ask_peers(context, "/v1/traces")
     for node_id, answer in answers.items():
         nodes[node_id] = answer.get("traces", []) if isinstance(answer, dict) else []
     return {"nodes": nodes}
@@ -82,12 +75,12 @@ async def cluster_traces(request: Request) -> dict[str, object]:
 
 @router.get("/v1/cluster/traces/{trace_id}",
             summary="One trace (Chrome format), from whichever node holds it")
-async def cluster_trace(trace_id: str, request: Request) -> dict[str, object]:
-    local = _context(request).traces.get(trace_id)
+async def cluster_trace(trace_id: CommandId, context: Context) -> dict[str, object]:
+    local = context.traces.get(trace_id)
     if local is not None:
         return chrome_trace(local)
     path = f"/v1/traces/{quote(trace_id, safe='')}"
-    answers, _ = await ask_peers(request, path)
+    answers, _ = await ask_peers(context, path)
     for answer in answers.values():
         if isinstance(answer, dict):
             return answer

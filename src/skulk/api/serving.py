@@ -1,0 +1,84 @@
+"""Making sure a model serves: find its card, place an instance when none runs, wait until
+one is ready. Generations and the placement routes start here."""
+
+import anyio
+
+from skulk.api.context import ApiContext
+from skulk.api.errors import ApiError
+from skulk.api.instance_view import has_ready_instance
+from skulk.api.resend import resend_until
+from skulk.shared.types.chunks import ErrorChunk
+from skulk.shared.types.commands import PlaceInstance
+from skulk.shared.types.ids import ModelId, new_command_id, new_instance_id
+from skulk.shared.types.model_cards import ModelCard
+from skulk.shared.types.state import State
+
+PLACEMENT_ACK_SECONDS = 30.0
+
+
+def resolve_card(context: ApiContext, model: str) -> ModelCard:
+    """The card of a model named by id or alias; an unknown name is a 404 listing the known."""
+    card = context.catalog.resolve(model)
+    if card is None:
+        known = ", ".join(c.model_id for c in context.catalog.cards())
+        raise ApiError(404, f"the model '{model}' does not exist; known models: {known}",
+                       code="model_not_found", param="model")
+    return card
+
+
+async def place_instance(context: ApiContext, command: PlaceInstance,
+                         timeout: float = PLACEMENT_ACK_SECONDS) -> None:
+    """Send a placement and wait until the instance exists; a rejection raises."""
+    stream = context.streams.open(command.command_id)
+    outcome: list[ErrorChunk | None] = []
+    try:
+        await context.send_command(command)  # a refusal here raises as it is
+        async with anyio.create_task_group() as tasks:
+            async def created() -> None:
+                await context.replica.wait_for(
+                    lambda s: command.instance_id in s.instances, timeout)
+                outcome.append(None)
+                tasks.cancel_scope.cancel()
+
+            async def rejected() -> None:
+                chunk = await stream.next_chunk()
+                outcome.append(chunk if isinstance(chunk, ErrorChunk) else None)
+                tasks.cancel_scope.cancel()
+
+            tasks.start_soon(created)
+            tasks.start_soon(rejected)
+            tasks.start_soon(resend_until, context, command,
+                             lambda s: command.instance_id in s.instances)
+    finally:
+        context.streams.close(command.command_id)
+    if outcome and outcome[0] is not None:
+        raise ApiError.from_chunk(outcome[0])
+    if command.instance_id not in context.replica.state.instances:
+        raise ApiError(504, f"the master did not place {command.model_id} within {timeout:.0f} s",
+                       type="server_error", code="timeout")
+
+
+async def ensure_serving(context: ApiContext, model_id: ModelId) -> None:
+    """Return once an instance of the model serves; place one first if allowed."""
+    lock = context.placement_locks.setdefault(model_id, anyio.Lock())
+    async with lock:  # concurrent first requests place the model once
+        if not context.replica.state.instances_of(model_id):
+            if not context.auto_place:
+                raise ApiError(404, f"no instance of '{model_id}' is running and automatic "
+                               f"placement is off; place it with POST /place_instance "
+                               f"or `skulk place {model_id}`", code="model_not_found")
+            await place_instance(context, PlaceInstance(
+                command_id=new_command_id(), instance_id=new_instance_id(),
+                model_id=model_id))
+
+    def settled(state: State) -> bool:
+        return has_ready_instance(state, model_id) or not state.instances_of(model_id)
+
+    state = await context.replica.wait_for(settled, context.ready_timeout_seconds)
+    if state is None:
+        raise ApiError(503, f"'{model_id}' is still loading after "
+                       f"{context.ready_timeout_seconds:.0f} s; try again shortly",
+                       type="server_error", code="model_loading")
+    if not has_ready_instance(state, model_id):
+        raise ApiError(503, f"the instance of '{model_id}' failed to start; see the node's "
+                       "log, then place it again", type="server_error", code="runner_failed")
