@@ -15,7 +15,7 @@ from typing import Literal
 
 from skulk.api.errors import ApiError
 from skulk.shared.types.chunks import Usage
-from skulk.shared.types.ids import ModelId
+from skulk.shared.types.ids import ConversationId, ModelId
 from skulk.shared.types.tasks import ChatMessage
 
 DEFAULT_CAPACITY = 64
@@ -27,7 +27,7 @@ SessionKind = Literal["chat", "tokens"]
 
 @dataclass
 class Session:
-    session_id: str
+    session_id: ConversationId
     model_id: ModelId
     kind: SessionKind
     created: float
@@ -64,7 +64,8 @@ class SessionStore:
                            "close one (DELETE /v1/sessions/{id}) or wait for one to expire",
                            code="too_many_sessions")
         now = self._clock()
-        session = Session(f"sess_{secrets.token_hex(8)}", model_id, kind, now, now)
+        session_id = ConversationId(f"sess_{secrets.token_hex(8)}")
+        session = Session(session_id, model_id, kind, now, now)
         self._open[session.session_id] = session
         return session
 

@@ -51,6 +51,7 @@ from skulk.worker.plan import (
 )
 from skulk.worker.runner import messages
 from skulk.worker.runner.crash_window import CrashWindow
+from skulk.worker.runner.flight_recorder import FlightRecorder
 from skulk.worker.runner.supervisor import RunnerSupervisor
 
 
@@ -63,6 +64,12 @@ class Supervisor(Protocol):
     def exited(self) -> bool: ...
     @property
     def in_flight(self) -> Mapping[TaskId, TextGenerationTask]: ...
+    @property
+    def pid(self) -> int | None: ...
+    @property
+    def tokens_per_second(self) -> float | None: ...
+    @property
+    def recorder(self) -> FlightRecorder: ...
     async def run(self) -> None: ...
     def send(self, message: messages.LoadModel | messages.WarmUp | messages.Shutdown) -> None: ...
     def start_task(self, task: TextGenerationTask) -> None: ...
@@ -151,30 +158,28 @@ class Worker:
                 f"rank {shard.rank} of {shard.world_size}")
             warm.append(WarmModel(model_id=instance.model_id, instance_id=instance.instance_id,
                                   role=role,
-                                  tokens_per_second=getattr(runner.supervisor,
-                                                            "tokens_per_second", None)))
+                                  tokens_per_second=runner.supervisor.tokens_per_second))
         return warm
 
     def runners_report(self) -> list[dict[str, object]]:
         """Each runner on this node: process, status, work in flight, flight recorder."""
-        report = []
+        report: list[dict[str, object]] = []
         for runner_id, runner in self._runners.items():
             supervisor = runner.supervisor
-            recorder = getattr(supervisor, "recorder", None)
             status = supervisor.status
             report.append({
                 "runner_id": runner_id, "instance_id": runner.instance_id,
-                "pid": getattr(supervisor, "pid", None),
+                "pid": supervisor.pid,
                 "status": None if status is None else status.model_dump(),
                 "tasks_in_flight": sorted(supervisor.in_flight),
-                "tokens_per_second": getattr(supervisor, "tokens_per_second", None),
-                "flight_recorder": recorder.entries() if recorder is not None else [],
-                "flight_recorder_dropped": recorder.dropped if recorder is not None else 0})
+                "tokens_per_second": supervisor.tokens_per_second,
+                "flight_recorder": supervisor.recorder.entries(),
+                "flight_recorder_dropped": supervisor.recorder.dropped})
         return report
 
     def runner_pid(self, runner_id: RunnerId) -> int | None:
         runner = self._runners.get(runner_id)
-        return None if runner is None else getattr(runner.supervisor, "pid", None)
+        return None if runner is None else runner.supervisor.pid
 
     async def run(self) -> None:
         try:

@@ -32,6 +32,7 @@ from skulk.shared.types.tasks import TextGenerationTask
 from skulk.testing import factories as f
 from skulk.worker.main import Worker
 from skulk.worker.runner import messages
+from skulk.worker.runner.flight_recorder import FlightRecorder
 
 
 class FakeSupervisor:
@@ -45,6 +46,9 @@ class FakeSupervisor:
         self._status: RunnerStatus | None = None
         self._exited = False
         self.started: list[TextGenerationTask] = []
+        self.pid: int | None = None
+        self.tokens_per_second: float | None = None
+        self.recorder = FlightRecorder()
         FakeSupervisor.created.append(self)
 
     @property

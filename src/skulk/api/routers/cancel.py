@@ -14,7 +14,7 @@ router = APIRouter(tags=["requests"])
              summary="Cancel a running generation by the command id its response announced")
 async def cancel(command_id: str, request: Request) -> dict[str, str]:
     context: ApiContext = request.app.state.context
-    task = context.replica.state.task_for_command(command_id)
+    task = context.replica.state.task_for_command(CommandId(command_id))
     if task is None:
         raise ApiError(404, f"no running request '{command_id}'", code="request_not_found")
     await context.send_command(CancelTask(command_id=new_command_id(),

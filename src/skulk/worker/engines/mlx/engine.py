@@ -21,7 +21,7 @@ from typing import Literal, cast
 from loguru import logger
 
 from skulk.shared.types.chunks import TokenChunk
-from skulk.shared.types.ids import ModelId
+from skulk.shared.types.ids import ModelId, TaskId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams
 from skulk.worker.engines.mlx import cpu, mlx_api
 from skulk.worker.engines.mlx.collectives import RingGroup, connect_ring
@@ -53,7 +53,7 @@ from skulk.worker.engines.protocol import (
     TaskOutput,
 )
 
-WARM_UP_TASK = "skulk-warm-up"
+WARM_UP_TASK = TaskId("skulk-warm-up")
 
 
 def _option(config: EngineConfig, name: str, default: float) -> float:
@@ -78,7 +78,7 @@ class MlxEngine:
         self._backlog: list[EngineEvent] = []  # other requests' events seen by `generate`
         self._last_done: TaskDone | None = None  # how the last `generate` ended
         self._speculation = NO_SPECULATION  # what requests that do not choose get
-        self._joined_us: dict[str, int] = {}  # when each traced request was submitted
+        self._joined_us: dict[TaskId, int] = {}  # when each traced request was submitted
 
     @property
     def loop(self) -> GenerationLoop:
@@ -172,7 +172,7 @@ class MlxEngine:
         raise InvalidRequest(unsupported(GenerationParams(
             model_id=ModelId("embed"), messages=[], embed=texts)) or "no embeddings here")
 
-    def submit(self, task_id: str, params: GenerationParams) -> None:
+    def submit(self, task_id: TaskId, params: GenerationParams) -> None:
         assert self._tokenizer is not None, "submit before load"
         request = build_request(task_id, params, self._tokenizer,
                                 self._config.context_token_limit, self._vocab_size,
@@ -181,7 +181,7 @@ class MlxEngine:
             self._joined_us[task_id] = time.time_ns() // 1000
         self._running().submit(request)
 
-    def cancel(self, task_id: str) -> None:
+    def cancel(self, task_id: TaskId) -> None:
         self._running().cancel(task_id)
 
     @property
@@ -213,9 +213,9 @@ class MlxEngine:
 
     def generate(self, params: GenerationParams) -> Iterator[TokenChunk]:
         """One request on its own (the Engine protocol); refusals raise before any chunk."""
-        return self._generate_as(f"generate-{next(self._generate_ids)}", params)
+        return self._generate_as(TaskId(f"generate-{next(self._generate_ids)}"), params)
 
-    def _generate_as(self, task_id: str, params: GenerationParams) -> Iterator[TokenChunk]:
+    def _generate_as(self, task_id: TaskId, params: GenerationParams) -> Iterator[TokenChunk]:
         assert self._tokenizer is not None, "generate before load"
         request = build_request(task_id, params, self._tokenizer,
                                 self._config.context_token_limit, self._vocab_size,
@@ -227,7 +227,7 @@ class MlxEngine:
         self._running().submit(request)
         return self._stream(task_id)
 
-    def _stream(self, task_id: str) -> Iterator[TokenChunk]:
+    def _stream(self, task_id: TaskId) -> Iterator[TokenChunk]:
         done = False
         try:
             while not done:
