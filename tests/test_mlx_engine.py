@@ -15,9 +15,9 @@ from skulk.shared.types.runners import RunnerReady
 from skulk.shared.types.tasks import ChatMessage, TextGenerationTask
 from skulk.testing import factories as f
 from skulk.testing.ports import free_port
+from skulk.testing.tiny_model import write_tiny_model
 from skulk.worker.engines.mlx.cpu import OPENBLAS
 from skulk.worker.engines.mlx.engine import MlxEngine
-from skulk.worker.engines.mlx.tiny_model import write_tiny_model
 from skulk.worker.engines.protocol import EngineConfig
 from skulk.worker.runner import messages
 from skulk.worker.runner.supervisor import RunnerSupervisor

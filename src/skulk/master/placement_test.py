@@ -8,11 +8,11 @@ from skulk.master.placement import (
     shard_need_bytes,
     whole_model,
 )
-from skulk.master.placement.testing import GIB, RunnerIds, command, node, nodes, smollm2
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.instances import Instance
 from skulk.shared.types.telemetry import NodeTelemetry
+from skulk.testing.placement import GIB, RunnerIds, command, node, nodes, smollm2
 
 
 def placed(cluster: dict[NodeId, NodeTelemetry] | ClusterView, **fields: object

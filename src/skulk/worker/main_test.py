@@ -164,8 +164,8 @@ async def test_three_crashes_within_a_minute_give_the_instance_up() -> None:
 
 @pytest.mark.anyio
 async def test_a_node_whose_memory_says_no_refuses_its_shard_and_starts_nothing() -> None:
-    from skulk.master.placement.testing import node as reading
     from skulk.shared.types.commands import RefusePlacement
+    from skulk.testing.placement import node as reading
 
     cluster = Cluster()
     full = Worker(node_id=f.NODE, replica=cluster.replica,
