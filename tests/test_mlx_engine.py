@@ -15,13 +15,13 @@ from skulk.shared.types.runners import RunnerReady
 from skulk.shared.types.tasks import ChatMessage, TextGenerationTask
 from skulk.testing import factories as f
 from skulk.testing.ports import free_port
+from skulk.testing.runners import Recorder, supervised_runner, wait_until
 from skulk.testing.tiny_model import write_tiny_model
 from skulk.worker.engines.mlx.cpu import OPENBLAS
 from skulk.worker.engines.mlx.engine import MlxEngine
 from skulk.worker.engines.protocol import EngineConfig
 from skulk.worker.runner import messages
 from skulk.worker.runner.supervisor import RunnerSupervisor
-from skulk.worker.runner.supervisor_test import Recorder, wait_until
 from tests.speculative_support import bundled_mlx_model
 
 PROMPTS = ["Name a fruit.", "What is the capital of France?", "Say hello in Spanish.",
@@ -44,20 +44,12 @@ def anyio_backend() -> str:
 async def runner(tmp_path_factory: pytest.TempPathFactory
                  ) -> AsyncIterator[tuple[RunnerSupervisor, Recorder]]:
     model_dir = smollm2_dir(tmp_path_factory.mktemp("models"))
-    recorder = Recorder()
-    supervisor = RunnerSupervisor(
-        runner_id=RunnerId("mlx-1"), instance_id=InstanceId("inst-mlx"), engine_name="mlx",
-        config=EngineConfig(model_path=str(model_dir), context_token_limit=2048, n_threads=2),
-        on_event=recorder.on_event, on_chunk=recorder.on_chunk)
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(supervisor.run)
-        await wait_until(lambda: supervisor.status is not None)
-        supervisor.send(messages.LoadModel())
-        supervisor.send(messages.WarmUp())
-        await wait_until(lambda: isinstance(supervisor.status, RunnerReady), timeout=SECONDS)
-        yield supervisor, recorder
-        await supervisor.shutdown(timeout=5.0)
-        tasks.cancel_scope.cancel()
+    async with supervised_runner(
+            engine_name="mlx", runner_id=RunnerId("mlx-1"), instance_id=InstanceId("inst-mlx"),
+            config=EngineConfig(model_path=str(model_dir), context_token_limit=2048,
+                                n_threads=2),
+            ready_timeout=SECONDS, shutdown_timeout=5.0) as pair:
+        yield pair
 
 
 def task(task_id: str, text: str, **update: object) -> TextGenerationTask:
