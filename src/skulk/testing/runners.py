@@ -35,6 +35,10 @@ class Recorder:
         return [e.status for e in self.events
                 if isinstance(e, TaskStatusUpdated) and e.task_id == task_id]
 
+    def task_ended(self, task_id: str) -> bool:
+        """The task has both its statuses: running, then how it ended."""
+        return len(self.task_statuses(task_id)) == 2
+
     def runner_statuses(self) -> list[str]:
         return [e.status.kind for e in self.events if isinstance(e, RunnerStatusUpdated)]
 

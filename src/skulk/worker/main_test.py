@@ -19,7 +19,7 @@ from skulk.shared.types.events import (
     StateSnapshotHydrated,
     TaskCreated,
 )
-from skulk.shared.types.ids import SessionId, TaskId
+from skulk.shared.types.ids import NodeId, SessionId, TaskId
 from skulk.shared.types.runners import (
     RunnerCreated,
     RunnerFailed,
@@ -95,7 +95,7 @@ class Cluster:
         self.apply(StateSnapshotHydrated(state=State()))
 
     def apply(self, event: Event) -> None:
-        self.replica.receive(IndexedEvent(master_node="m", index=self._index,
+        self.replica.receive(IndexedEvent(master_node=NodeId("m"), index=self._index,
                                           session=SessionId("s"),
                                           event=event))
         self._index += 1

@@ -8,6 +8,7 @@ import sys
 import textwrap
 import time
 from collections.abc import AsyncIterator
+from typing import cast
 
 import anyio
 import psutil
@@ -17,6 +18,7 @@ from skulk.shared.types.chunks import ErrorChunk, TokenChunk
 from skulk.shared.types.events import RunnerStatusUpdated
 from skulk.shared.types.ids import InstanceId, RunnerId, TaskId
 from skulk.shared.types.runners import RunnerFailed, RunnerShutdown
+from skulk.shared.types.tasks import TextGenerationTask
 from skulk.testing import factories as f
 from skulk.testing.runners import Recorder, supervised_runner, wait_until
 from skulk.worker.engines.protocol import EngineConfig
@@ -24,7 +26,7 @@ from skulk.worker.runner import messages
 from skulk.worker.runner.supervisor import RunnerSupervisor
 
 
-def task(task_id: str, words: int, command_id: str | None = None):  # type: ignore[no-untyped-def]
+def task(task_id: str, words: int, command_id: str | None = None) -> TextGenerationTask:
     text = " ".join(f"w{i}" for i in range(words))
     return f.task(task_id, command_id=command_id or f"cmd-{task_id}").model_copy(
         update={"params": f.params(text).model_copy(update={"max_tokens": None})})
@@ -99,9 +101,9 @@ async def test_a_killed_runner_fails_and_errors_every_in_flight_request(
     for task_id in ("t1", "t2"):
         assert recorder.task_statuses(task_id)[-1] == "failed"
         assert recorder.task_statuses(task_id).count("failed") == 1
-        errors = [c for c in recorder.chunks if isinstance(c.chunk, ErrorChunk)
+        errors = [c.chunk for c in recorder.chunks if isinstance(c.chunk, ErrorChunk)
                   and c.command_id == f"cmd-{task_id}"]
-        assert len(errors) == 1 and errors[0].chunk.error_kind == "runner_failed"  # type: ignore[union-attr]
+        assert len(errors) == 1 and errors[0].error_kind == "runner_failed"
 
 
 @pytest.mark.anyio
@@ -118,7 +120,7 @@ async def test_a_failed_load_is_reported_once_and_the_process_exits() -> None:
         supervisor.send(messages.LoadModel())
         await wait_until(lambda: supervisor.exited)
     assert recorder.runner_statuses() == ["created", "loading", "failed"]
-    assert "told to fail" in supervisor.status.error  # type: ignore[union-attr]
+    assert "told to fail" in cast(RunnerFailed, supervisor.status).error
 
 
 @pytest.mark.anyio

@@ -1,6 +1,7 @@
 """The runner's batching path: a real runner subprocess with the MLX engine on the tiny
 model, driven through the supervisor."""
 
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -47,7 +48,7 @@ async def test_concurrent_tasks_stream_end_once_and_one_can_be_cancelled(
         await wait_until(lambda: any(c.command_id == "cmd-long" for c in recorder.chunks))
         supervisor.cancel_task(TaskId("long"))
         for task_id in ("a", "b", "long"):
-            await wait_until(lambda t=task_id: len(recorder.task_statuses(t)) == 2)  # type: ignore[misc]
+            await wait_until(partial(recorder.task_ended, task_id))
         await anyio.sleep(0.2)
         assert recorder.task_statuses("a") == recorder.task_statuses("b") == \
             ["running", "complete"]
