@@ -4,6 +4,7 @@ same greedy text as each alone; and two runners splitting a tiny model over a lo
 ring, agreeing on warm-up, joins and a one-sided cancel."""
 
 from collections.abc import AsyncIterator
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -68,9 +69,11 @@ async def run(supervisor: RunnerSupervisor, recorder: Recorder,
               *tasks: TextGenerationTask) -> None:
     for one in tasks:
         supervisor.start_task(one)
+    def complete(task_id: TaskId) -> bool:
+        return "complete" in recorder.task_statuses(task_id)
+
     for one in tasks:
-        await wait_until(lambda t=one.task_id: "complete" in recorder.task_statuses(t),  # type: ignore[misc]
-                         timeout=SECONDS)
+        await wait_until(partial(complete, one.task_id), timeout=SECONDS)
 
 
 @pytest.mark.anyio
@@ -118,8 +121,17 @@ async def test_four_concurrent_requests_give_each_ones_text_alone(
         assert together == alone, PROMPTS[number]
     texts = {"".join(c.text for c in chunks_of(recorder, f"together-{n}")) for n in range(4)}
     assert len(texts) == 4  # four different answers, not one copied
-    order = [c.command_id for c in recorder.chunks if c.command_id.startswith("cmd-together")]
+    order: list[str] = [c.command_id for c in recorder.chunks
+                        if c.command_id.startswith("cmd-together")]
     assert order.index("cmd-together-3") < len(order) - 1 - order[::-1].index("cmd-together-0")
+
+
+def started(supervisor: RunnerSupervisor) -> bool:
+    return supervisor.status is not None
+
+
+def ready(supervisor: RunnerSupervisor) -> bool:
+    return isinstance(supervisor.status, RunnerReady)
 
 
 @pytest.mark.anyio
@@ -145,14 +157,13 @@ async def test_two_pipeline_runners_agree_and_only_rank_zero_speaks(
     async with anyio.create_task_group() as tasks:
         for supervisor in supervisors:
             tasks.start_soon(supervisor.run)
-            await wait_until(lambda s=supervisor: s.status is not None)  # type: ignore[misc]
+            await wait_until(partial(started, supervisor))
             supervisor.send(messages.LoadModel())
         supervisors[0].send(messages.WarmUp())
         await anyio.sleep(1.0)  # rank 1 is told to warm up later: rank 0 must wait for it
         supervisors[1].send(messages.WarmUp())
         for supervisor in supervisors:
-            await wait_until(lambda s=supervisor: isinstance(s.status, RunnerReady),  # type: ignore[misc]
-                             timeout=SECONDS)
+            await wait_until(partial(ready, supervisor), timeout=SECONDS)
         supervisors[0].start_task(task("p", PROMPTS[0]))
         supervisors[0].start_task(task("long", PROMPTS[1], max_tokens=400))
         await anyio.sleep(0.5)
@@ -162,8 +173,7 @@ async def test_two_pipeline_runners_agree_and_only_rank_zero_speaks(
         supervisors[1].cancel_task(TaskId("long"))
         for recorder in recorders:
             for task_id in ("p", "long"):
-                await wait_until(lambda r=recorder, t=task_id: len(r.task_statuses(t)) == 2,  # type: ignore[misc]
-                                 timeout=SECONDS)
+                await wait_until(partial(recorder.task_ended, task_id), timeout=SECONDS)
         for supervisor in supervisors:
             await supervisor.shutdown(timeout=3.0)
         tasks.cancel_scope.cancel()
