@@ -44,6 +44,7 @@ class Recorder:
 
 
 async def wait_until(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
+    """Poll `predicate` every 20 ms; fail after `timeout` seconds."""
     with anyio.fail_after(timeout):
         while not predicate():
             await anyio.sleep(0.02)
