@@ -19,7 +19,7 @@ from skulk.shared.types.events import (
     StateSnapshotHydrated,
     TaskCreated,
 )
-from skulk.shared.types.ids import SessionId, TaskId
+from skulk.shared.types.ids import NodeId, SessionId, TaskId
 from skulk.shared.types.runners import (
     RunnerCreated,
     RunnerFailed,
@@ -99,7 +99,7 @@ class Cluster:
         self.apply(StateSnapshotHydrated(state=State()))
 
     def apply(self, event: Event) -> None:
-        self.replica.receive(IndexedEvent(master_node="m", index=self._index,
+        self.replica.receive(IndexedEvent(master_node=NodeId("m"), index=self._index,
                                           session=SessionId("s"),
                                           event=event))
         self._index += 1
@@ -168,8 +168,8 @@ async def test_three_crashes_within_a_minute_give_the_instance_up() -> None:
 
 @pytest.mark.anyio
 async def test_a_node_whose_memory_says_no_refuses_its_shard_and_starts_nothing() -> None:
-    from skulk.master.placement.testing import node as reading
     from skulk.shared.types.commands import RefusePlacement
+    from skulk.testing.placement import node as reading
 
     cluster = Cluster()
     full = Worker(node_id=f.NODE, replica=cluster.replica,

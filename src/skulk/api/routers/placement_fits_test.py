@@ -2,7 +2,7 @@ import pytest
 
 from skulk.api.routers.instances_test import api_context, serve
 from skulk.api.routers.placement_fits import node_fits
-from skulk.master.placement.testing import GIB, node, nodes, smollm2
+from skulk.testing.placement import GIB, node, nodes, smollm2
 
 
 def test_each_node_and_engine_says_whether_the_whole_model_fits() -> None:

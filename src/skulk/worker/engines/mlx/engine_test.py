@@ -164,7 +164,7 @@ def test_closing_the_stream_cancels_between_tokens(make_engine: EngineFactory) -
     engine = make_engine()
     stream = engine.generate(params("Hello", max_tokens=200))
     next(stream)
-    stream.close()  # type: ignore[attr-defined]
+    stream.close()  # type: ignore[attr-defined]  # closable, though typed as an Iterator
     while engine.has_work:
         engine.step()
     assert not engine.loop.has_work

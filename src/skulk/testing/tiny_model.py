@@ -2,7 +2,7 @@
 
 It has everything a real converted model has (config.json, safetensors, a byte-level BPE
 tokenizer.json, tokenizer_config.json with a ChatML chat template), only small: a few
-layers of width 64 and a vocabulary of a few hundred tokens. Not used in production.
+layers of width 64 and a vocabulary of a few hundred tokens.
 """
 
 import importlib
