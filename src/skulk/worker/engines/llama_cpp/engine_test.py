@@ -8,7 +8,7 @@ import pytest
 
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.types.chunks import TokenChunk, TokenLogprob
-from skulk.shared.types.ids import ModelId
+from skulk.shared.types.ids import ConversationId, ModelId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams
 from skulk.worker.engines.llama_cpp.engine import LlamaCppEngine
 from skulk.worker.engines.protocol import ContextOverflow, EngineConfig, InvalidRequest
@@ -142,7 +142,8 @@ def test_a_session_reuses_its_kv_across_turns_even_after_other_requests(
     def turn(session: str | None) -> tuple[str, list[TokenLogprob], TokenChunk]:
         text, chunks = run(engine, GenerationParams(
             model_id=ModelId("smollm2-135m"), messages=history, temperature=0.0,
-            max_tokens=12, session_id=session, logprobs=5))
+            max_tokens=12, session_id=ConversationId(session) if session else None,
+            logprobs=5))
         return text, [entry for chunk in chunks for entry in chunk.logprobs], chunks[-1]
 
     first, _, final = turn("s1")
