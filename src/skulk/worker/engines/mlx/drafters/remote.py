@@ -16,11 +16,11 @@ from typing import Protocol
 
 from loguru import logger
 
-from skulk.shared.types.ids import NodeId
+from skulk.shared.types.drafting import DraftQuery, DraftReply
+from skulk.shared.types.ids import NodeId, TaskId
 from skulk.shared.types.traces import Span
 from skulk.shared.types.wire import from_msgpack, to_msgpack
 from skulk.worker.engines.mlx.drafters.protocol import EMPTY_DRAFT, Draft, DrafterName
-from skulk.worker.engines.mlx.drafters.remote_wire import DraftQuery, DraftReply
 from skulk.worker.engines.mlx.options import DEFAULT_REMOTE_DRAFT_TIMEOUT_MS, MlxOptions
 
 LONGEST_BACKOFF_ROUNDS = 64
@@ -41,7 +41,7 @@ class QueryClient(Protocol):
 class RemoteSession:
     client: QueryClient
     key: str
-    request_id: str
+    request_id: TaskId
     timeout_seconds: float
     failures: int = 0
     _skip: int = 0
@@ -101,7 +101,8 @@ class RemoteDrafter:
         return "remote"
 
     def open(self, request_id: str) -> RemoteSession:
-        return RemoteSession(self._client, self._key, request_id, self._timeout)
+        # The loop opens a session per request under the request's task id.
+        return RemoteSession(self._client, self._key, TaskId(request_id), self._timeout)
 
 
 def remote_drafter_from_options(options: MlxOptions) -> RemoteDrafter:
