@@ -30,7 +30,7 @@ from skulk.cluster.carry_over import send_when_following_another
 from skulk.cluster.election import Election
 from skulk.cluster.local_events import LocalEventSender
 from skulk.cluster.master_seat import MasterSeat
-from skulk.cluster.topology import ReachabilityProber
+from skulk.cluster.reachability import ReachabilityProber
 from skulk.master.event_log import DiskEventLog
 from skulk.master.event_log_restore import note_followed_session, restore_from_log
 from skulk.models.catalog import ModelCatalog

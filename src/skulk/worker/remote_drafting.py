@@ -3,7 +3,7 @@ endpoint (loopback first), with this node's certificate on a secure cluster."""
 
 from pathlib import Path
 
-from skulk.cluster.topology import ListensOnEndpoints
+from skulk.cluster.reachability import ListensOnEndpoints
 from skulk.routing.router import Router
 from skulk.routing.transport import Transport
 from skulk.shared.types.drafting import DRAFT_SERVICE
