@@ -33,7 +33,7 @@ CommaSeparated = Annotated[list[str], BeforeValidator(_comma_separated)]
 
 class EngineOptions(BaseModel):
     """Options every engine takes from the worker. They cross into the runner as strings
-    (`EngineConfig.options`); `parse` turns them into this typed model, once."""
+    (`EngineConfig.options`); `parse` is the one way from those strings to this model."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
@@ -75,7 +75,8 @@ class EngineDescription:
     engine_class: str
     """`module:Class`, a class taking an `EngineConfig`; only a runner imports it."""
     options: type[EngineOptions]
-    """The engine's options model; the engine parses `EngineConfig.options` with it."""
+    """The engine's options model: the worker checks the options it built against it
+    before it starts a runner, and the engine parses `EngineConfig.options` with it."""
     weight_format: ModelFormat
     """The format of the weights it loads."""
     overhead_factor: float
