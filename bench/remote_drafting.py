@@ -21,10 +21,10 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from skulk.routing.zenoh_transport import ZenohQueryClient, ZenohTransport  # noqa: E402
+from skulk.shared.types.drafting import DraftQuery  # noqa: E402
 from skulk.shared.types.wire import to_msgpack  # noqa: E402
 from skulk.testing.ports import free_port  # noqa: E402
-from skulk.worker.engines.mlx.drafters.remote_wire import DraftQuery  # noqa: E402
-from skulk.worker.engines.mlx.drafters.service import DraftService  # noqa: E402
+from skulk.worker.draft_service import DraftService  # noqa: E402
 
 KEY = "skulk/bench/drafter/drafting-node"
 READY_SECONDS = 30.0

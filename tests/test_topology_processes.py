@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from skulk.cluster.topology import EDGE_TTL_SECONDS, PROBE_INTERVAL_SECONDS
+from skulk.cluster.reachability import EDGE_TTL_SECONDS, PROBE_INTERVAL_SECONDS
 from skulk.shared.topology import ring_hosts
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.telemetry import NodeTelemetry

@@ -167,6 +167,26 @@ async def test_three_crashes_within_a_minute_give_the_instance_up() -> None:
 
 
 @pytest.mark.anyio
+async def test_options_the_engine_cannot_take_give_the_instance_up_naming_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("skulk.worker.main.engine_options",
+                        lambda instance, batching=True: {"batching": "sometimes"})
+    cluster = Cluster()
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(worker(cluster).run)
+        cluster.apply(InstanceCreated(instance=f.instance()))
+        with anyio.fail_after(5):
+            while not cluster.commands:
+                await anyio.sleep(0.01)
+        tasks.cancel_scope.cancel()
+    assert FakeSupervisor.created == []
+    [command] = cluster.commands
+    assert isinstance(command, DeleteInstance) and command.instance_id == "inst-1"
+    [failed] = [r for r in cluster.replica.state.runners.values() if isinstance(r, RunnerFailed)]
+    assert "batching='sometimes'" in failed.error
+
+
+@pytest.mark.anyio
 async def test_a_node_whose_memory_says_no_refuses_its_shard_and_starts_nothing() -> None:
     from skulk.shared.types.commands import RefusePlacement
     from skulk.testing.placement import node as reading

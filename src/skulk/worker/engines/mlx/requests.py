@@ -9,6 +9,7 @@ from skulk.shared.types.ids import TaskId
 from skulk.shared.types.tasks import GenerationParams
 from skulk.worker.engines.mlx.membership import TaskKey, task_key
 from skulk.worker.engines.mlx.mlx_api import Tokenizer
+from skulk.worker.engines.mlx.options import DEFAULT_MAX_DRAFT
 from skulk.worker.engines.mlx.sampling import RowSampler
 from skulk.worker.engines.protocol import ContextOverflow
 
@@ -28,9 +29,6 @@ class Refusal:
 
     kind: ErrorKind
     message: str
-
-
-DEFAULT_MAX_DRAFT = 16
 
 
 @dataclass(frozen=True)

@@ -7,18 +7,18 @@ import random
 import pytest
 
 from skulk.routing.memory import MemoryBus, MemoryTransport
+from skulk.shared.types.drafting import DRAFT_SERVICE, DraftReply
 from skulk.shared.types.ids import ModelId, NodeId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams, SpeculativeParams
 from skulk.shared.types.wire import to_msgpack
 from skulk.testing.routers import signing_router
+from skulk.worker.draft_service import DraftService
 from skulk.worker.engines.mlx.conftest import EngineFactory
 from skulk.worker.engines.mlx.drafters.remote import (
     UNAVAILABLE_SPAN,
     RemoteDrafter,
     RemoteSession,
 )
-from skulk.worker.engines.mlx.drafters.remote_wire import DRAFT_SERVICE, DraftReply
-from skulk.worker.engines.mlx.drafters.service import DraftService
 
 
 class BusClient:
