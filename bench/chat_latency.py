@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import httpx
 
@@ -79,6 +80,7 @@ def measure_skulk(prompts: list[str], repeats: int, max_tokens: int) -> list[Sam
 
 def measure_direct(prompts: list[str], repeats: int, max_tokens: int) -> list[Sample]:
     from llama_cpp import Llama
+    from llama_cpp.llama_types import CreateChatCompletionStreamResponse
 
     from skulk.models.catalog import ModelCatalog
 
@@ -89,11 +91,13 @@ def measure_direct(prompts: list[str], repeats: int, max_tokens: int) -> list[Sa
                   n_threads=os.cpu_count(), verbose=False)
 
     def pieces(prompt: str) -> Iterator[str]:
-        for chunk in llama.create_chat_completion(
-                messages=[{"role": "user", "content": prompt}], temperature=0,
-                max_tokens=max_tokens, stream=True):
-            text = chunk["choices"][0]["delta"].get("content")  # type: ignore[index]
-            if text:
+        # Streamed, so chunks, not one response (llama_cpp's return type has both).
+        stream = cast(Iterator[CreateChatCompletionStreamResponse], llama.create_chat_completion(
+            messages=[{"role": "user", "content": prompt}], temperature=0,
+            max_tokens=max_tokens, stream=True))
+        for chunk in stream:
+            text = chunk["choices"][0]["delta"].get("content")
+            if isinstance(text, str) and text:
                 yield text
 
     list(pieces("warm up"))

@@ -112,10 +112,12 @@ def splits(root: Path, tokens: int, repeats: int) -> dict[str, dict[str, float]]
     try:
         api = trio[0]
         results = {}
-        for label, fields in [("1 node", {"min_nodes": 1}),
-                              ("2-node pipeline", {"min_nodes": 2, "sharding": "pipeline"}),
-                              ("3-node pipeline", {"min_nodes": 3, "sharding": "pipeline"}),
-                              ("3-node tensor", {"min_nodes": 3, "sharding": "tensor"})]:
+        placements: list[tuple[str, dict[str, int | str]]] = [
+            ("1 node", {"min_nodes": 1}),
+            ("2-node pipeline", {"min_nodes": 2, "sharding": "pipeline"}),
+            ("3-node pipeline", {"min_nodes": 3, "sharding": "pipeline"}),
+            ("3-node tensor", {"min_nodes": 3, "sharding": "tensor"})]
+        for label, fields in placements:
             instance_id = place(api, **fields)
             results[label] = measure(api, tokens, repeats)
             print(f"  {label}: {results[label]}", flush=True)

@@ -21,10 +21,11 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from skulk.routing.zenoh_transport import ZenohQueryClient, ZenohTransport  # noqa: E402
+from skulk.shared.types.drafting import DraftQuery  # noqa: E402
+from skulk.shared.types.ids import TaskId  # noqa: E402
 from skulk.shared.types.wire import to_msgpack  # noqa: E402
 from skulk.testing.ports import free_port  # noqa: E402
-from skulk.worker.engines.mlx.drafters.remote_wire import DraftQuery  # noqa: E402
-from skulk.worker.engines.mlx.drafters.service import DraftService  # noqa: E402
+from skulk.worker.draft_service import DraftService  # noqa: E402
 
 KEY = "skulk/bench/drafter/drafting-node"
 READY_SECONDS = 30.0
@@ -59,7 +60,7 @@ def _stop(process: "subprocess.Popen[bytes]") -> None:
 
 def _wait_for_answers(relay: str) -> None:
     deadline = time.monotonic() + READY_SECONDS
-    query = to_msgpack(DraftQuery(request_id="ready?", context=[1, 2, 1], limit=1))
+    query = to_msgpack(DraftQuery(request_id=TaskId("ready?"), context=[1, 2, 1], limit=1))
     while time.monotonic() < deadline:
         try:
             client = ZenohQueryClient([relay])

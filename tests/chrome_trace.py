@@ -1,7 +1,9 @@
 """Checking Chrome's trace-event format, as Chrome's trace viewer reads it."""
 
+from typing import Any
 
-def validate_chrome_trace(trace: dict[str, object]) -> list[dict[str, object]]:
+
+def validate_chrome_trace(trace: dict[str, Any]) -> list[dict[str, Any]]:
     """Structural check of Chrome's trace-event format; returns the complete events."""
     events = trace["traceEvents"]
     assert isinstance(events, list) and events

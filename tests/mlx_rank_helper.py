@@ -16,7 +16,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import mlx.core as mx
 import numpy as np
@@ -45,7 +45,7 @@ def greedy(
             chosen = mx.zeros((len(prompt),), dtype=mx.int32)
         # Non-deciding ranks add zeros: the sum is the decider's choice on every rank.
         chosen = group.all_sum(chosen)
-        tokens.append([int(t) for t in chosen.tolist()])
+        tokens.append([int(t) for t in cast(list[int], chosen.tolist())])
         logits = shard.forward(chosen[:, None], cache)
         if logits is not None:
             mx.eval(logits)

@@ -16,6 +16,7 @@ from typing import Any
 from skulk.shared.types.chunks import TokenChunk
 from skulk.shared.types.tasks import GenerationParams
 from skulk.worker.engines.mlx.engine import MlxEngine
+from skulk.worker.engines.mlx.requests import Request
 from skulk.worker.engines.protocol import EngineConfig
 
 
@@ -29,10 +30,11 @@ class RoundCounter:
             return
         record = speculator.record
 
-        def counted(request: Any, drafted: int, accepted: int, seconds: float) -> None:
+        def counted(request: Request, drafted: int, accepted: int, seconds: float) -> None:
             self.rounds += drafted > 0
             record(request, drafted, accepted, seconds)
-        speculator.record = counted  # type: ignore[method-assign]
+        # Wraps this instance's bound method; mypy checks it against the unbound one.
+        speculator.record = counted  # type: ignore[method-assign, assignment]
 
 
 def run(engine: MlxEngine, request: dict[str, Any]) -> dict[str, Any]:

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +110,7 @@ class NetnsCluster:
     def heal(self, host: int) -> None:
         subprocess.run([str(TOOL), "heal", str(host), self.prefix], check=True)
 
-    def wait(self, predicate: Any, timeout: float, what: str) -> None:
+    def wait(self, predicate: Callable[[], bool], timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if predicate():

@@ -5,7 +5,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -59,7 +59,7 @@ class NodeProcess:
         state: dict[str, Any] = self.get("/state").json()
         return state
 
-    def wait_until(self, predicate: Any, timeout: float, what: str) -> None:
+    def wait_until(self, predicate: Callable[[], bool], timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             assert self.process is not None

@@ -181,7 +181,7 @@ class HostileMember:
                              verifier=self.verifier)
         return self.router
 
-    async def raw(self, topic: topics.TypedTopic[Any], document: Any,
+    async def raw(self, topic: topics.TypedTopic[Any], document: object,
                   address: NodeId | None = None) -> None:
         """A correctly signed envelope around any msgpack document."""
         assert self.router is not None and self.transport is not None
@@ -189,12 +189,15 @@ class HostileMember:
         payload = document if isinstance(document, bytes) else msgpack.packb(document)
         await self.transport.publish(key, self.signer.seal(key, payload))
 
-    async def __aexit__(self, *exc: object) -> None:
+    async def leave(self) -> None:
         assert self.transport is not None
         await self.transport.close()
 
+    async def __aexit__(self, *exc: object) -> None:
+        await self.leave()
 
-def with_every_int(document: Any, value: int) -> Any:
+
+def with_every_int(document: object, value: int) -> object:
     """`document` with every integer in it replaced by `value`."""
     if isinstance(document, bool):
         return document
@@ -291,7 +294,7 @@ def test_a_hostile_member_cannot_crash_a_node_or_forge_state_or_streams(
                             command_id=task.command_id, owner_node=task.owner_node,
                             sequence=sequence, chunk=TokenChunk(text=" INJECTED")))
                 # Leaving makes every node campaign again after all that.
-                await hostile.transport.close()
+                await hostile.leave()
                 await anyio.sleep(OBSERVATION_SECONDS / 2)
 
     anyio.run(attack)
@@ -319,7 +322,7 @@ def test_a_hostile_member_cannot_crash_a_node_or_forge_state_or_streams(
     max_leaves=20), min_size=1, max_size=8))
 def test_random_documents_on_every_topic_change_nothing(
         pair: list[NodeProcess], tmp_path_factory: pytest.TempPathFactory,
-        documents: list[Any]) -> None:
+        documents: list[object]) -> None:
     first, _ = pair
     namespace = next(a for a in first._extra_args if a.startswith("trust-"))
     state = first.state()

@@ -99,7 +99,7 @@ def test_ollama_generate_and_json_format(serving_node: NodeProcess) -> None:
     constrained = client.generate(model="smollm2-135m", prompt="Pick a colour.",
                                   format=schema, options={"num_predict": 40, "seed": 1})
     import json
-    assert set(json.loads(constrained.response)) == {"colour"}
+    assert set(json.loads(constrained.response or "")) == {"colour"}
 
 
 def test_ollama_empty_prompt_only_loads_the_model(serving_node: NodeProcess) -> None:

@@ -19,11 +19,11 @@ import mlx.core as mx
 import numpy as np
 import pytest
 
-from skulk.worker.engines.mlx.collectives import SoloGroup
-from skulk.worker.engines.mlx.families.llama.random_model import (
+from skulk.testing.random_llama import (
     tiny_llama_config,
     write_random_llama,
 )
+from skulk.worker.engines.mlx.collectives import SoloGroup
 from skulk.worker.engines.mlx.ring import COLLECTIVE_DEADLINE_EXIT_CODE
 from skulk.worker.engines.mlx.shard_loader import load_shard
 from tests.mlx_rank_helper import greedy

@@ -4,6 +4,7 @@ same greedy text as each alone; and two runners splitting a tiny model over a lo
 ring, agreeing on warm-up, joins and a one-sided cancel."""
 
 from collections.abc import AsyncIterator
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -15,13 +16,13 @@ from skulk.shared.types.runners import RunnerReady
 from skulk.shared.types.tasks import ChatMessage, TextGenerationTask
 from skulk.testing import factories as f
 from skulk.testing.ports import free_port
+from skulk.testing.runners import Recorder, supervised_runner, wait_until
+from skulk.testing.tiny_model import write_tiny_model
 from skulk.worker.engines.mlx.cpu import OPENBLAS
 from skulk.worker.engines.mlx.engine import MlxEngine
-from skulk.worker.engines.mlx.tiny_model import write_tiny_model
 from skulk.worker.engines.protocol import EngineConfig
 from skulk.worker.runner import messages
 from skulk.worker.runner.supervisor import RunnerSupervisor
-from skulk.worker.runner.supervisor_test import Recorder, wait_until
 from tests.speculative_support import bundled_mlx_model
 
 PROMPTS = ["Name a fruit.", "What is the capital of France?", "Say hello in Spanish.",
@@ -44,20 +45,12 @@ def anyio_backend() -> str:
 async def runner(tmp_path_factory: pytest.TempPathFactory
                  ) -> AsyncIterator[tuple[RunnerSupervisor, Recorder]]:
     model_dir = smollm2_dir(tmp_path_factory.mktemp("models"))
-    recorder = Recorder()
-    supervisor = RunnerSupervisor(
-        runner_id=RunnerId("mlx-1"), instance_id=InstanceId("inst-mlx"), engine_name="mlx",
-        config=EngineConfig(model_path=str(model_dir), context_token_limit=2048, n_threads=2),
-        on_event=recorder.on_event, on_chunk=recorder.on_chunk)
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(supervisor.run)
-        await wait_until(lambda: supervisor.status is not None)
-        supervisor.send(messages.LoadModel())
-        supervisor.send(messages.WarmUp())
-        await wait_until(lambda: isinstance(supervisor.status, RunnerReady), timeout=SECONDS)
-        yield supervisor, recorder
-        await supervisor.shutdown(timeout=5.0)
-        tasks.cancel_scope.cancel()
+    async with supervised_runner(
+            engine_name="mlx", runner_id=RunnerId("mlx-1"), instance_id=InstanceId("inst-mlx"),
+            config=EngineConfig(model_path=str(model_dir), context_token_limit=2048,
+                                n_threads=2),
+            ready_timeout=SECONDS, shutdown_timeout=5.0) as pair:
+        yield pair
 
 
 def task(task_id: str, text: str, **update: object) -> TextGenerationTask:
@@ -76,9 +69,11 @@ async def run(supervisor: RunnerSupervisor, recorder: Recorder,
               *tasks: TextGenerationTask) -> None:
     for one in tasks:
         supervisor.start_task(one)
+    def complete(task_id: TaskId) -> bool:
+        return "complete" in recorder.task_statuses(task_id)
+
     for one in tasks:
-        await wait_until(lambda t=one.task_id: "complete" in recorder.task_statuses(t),  # type: ignore[misc]
-                         timeout=SECONDS)
+        await wait_until(partial(complete, one.task_id), timeout=SECONDS)
 
 
 @pytest.mark.anyio
@@ -126,8 +121,17 @@ async def test_four_concurrent_requests_give_each_ones_text_alone(
         assert together == alone, PROMPTS[number]
     texts = {"".join(c.text for c in chunks_of(recorder, f"together-{n}")) for n in range(4)}
     assert len(texts) == 4  # four different answers, not one copied
-    order = [c.command_id for c in recorder.chunks if c.command_id.startswith("cmd-together")]
+    order: list[str] = [c.command_id for c in recorder.chunks
+                        if c.command_id.startswith("cmd-together")]
     assert order.index("cmd-together-3") < len(order) - 1 - order[::-1].index("cmd-together-0")
+
+
+def started(supervisor: RunnerSupervisor) -> bool:
+    return supervisor.status is not None
+
+
+def ready(supervisor: RunnerSupervisor) -> bool:
+    return isinstance(supervisor.status, RunnerReady)
 
 
 @pytest.mark.anyio
@@ -153,14 +157,13 @@ async def test_two_pipeline_runners_agree_and_only_rank_zero_speaks(
     async with anyio.create_task_group() as tasks:
         for supervisor in supervisors:
             tasks.start_soon(supervisor.run)
-            await wait_until(lambda s=supervisor: s.status is not None)  # type: ignore[misc]
+            await wait_until(partial(started, supervisor))
             supervisor.send(messages.LoadModel())
         supervisors[0].send(messages.WarmUp())
         await anyio.sleep(1.0)  # rank 1 is told to warm up later: rank 0 must wait for it
         supervisors[1].send(messages.WarmUp())
         for supervisor in supervisors:
-            await wait_until(lambda s=supervisor: isinstance(s.status, RunnerReady),  # type: ignore[misc]
-                             timeout=SECONDS)
+            await wait_until(partial(ready, supervisor), timeout=SECONDS)
         supervisors[0].start_task(task("p", PROMPTS[0]))
         supervisors[0].start_task(task("long", PROMPTS[1], max_tokens=400))
         await anyio.sleep(0.5)
@@ -170,8 +173,7 @@ async def test_two_pipeline_runners_agree_and_only_rank_zero_speaks(
         supervisors[1].cancel_task(TaskId("long"))
         for recorder in recorders:
             for task_id in ("p", "long"):
-                await wait_until(lambda r=recorder, t=task_id: len(r.task_statuses(t)) == 2,  # type: ignore[misc]
-                                 timeout=SECONDS)
+                await wait_until(partial(recorder.task_ended, task_id), timeout=SECONDS)
         for supervisor in supervisors:
             await supervisor.shutdown(timeout=3.0)
         tasks.cancel_scope.cancel()

@@ -11,14 +11,17 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 import llama_cpp
 import mlx.core as mx
 import numpy as np
 import pytest
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+from llama_cpp.llama_types import ChatCompletionRequestMessage
+from mlx.nn.layers.base import Module  # mlx.nn re-exports it in a way mypy cannot see
 from mlx_lm import load, stream_generate
+from mlx_lm.tokenizer_utils import TokenizerWrapper
 from transformers import AutoTokenizer
 
 from skulk.models.catalog import ModelCatalog
@@ -88,7 +91,7 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> Imported:
 
 
 @pytest.fixture(scope="module")
-def llama_vocab(imported: Imported) -> Iterator[Any]:
+def llama_vocab(imported: Imported) -> Iterator[llama_cpp.Llama]:
     llm = llama_cpp.Llama(model_path=str(imported.gguf), vocab_only=True, verbose=False)
     yield llm
     llm.close()
@@ -128,7 +131,7 @@ def test_cli_refuses_what_it_cannot_import(imported: Imported, tmp_path: Path) -
     assert not (tmp_path / "models" / "notes-mlx").exists()
 
 
-def test_tokenizer_matches_llama_cpp(imported: Imported, llama_vocab: Any) -> None:
+def test_tokenizer_matches_llama_cpp(imported: Imported, llama_vocab: llama_cpp.Llama) -> None:
     tokenizer = AutoTokenizer.from_pretrained(imported.float32)
     differ = []
     for text in SAMPLES:
@@ -139,7 +142,8 @@ def test_tokenizer_matches_llama_cpp(imported: Imported, llama_vocab: Any) -> No
     assert tokenizer.decode(tokenizer.encode(SAMPLES[11])) == SAMPLES[11]
 
 
-def test_chat_template_renders_like_llama_cpp(imported: Imported, llama_vocab: Any) -> None:
+def test_chat_template_renders_like_llama_cpp(imported: Imported,
+                                              llama_vocab: llama_cpp.Llama) -> None:
     metadata = llama_vocab.metadata
     formatter = Jinja2ChatFormatter(
         template=metadata["tokenizer.chat_template"],
@@ -147,20 +151,28 @@ def test_chat_template_renders_like_llama_cpp(imported: Imported, llama_vocab: A
         bos_token=llama_vocab.detokenize([int(metadata["tokenizer.ggml.bos_token_id"])]).decode())
     tokenizer = AutoTokenizer.from_pretrained(imported.float32)
     for messages in CONVERSATIONS:
-        expected = formatter(messages=messages).prompt  # type: ignore[arg-type]
+        # transformers takes plain dicts; llama_cpp wants its own message type for the same.
+        expected = formatter(messages=cast(list[ChatCompletionRequestMessage], messages)).prompt
         rendered = tokenizer.apply_chat_template(messages, tokenize=False,
                                                  add_generation_prompt=True)
         assert rendered == expected
         assert rendered.endswith("<|im_start|>assistant\n")
 
 
-def _greedy(model: Any, tokenizer: Any, prompt: str, max_tokens: int) -> list[int]:
+def _load(model_dir: Path) -> tuple[Module, TokenizerWrapper]:
+    """mlx-lm's `load` without `return_config` (its return type also covers that case)."""
+    model, tokenizer = load(str(model_dir))[:2]
+    return model, tokenizer
+
+
+def _greedy(model: Module, tokenizer: TokenizerWrapper, prompt: str,
+            max_tokens: int) -> list[int]:
     return [response.token for response in
             stream_generate(model, tokenizer, prompt, max_tokens=max_tokens)]
 
 
 def test_float32_agrees_with_llama_cpp_and_q4_with_float32(imported: Imported) -> None:
-    model, tokenizer = load(str(imported.float32))
+    model, tokenizer = _load(imported.float32)
     llm = llama_cpp.Llama(model_path=str(imported.gguf), n_ctx=64, n_threads=2, logits_all=True,
                           verbose=False)
     try:
@@ -168,12 +180,12 @@ def test_float32_agrees_with_llama_cpp_and_q4_with_float32(imported: Imported) -
         for prompt in PROMPTS:
             tokens = llm.tokenize(prompt.encode(), add_bos=False, special=True)
             assert tokenizer.encode(prompt, add_special_tokens=False) == tokens
-            llm.reset()
+            llm.reset()  # type: ignore[no-untyped-call]  # llama_cpp leaves it unannotated
             llm.eval(tokens)
             expected = int(np.argmax(llm.scores[llm.n_tokens - 1]))
             logits = model(mx.array([tokens]))[0, -1]
             assert bool(mx.isfinite(logits).all())
-            agree += int(mx.argmax(logits).item()) == expected
+            agree += int(cast(int, mx.argmax(logits).item())) == expected
     finally:
         llm.close()
     # llama.cpp multiplies in Q4_1/Q8_0 arithmetic, so near-ties may fall the other way
@@ -182,5 +194,5 @@ def test_float32_agrees_with_llama_cpp_and_q4_with_float32(imported: Imported) -
     # A short raw prompt keeps the (unaccelerated) prefill cheap.
     reference = _greedy(model, tokenizer, PROMPTS[2], 16)
     del model
-    q4_model, q4_tokenizer = load(str(imported.q4))
+    q4_model, q4_tokenizer = _load(imported.q4)
     assert len(reference) == 16 and _greedy(q4_model, q4_tokenizer, PROMPTS[2], 16) == reference

@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import cast
 
 import mlx.core as mx
 import numpy as np
@@ -36,7 +37,7 @@ def greedy_reply(shard: WholeModelShard, prompt: list[int], count: int) -> list[
     reply: list[int] = []
     while len(reply) < count:
         assert logits is not None
-        reply.append(int(mx.argmax(logits[0, -1]).item()))
+        reply.append(int(cast(int, mx.argmax(logits[0, -1]).item())))
         logits = shard.forward(mx.array([[reply[-1]]]), cache)
     return reply
 

@@ -2,15 +2,23 @@
 
 import os
 import time
+from typing import cast
 
 import httpx
 import openai
 import pytest
+from llama_cpp.llama_types import CreateChatCompletionResponse
+from openai.types.chat import (
+    ChatCompletionAssistantMessageParam,
+    ChatCompletionMessageParam,
+    ChatCompletionToolParam,
+)
 
 from skulk.models.catalog import ModelCatalog
 from tests.node_process import NodeProcess
 
-MESSAGES = [{"role": "user", "content": "Name three colours of the rainbow."}]
+PROMPT = "Name three colours of the rainbow."
+MESSAGES: list[ChatCompletionMessageParam] = [{"role": "user", "content": PROMPT}]
 
 
 def client(node: NodeProcess) -> openai.OpenAI:
@@ -19,7 +27,7 @@ def client(node: NodeProcess) -> openai.OpenAI:
 
 def test_non_streaming_chat(serving_node: NodeProcess) -> None:
     reply = client(serving_node).chat.completions.create(
-        model="smollm2-135m", messages=MESSAGES, max_tokens=24, temperature=0)  # type: ignore[arg-type]
+        model="smollm2-135m", messages=MESSAGES, max_tokens=24, temperature=0)
     assert reply.choices[0].message.role == "assistant"
     assert reply.choices[0].message.content
     assert reply.choices[0].finish_reason in ("stop", "length")
@@ -28,7 +36,7 @@ def test_non_streaming_chat(serving_node: NodeProcess) -> None:
 
 def test_streaming_chat_with_usage(serving_node: NodeProcess) -> None:
     stream = client(serving_node).chat.completions.create(
-        model="HuggingFaceTB/SmolLM2-135M-Instruct", messages=MESSAGES,  # type: ignore[arg-type]
+        model="HuggingFaceTB/SmolLM2-135M-Instruct", messages=MESSAGES,
         max_tokens=24, temperature=0, stream=True, stream_options={"include_usage": True})
     chunks = list(stream)
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
@@ -45,17 +53,19 @@ def test_greedy_output_equals_llama_cpp_python_directly(serving_node: NodeProces
     assert card is not None
     llama = Llama(model_path=str(catalog.local_path(card, "gguf")), n_ctx=2048,
                   n_threads=os.cpu_count(), verbose=False)
-    direct = llama.create_chat_completion(messages=MESSAGES, temperature=0, max_tokens=48)  # type: ignore[arg-type]
-    expected = direct["choices"][0]["message"]["content"]  # type: ignore[index]
+    # Not streamed, so the response, not an iterator of chunks (llama_cpp's type has both).
+    direct = cast(CreateChatCompletionResponse, llama.create_chat_completion(
+        messages=[{"role": "user", "content": PROMPT}], temperature=0, max_tokens=48))
+    expected = direct["choices"][0]["message"]["content"]
     served = client(serving_node).chat.completions.create(
-        model="smollm2-135m", messages=MESSAGES, max_tokens=48, temperature=0)  # type: ignore[arg-type]
+        model="smollm2-135m", messages=MESSAGES, max_tokens=48, temperature=0)
     assert served.choices[0].message.content == expected
 
 
 def test_unknown_model_is_a_404_in_openai_format(serving_node: NodeProcess) -> None:
     with pytest.raises(openai.NotFoundError) as raised:
         client(serving_node).chat.completions.create(
-            model="no-such-model", messages=MESSAGES)  # type: ignore[arg-type]
+            model="no-such-model", messages=MESSAGES)
     assert "no-such-model" in str(raised.value)
 
 
@@ -80,7 +90,7 @@ def test_client_disconnect_cancels_generation(serving_node: NodeProcess) -> None
     serving_node.wait_until(lambda: serving_node.state()["tasks"] == {}, 10.0,
                             "the disconnected request's task to go away")
     reply = client(serving_node).chat.completions.create(
-        model="smollm2-135m", messages=MESSAGES, max_tokens=8)  # type: ignore[arg-type]
+        model="smollm2-135m", messages=MESSAGES, max_tokens=8)
     assert reply.choices[0].message.content
 
 
@@ -104,12 +114,12 @@ def test_killed_runner_ends_the_stream_with_an_error_then_recovers(
     started = time.monotonic()
     serving_node.wait_model_ready(timeout=60)
     reply = client(serving_node).chat.completions.create(
-        model="smollm2-135m", messages=MESSAGES, max_tokens=8)  # type: ignore[arg-type]
+        model="smollm2-135m", messages=MESSAGES, max_tokens=8)
     assert reply.choices[0].message.content
     assert time.monotonic() - started < 60
 
 
-WEATHER_TOOL = {"type": "function", "function": {
+WEATHER_TOOL: ChatCompletionToolParam = {"type": "function", "function": {
     "name": "get_weather", "description": "The weather in a city",
     "parameters": {"type": "object", "properties": {"city": {"type": "string",
                                                              "maxLength": 20}},
@@ -118,27 +128,28 @@ WEATHER_TOOL = {"type": "function", "function": {
 
 def test_a_tool_call_round_trip(serving_node: NodeProcess) -> None:
     import json
-    messages: list[dict[str, object]] = [
+    messages: list[ChatCompletionMessageParam] = [
         {"role": "user", "content": "What is the weather in Paris?"}]
     first = client(serving_node).chat.completions.create(
-        model="smollm2-135m", messages=messages, tools=[WEATHER_TOOL],  # type: ignore[arg-type, list-item]
+        model="smollm2-135m", messages=messages, tools=[WEATHER_TOOL],
         tool_choice="required", max_tokens=60, temperature=0)
     choice = first.choices[0]
     assert choice.finish_reason == "tool_calls" and choice.message.tool_calls
     call = choice.message.tool_calls[0]
     assert call.function.name == "get_weather"  # type: ignore[union-attr]
     assert isinstance(json.loads(call.function.arguments)["city"], str)  # type: ignore[union-attr]
-    messages += [choice.message.model_dump(exclude_none=True),
+    messages += [cast(ChatCompletionAssistantMessageParam,
+                      choice.message.model_dump(exclude_none=True)),
                  {"role": "tool", "tool_call_id": call.id, "content": "Sunny, 21 C"}]
     second = client(serving_node).chat.completions.create(
-        model="smollm2-135m", messages=messages, tools=[WEATHER_TOOL],  # type: ignore[arg-type, list-item]
+        model="smollm2-135m", messages=messages, tools=[WEATHER_TOOL],
         tool_choice="none", max_tokens=30, temperature=0)
     assert second.choices[0].message.content and second.choices[0].finish_reason != "tool_calls"
 
 
 def test_a_streamed_forced_tool_call_arrives_as_one_delta(serving_node: NodeProcess) -> None:
     stream = client(serving_node).chat.completions.create(
-        model="smollm2-135m", messages=MESSAGES, tools=[WEATHER_TOOL],  # type: ignore[arg-type, list-item]
+        model="smollm2-135m", messages=MESSAGES, tools=[WEATHER_TOOL],
         tool_choice={"type": "function", "function": {"name": "get_weather"}},
         max_tokens=60, temperature=0, stream=True)
     chunks = list(stream)
@@ -153,7 +164,7 @@ def test_json_schema_response_format_is_enforced(serving_node: NodeProcess) -> N
         "type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 3}},
         "required": ["colours"], "additionalProperties": False}
     reply = client(serving_node).chat.completions.create(
-        model="smollm2-135m", messages=MESSAGES, max_tokens=80, temperature=0.7, seed=3,  # type: ignore[arg-type]
+        model="smollm2-135m", messages=MESSAGES, max_tokens=80, temperature=0.7, seed=3,
         response_format={"type": "json_schema",
                          "json_schema": {"name": "colours", "schema": schema}})
     parsed = json.loads(reply.choices[0].message.content or "")
@@ -163,31 +174,31 @@ def test_json_schema_response_format_is_enforced(serving_node: NodeProcess) -> N
 def test_n_above_one_is_refused_clearly(serving_node: NodeProcess) -> None:
     with pytest.raises(openai.BadRequestError, match="n=1"):
         client(serving_node).chat.completions.create(
-            model="smollm2-135m", messages=MESSAGES, n=2)  # type: ignore[arg-type]
+            model="smollm2-135m", messages=MESSAGES, n=2)
 
 
 def test_logprobs_whole_and_streamed(serving_node: NodeProcess) -> None:
     whole = client(serving_node).chat.completions.create(
-        model="smollm2-135m", messages=MESSAGES, max_tokens=8, temperature=0,  # type: ignore[arg-type]
+        model="smollm2-135m", messages=MESSAGES, max_tokens=8, temperature=0,
         logprobs=True, top_logprobs=2)
     content = whole.choices[0].logprobs.content  # type: ignore[union-attr]
     assert content is not None and len(content) == whole.usage.completion_tokens  # type: ignore[union-attr]
     assert "".join(entry.token for entry in content) == whole.choices[0].message.content
     assert all(len(e.top_logprobs) == 2 and e.logprob <= 0 for e in content)
     stream = client(serving_node).chat.completions.create(
-        model="smollm2-135m", messages=MESSAGES, max_tokens=8, temperature=0,  # type: ignore[arg-type]
+        model="smollm2-135m", messages=MESSAGES, max_tokens=8, temperature=0,
         logprobs=True, stream=True)
     streamed = [e for c in stream if c.choices and c.choices[0].logprobs
                 for e in c.choices[0].logprobs.content or []]
     assert [e.logprob for e in streamed] == [e.logprob for e in content]
     with pytest.raises(openai.BadRequestError, match="top_logprobs"):
         client(serving_node).chat.completions.create(
-            model="smollm2-135m", messages=MESSAGES, top_logprobs=2)  # type: ignore[arg-type]
+            model="smollm2-135m", messages=MESSAGES, top_logprobs=2)
 
 
 def test_responses_announce_their_command_id(serving_node: NodeProcess) -> None:
     raw = client(serving_node).chat.completions.with_raw_response.create(
-        model="smollm2-135m", messages=MESSAGES, max_tokens=4)  # type: ignore[arg-type]
+        model="smollm2-135m", messages=MESSAGES, max_tokens=4)
     assert raw.headers["x-skulk-command-id"].startswith("cmd-")
 
 
@@ -219,7 +230,7 @@ def test_responses_whole_and_streamed_through_the_openai_client(
     kinds = [e.type for e in events]
     assert kinds[0] == "response.created" and kinds[-1] in ("response.completed",
                                                             "response.incomplete")
-    deltas = "".join(e.delta for e in events if e.type == "response.output_text.delta")  # type: ignore[union-attr]
+    deltas = "".join(e.delta for e in events if e.type == "response.output_text.delta")
     assert deltas == whole.output_text
     assert [e.sequence_number for e in events] == list(range(len(events)))
 

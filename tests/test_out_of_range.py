@@ -37,7 +37,7 @@ def test_openai_chat_refuses_out_of_range_values(serving_node: NodeProcess, fiel
 def test_the_openai_client_raises_its_own_bad_request(serving_node: NodeProcess) -> None:
     client = openai.OpenAI(base_url=f"{serving_node.url}/v1", api_key="x", max_retries=0)
     with pytest.raises(openai.BadRequestError, match="max_tokens"):
-        client.chat.completions.create(model=MODEL, messages=MESSAGES,  # type: ignore[arg-type]
+        client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Hi"}],
                                        max_tokens=HUGE)
 
 
@@ -55,8 +55,8 @@ def test_anthropic_refuses_them_in_its_format(serving_node: NodeProcess) -> None
     client = anthropic.Anthropic(base_url=serving_node.url, api_key="x", max_retries=0)
     with pytest.raises(anthropic.BadRequestError, match="max_tokens"):
         # Streaming, or the client itself refuses a max_tokens that large before sending.
-        client.messages.create(model=MODEL, max_tokens=HUGE, messages=MESSAGES,  # type: ignore[arg-type]
-                               stream=True)
+        client.messages.create(model=MODEL, max_tokens=HUGE, stream=True,
+                               messages=[{"role": "user", "content": "Hi"}])
     reply = post(serving_node, "/v1/messages", {"model": MODEL, "max_tokens": 8,
                                                 "top_k": HUGE, "messages": MESSAGES})
     assert reply.status_code == 400

@@ -3,12 +3,13 @@ the ports each node advertises, and a killed node's edges go within the TTL."""
 
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from skulk.cluster.topology import EDGE_TTL_SECONDS, PROBE_INTERVAL_SECONDS
+from skulk.cluster.reachability import EDGE_TTL_SECONDS, PROBE_INTERVAL_SECONDS
 from skulk.shared.topology import ring_hosts
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.telemetry import NodeTelemetry
@@ -27,7 +28,8 @@ def three_light_nodes(tmp_path: Path) -> Iterator[list[NodeProcess]]:
 
 def own_entry(node: NodeProcess) -> dict[str, Any]:
     cluster = node.cluster()
-    [entry] = [n for n in cluster["nodes"] if n["node_id"] == cluster["node_id"]]
+    entries: list[dict[str, Any]] = cluster["nodes"]
+    [entry] = [n for n in entries if n["node_id"] == cluster["node_id"]]
     return entry
 
 
@@ -37,14 +39,18 @@ def reachable(node: NodeProcess) -> dict[str, list[str]]:
             for p in own_entry(node)["reachable_peers"]}
 
 
+def reaches_exactly(node: NodeProcess, peers: set[str]) -> bool:
+    return set(reachable(node)) == peers
+
+
 def test_each_node_reaches_the_others_and_loses_a_killed_one(
         three_light_nodes: list[NodeProcess]) -> None:
     nodes = three_light_nodes
     ids = [n.node_id() for n in nodes]
     for node, node_id in zip(nodes, ids, strict=True):
         others = set(ids) - {node_id}
-        node.wait_until(lambda n=node, o=others: set(reachable(n)) == o,  # type: ignore[misc]
-                        EDGES_APPEAR_SECONDS, "edges to both other nodes")
+        node.wait_until(partial(reaches_exactly, node, others), EDGES_APPEAR_SECONDS,
+                        "edges to both other nodes")
     first = own_entry(nodes[0])
     assert "127.0.0.1" in first["addresses"]
     # Every node binds loopback only here, so loopback is the one address that answers.
@@ -65,8 +71,8 @@ def test_each_node_reaches_the_others_and_loses_a_killed_one(
 
     bound = EDGE_TTL_SECONDS + 2 * PROBE_INTERVAL_SECONDS
     for survivor in nodes[:2]:
-        survivor.wait_until(lambda s=survivor: forgotten(s),  # type: ignore[misc]
-                            bound, "the killed node's edges to disappear")
+        survivor.wait_until(partial(forgotten, survivor), bound,
+                            "the killed node's edges to disappear")
     assert set(reachable(nodes[0])) == {ids[1]}
     assert set(reachable(nodes[1])) == {ids[0]}
 

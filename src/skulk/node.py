@@ -30,7 +30,7 @@ from skulk.cluster.carry_over import send_when_following_another
 from skulk.cluster.election import Election
 from skulk.cluster.local_events import LocalEventSender
 from skulk.cluster.master_seat import MasterSeat
-from skulk.cluster.topology import ReachabilityProber
+from skulk.cluster.reachability import ReachabilityProber
 from skulk.master.event_log import DiskEventLog
 from skulk.master.event_log_restore import note_followed_session, restore_from_log
 from skulk.models.catalog import ModelCatalog
@@ -46,6 +46,7 @@ from skulk.shared.replica import StateReplica
 from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.chunks import DataChunk
 from skulk.shared.types.commands import Command, CommandEnvelope, PlaceInstance
+from skulk.shared.types.drafting import DRAFT_SERVICE
 from skulk.shared.types.election import ElectionMessage, StateSyncMessage
 from skulk.shared.types.events import Event, IndexedEvent, NodeRevoked, StateSnapshotHydrated
 from skulk.shared.types.ids import (
@@ -60,8 +61,7 @@ from skulk.shared.types.traces import RankSpans
 from skulk.trust.enrollment import admit_members
 from skulk.trust.revocations import save_revoked
 from skulk.trust.setup import NodeTrust, record_admission_port, trust_at_start
-from skulk.worker.engines.mlx.drafters.remote_wire import DRAFT_SERVICE
-from skulk.worker.engines.mlx.drafters.service import ADVERTISED_DRAFTERS, DraftService
+from skulk.worker.draft_service import ADVERTISED_DRAFTERS, DraftService
 from skulk.worker.main import SupervisorFactory, Worker
 from skulk.worker.remote_drafting import remote_drafting_options
 from skulk.worker.runner.supervisor import RunnerSupervisor

@@ -10,7 +10,7 @@ from starlette.types import ASGIApp, Message, Scope
 from skulk.api.app import create_app
 from skulk.api.routers.instances_test import api_context
 from skulk.api.security import ApiSecurity
-from skulk.master.placement.testing import node
+from skulk.testing.placement import node
 
 
 def app_for(dashboard_dir: Path, security: ApiSecurity | None = None) -> FastAPI:

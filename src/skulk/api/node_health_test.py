@@ -1,3 +1,5 @@
+from typing import cast
+
 from skulk.api.node_health import GIB, node_health
 from skulk.shared.types.ids import InstanceId, NodeId, RunnerId
 from skulk.shared.types.runners import RunnerFailed
@@ -14,6 +16,11 @@ def reading(node: NodeId, stamp: float = 100.0, free: int = 100 * GIB) -> NodeTe
                          disk_total_bytes=200 * GIB, disk_free_bytes=free)
 
 
+def reasons_of(health: dict[NodeId, dict[str, object]], node: NodeId) -> list[dict[str, str]]:
+    """The node's reasons as `node_health` lays them out (its return type leaves them open)."""
+    return cast(list[dict[str, str]], health[node]["reasons"])
+
+
 def test_a_healthy_node_is_ok() -> None:
     health = node_health({A}, {A: reading(A)}, {A}, State(), now=101.0)
     assert health[A] == {"level": "ok", "reasons": []}
@@ -23,13 +30,13 @@ def test_low_disk_warns_and_nearly_full_disk_errors_with_a_remedy() -> None:
     health = node_health({A, B}, {A: reading(A, free=3 * GIB), B: reading(B, free=GIB // 2)},
                          {A, B}, State(), now=101.0)
     assert health[A]["level"] == "warn" and health[B]["level"] == "error"
-    [reason] = health[B]["reasons"]  # type: ignore[misc]
+    [reason] = reasons_of(health, B)
     assert reason["code"] == "disk_full" and "free space" in reason["remedy"]
 
 
 def test_stale_readings_and_departed_nodes() -> None:
     health = node_health({A, B}, {A: reading(A, stamp=80.0)}, {A}, State(), now=100.0)
-    assert [r["code"] for r in health[A]["reasons"]] == ["stale_telemetry"]  # type: ignore[union-attr]
+    assert [r["code"] for r in reasons_of(health, A)] == ["stale_telemetry"]
     assert health[B]["level"] == "error"
 
 
@@ -37,5 +44,5 @@ def test_a_failed_runner_marks_its_node_in_error() -> None:
     state = State(instances={InstanceId("inst-1"): f.instance(node=A)},
                   runners={RunnerId("run-1"): RunnerFailed(error="out of memory")})
     health = node_health({A}, {A: reading(A)}, {A}, state, now=101.0)
-    [reason] = health[A]["reasons"]  # type: ignore[misc]
+    [reason] = reasons_of(health, A)
     assert reason["code"] == "runner_failed" and "out of memory" in reason["message"]

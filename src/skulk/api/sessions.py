@@ -11,11 +11,11 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal, NewType
+from typing import Literal
 
 from skulk.api.errors import ApiError
 from skulk.shared.types.chunks import Usage
-from skulk.shared.types.ids import ModelId
+from skulk.shared.types.ids import ConversationId, ModelId
 from skulk.shared.types.tasks import ChatMessage
 
 DEFAULT_CAPACITY = 64
@@ -23,8 +23,6 @@ DEFAULT_IDLE_TTL_SECONDS = 3600.0
 _CLOSED_REMEMBERED = 1024
 
 SessionKind = Literal["chat", "tokens"]
-# A conversation's id; `SessionId` in shared/types names a master's session, not this.
-ConversationId = NewType("ConversationId", str)
 
 
 @dataclass

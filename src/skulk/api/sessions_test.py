@@ -2,7 +2,7 @@ import pytest
 
 from skulk.api.errors import ApiError
 from skulk.api.sessions import SessionStore
-from skulk.shared.types.ids import ModelId
+from skulk.shared.types.ids import ConversationId, ModelId
 
 MODEL = ModelId("m")
 
@@ -16,7 +16,7 @@ def test_unknown_closed_and_busy_sessions_are_told_apart() -> None:
     session = store.create(MODEL, "chat")
     assert store.get(session.session_id) is session
     with pytest.raises(ApiError) as unknown:
-        store.get("sess_nope")
+        store.get(ConversationId("sess_nope"))
     assert code_of(unknown) == (404, "session_not_found")
     session.busy = True
     with pytest.raises(ApiError) as busy:

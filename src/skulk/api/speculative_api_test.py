@@ -2,6 +2,8 @@
 parsed at the edge, refused with a 400 naming the field when malformed, documented in
 the OpenAPI schema; usage reports drafting in OpenAI's and Skulk's terms."""
 
+from pathlib import Path
+
 import httpx
 import pytest
 
@@ -13,8 +15,8 @@ from skulk.shared.types.chunks import Usage
 from skulk.shared.types.tasks import SpeculativeParams
 
 
-def test_the_field_reaches_the_generation_parameters(tmp_path: object) -> None:
-    card = ModelCatalog.builtin(tmp_path).resolve("smollm2-135m")  # type: ignore[arg-type]
+def test_the_field_reaches_the_generation_parameters(tmp_path: Path) -> None:
+    card = ModelCatalog.builtin(tmp_path).resolve("smollm2-135m")
     assert card is not None
     asked = ChatCompletionRequest.model_validate({
         "model": "smollm2-135m", "messages": MESSAGES,

@@ -1,10 +1,10 @@
 from skulk.api.tracing import RequestTrace, TraceStore, chrome_trace, trace_stats
-from skulk.shared.types.ids import CommandId, NodeId
+from skulk.shared.types.ids import CommandId, ModelId, NodeId
 from skulk.shared.types.traces import Span
 
 
 def traced() -> RequestTrace:
-    trace = RequestTrace(CommandId("cmd-1"), "m", NodeId("api-node"), started_us=1_000)
+    trace = RequestTrace(CommandId("cmd-1"), ModelId("m"), NodeId("api-node"), started_us=1_000)
     trace.span("api.wait_first_chunk", 1_000, 5_000)
     trace.spans += [Span(name="runner.prefill", node_id=NodeId("n1"), rank=0, start_us=2_000,
                          duration_us=2_000),
@@ -36,15 +36,15 @@ def test_old_traces_are_dropped_and_capacity_is_bounded() -> None:
     now = [10_000_000]
     store = TraceStore(retention_seconds=5, capacity=2, clock=lambda: now[0])
     for n in range(3):
-        store.begin(RequestTrace(CommandId(f"cmd-{n}"), "m", NodeId("a"),
+        store.begin(RequestTrace(CommandId(f"cmd-{n}"), ModelId("m"), NodeId("a"),
                                  started_us=now[0] + n))
     assert [t.trace_id for t in store.all()] == ["cmd-1", "cmd-2"]
     now[0] += 6_000_000
-    assert store.all() == [] and store.get("cmd-2") is None
+    assert store.all() == [] and store.get(CommandId("cmd-2")) is None
 
 
 def test_the_api_and_rank_0_on_one_node_are_separate_processes_with_a_thread_per_kind() -> None:
-    trace = RequestTrace(CommandId("cmd-2"), "m", NodeId("a"), started_us=0)
+    trace = RequestTrace(CommandId("cmd-2"), ModelId("m"), NodeId("a"), started_us=0)
     trace.span("api.stream", 0, 100)
     trace.spans += [Span(name=name, node_id=NodeId("a"), rank=0, start_us=start,
                          duration_us=10)
@@ -62,7 +62,7 @@ def test_the_api_and_rank_0_on_one_node_are_separate_processes_with_a_thread_per
 
 
 def test_a_trace_ends_once_and_keeps_its_first_outcome() -> None:
-    trace = RequestTrace(CommandId("cmd-3"), "m", NodeId("a"), started_us=0)
+    trace = RequestTrace(CommandId("cmd-3"), ModelId("m"), NodeId("a"), started_us=0)
     assert trace.summary()["outcome"] == "running" and not trace.finished
     trace.end("error: cancelled")
     trace.end("abandoned")  # the cleanup that follows every request

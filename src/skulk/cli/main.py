@@ -8,6 +8,7 @@ from pathlib import Path
 from skulk.cli import client
 from skulk.cli.cluster import add_cluster_arguments, run_cluster
 from skulk.cli.models_import import add_import_arguments, run_import
+from skulk.cli.models_pull import add_pull_arguments, run_pull
 from skulk.cli.run import add_run_arguments, run_node
 from skulk.models.catalog import ModelCatalog
 from skulk.paths import default_data_dir
@@ -36,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--data-dir", type=Path, default=argparse.SUPPRESS, help="node data dir")
     add_import_arguments(model_actions.add_parser(
         "import", help="turn a GGUF file or Hugging Face directory into an MLX model"))
+    add_pull_arguments(model_actions.add_parser(
+        "pull", help="fetch a model from the Hugging Face hub into this node's store"))
     place = with_url("place", "place a model on the cluster")
     place.add_argument("model")
     chat = with_url("chat", "chat with a model in the terminal")
@@ -73,6 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return run_cluster(args)
             case "models" if args.action == "import":
                 return run_import(args)
+            case "models" if args.action == "pull":
+                return run_pull(args)
             case "models":
                 return list_models(args.data_dir or default_data_dir())
             case "place":

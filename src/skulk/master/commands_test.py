@@ -124,7 +124,7 @@ def test_revoking_a_node_records_it_and_removes_its_instances() -> None:
     from skulk.shared.types.commands import RevokeNode
     from skulk.shared.types.events import NodeRevoked
     state = state_with(InstanceCreated(instance=f.instance()))
-    holder = next(iter(state.instances["inst-1"].shards.values())).node_id
+    holder = next(iter(state.instances[InstanceId("inst-1")].shards.values())).node_id
     revoke = RevokeNode(command_id=CommandId("cmd-r"), node_id=holder)
     events = handle(state, revoke)
     assert events[0] == NodeRevoked(node_id=holder)

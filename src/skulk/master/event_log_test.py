@@ -6,11 +6,11 @@ from loguru import logger
 from skulk.master.event_log import LIVE_FILE, DiskEventLog
 from skulk.master.event_log_archive import ARCHIVE_GLOB, read_archive
 from skulk.shared.types.events import IndexedEvent, TaskDeleted
-from skulk.shared.types.ids import SessionId, TaskId
+from skulk.shared.types.ids import NodeId, SessionId, TaskId
 
 
 def event(index: int) -> IndexedEvent:
-    return IndexedEvent(master_node="m", index=index, session=SessionId("s"),
+    return IndexedEvent(master_node=NodeId("m"), index=index, session=SessionId("s"),
                         event=TaskDeleted(task_id=TaskId(f"task-{index}")))
 
 
@@ -135,7 +135,7 @@ def test_compaction_keeps_a_snapshot_and_archives_the_tail(tmp_path: Path) -> No
 
     log = DiskEventLog(tmp_path)
     fill(log, 5)
-    snapshot = IndexedEvent(master_node="m", index=4, session=SessionId("s"),
+    snapshot = IndexedEvent(master_node=NodeId("m"), index=4, session=SessionId("s"),
                             event=StateSnapshotHydrated(state=State(last_event_applied_idx=4)))
     log.compact(snapshot)
     fill(log, 2)
@@ -172,8 +172,8 @@ def test_a_record_that_would_go_under_the_floor_is_not_written(tmp_path: Path) -
     log = DiskEventLog(tmp_path, free_space_floor_bytes=1000, free_space_check_every=1 << 20,
                        disk_free=lambda _: 1000 + (1 << 20))
     fill(log, 3)
-    big = State(revoked_nodes=[f"node-{i:06d}" for i in range(100_000)])
-    log.append(IndexedEvent(master_node="m", index=3, session=SessionId("s"),
+    big = State(revoked_nodes=[NodeId(f"node-{i:06d}") for i in range(100_000)])
+    log.append(IndexedEvent(master_node=NodeId("m"), index=3, session=SessionId("s"),
                             event=StateSnapshotHydrated(state=big)))
     assert log.degraded and log.persisted_count == 3
 

@@ -6,6 +6,7 @@ import pytest
 
 from skulk.master.main import Master
 from skulk.models.catalog import ModelCatalog
+from skulk.shared.partition import Quorum
 from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.commands import CommandEnvelope, TextGeneration
 from skulk.shared.types.events import (
@@ -47,7 +48,8 @@ def master(log: ListLog, published: list[IndexedEvent]) -> Master:
 
 @pytest.mark.anyio
 async def test_events_from_every_origin_get_one_contiguous_order() -> None:
-    log, published = ListLog(), []
+    log = ListLog()
+    published: list[IndexedEvent] = []
     m = master(log, published)
     await m.index([StateSnapshotHydrated(state=m.state)])
     await m.handle_local_event(LocalEvent(origin=f.NODE, epoch="e1", origin_seq=0,
@@ -62,7 +64,8 @@ async def test_events_from_every_origin_get_one_contiguous_order() -> None:
 
 @pytest.mark.anyio
 async def test_resent_local_events_and_commands_are_indexed_once() -> None:
-    log, published = ListLog(), []
+    log = ListLog()
+    published: list[IndexedEvent] = []
     m = master(log, published)
     await m.index([StateSnapshotHydrated(state=m.state)])
     local = LocalEvent(origin=f.NODE, epoch="e1", origin_seq=0,
@@ -87,7 +90,8 @@ async def test_resent_local_events_and_commands_are_indexed_once() -> None:
 async def test_the_master_compacts_and_answers_old_replays_with_a_snapshot() -> None:
     from skulk.shared.types.election import StateSyncMessage
 
-    log, published = ListLog(), []
+    log = ListLog()
+    published: list[IndexedEvent] = []
     m = master(log, published)
     m._snapshot_every = 4
     await m.index([StateSnapshotHydrated(state=m.state)])
@@ -107,7 +111,7 @@ async def test_the_master_compacts_and_answers_old_replays_with_a_snapshot() -> 
     assert [e.index for e in published] == [4, 5]
 
 
-def minority_master(quorum: str) -> tuple[Master, list[IndexedEvent]]:
+def minority_master(quorum: Quorum) -> tuple[Master, list[IndexedEvent]]:
     """A master that sees 1 of the 3 agreed members."""
     published: list[IndexedEvent] = []
 
@@ -119,7 +123,7 @@ def minority_master(quorum: str) -> tuple[Master, list[IndexedEvent]]:
     m = Master(node_id=f.NODE, catalog=ModelCatalog.builtin(Path(".")),
                telemetry=TelemetryView(), event_log=ListLog(), commands=commands,
                local_events=local_events, publish=publish, live_nodes=lambda: {f.NODE},
-               quorum=quorum)  # type: ignore[arg-type]
+               quorum=quorum)
     return m, published
 
 
@@ -129,7 +133,8 @@ async def test_a_minority_master_keeps_what_it_accepted_or_under_strict_quorum_n
     from skulk.shared.types.commands import DeleteInstance
     from skulk.shared.types.ids import InstanceId, NodeId
 
-    for quorum in ("available", "majority"):
+    quorums: tuple[Quorum, ...] = ("available", "majority")
+    for quorum in quorums:
         m, published = minority_master(quorum)
         seed = f.state_with(InstanceCreated(instance=f.instance())).model_copy(
             update={"members": [f.NODE, NodeId("node-b"), NodeId("node-c")]})

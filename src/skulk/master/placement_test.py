@@ -8,11 +8,12 @@ from skulk.master.placement import (
     shard_need_bytes,
     whole_model,
 )
-from skulk.master.placement.testing import GIB, RunnerIds, command, node, nodes, smollm2
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.instances import Instance
+from skulk.shared.types.model_cards import EngineName
 from skulk.shared.types.telemetry import NodeTelemetry
+from skulk.testing.placement import GIB, RunnerIds, command, node, nodes, smollm2
 
 
 def placed(cluster: dict[NodeId, NodeTelemetry] | ClusterView, **fields: object
@@ -27,9 +28,9 @@ def layout(result: Instance | PlacementError) -> list[tuple[str, int, int]]:
     return [(s.node_id, s.start_layer, s.end_layer) for s in ranks]
 
 
-def whole_need(engine: str = "llama_cpp") -> int:
+def whole_need(engine: EngineName = "llama_cpp") -> int:
     card = smollm2()
-    return shard_need_bytes(card, engine, whole_model(card), node("x"))  # type: ignore[arg-type]
+    return shard_need_bytes(card, engine, whole_model(card), node("x"))
 
 
 def test_fits_whole_on_the_roomiest_node_with_llama_cpp_first() -> None:

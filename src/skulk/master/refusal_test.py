@@ -5,7 +5,6 @@ from pathlib import Path
 
 from skulk.master.commands import CommandContext, events_for_command
 from skulk.master.placement import wider_placement
-from skulk.master.placement.testing import GIB, RunnerIds, command, node, nodes, smollm2
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.types.commands import RefusePlacement
 from skulk.shared.types.events import Event, InstanceCreated, InstanceDeleted, TaskCreated
@@ -14,6 +13,7 @@ from skulk.shared.types.instances import Instance
 from skulk.shared.types.state import State
 from skulk.shared.types.telemetry import NodeTelemetry
 from skulk.testing import factories as f
+from skulk.testing.placement import GIB, RunnerIds, command, node, nodes, smollm2
 
 THREE = nodes(node("a", 8 * GIB), node("b", 4 * GIB), node("c", 2 * GIB))
 

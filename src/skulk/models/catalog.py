@@ -1,4 +1,5 @@
-"""The model catalog: built-in TOML cards, and where each model's weights live."""
+"""The model catalog: built-in TOML cards and the cards of models in the node's store,
+and where each model's weights live."""
 
 import importlib.util
 import os
@@ -6,6 +7,7 @@ import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 
+from skulk.models.store.manifest import StoreEntry, stored_entries
 from skulk.shared.types.model_cards import ModelCard, ModelFormat, ModelSource
 
 _REPO_CARDS_DIR = Path(__file__).resolve().parents[3] / "resources" / "model_cards"
@@ -40,8 +42,17 @@ def _package_dir(package: str) -> Path | None:
 class ModelCatalog:
     """Resolves model names (ids or aliases, case-insensitive) to cards and files."""
 
-    def __init__(self, cards: Iterable[ModelCard], models_dir: Path) -> None:
+    def __init__(self, cards: Iterable[ModelCard], models_dir: Path,
+                 stored: Iterable[StoreEntry] = ()) -> None:
+        self._stored = list(stored)
         self._cards = list(cards)
+        known = {card.model_id for card in self._cards}
+        # A stored model no built-in card describes is served from the card derived
+        # from its files; where a built-in card exists, that card wins.
+        for entry in self._stored:
+            if entry.card is not None and entry.model_id not in known:
+                self._cards.append(entry.card)
+                known.add(entry.model_id)
         self._models_dir = models_dir
         self._by_name: dict[str, ModelCard] = {}
         for card in self._cards:
@@ -50,7 +61,7 @@ class ModelCatalog:
 
     @classmethod
     def builtin(cls, models_dir: Path) -> "ModelCatalog":
-        return cls(load_cards(builtin_cards_dir()), models_dir)
+        return cls(load_cards(builtin_cards_dir()), models_dir, stored_entries(models_dir))
 
     @property
     def models_dir(self) -> Path:
@@ -71,6 +82,15 @@ class ModelCatalog:
         for candidate in self._candidates(source):
             if candidate.exists():
                 return candidate
+        return self._stored_path(card, format)
+
+    def _stored_path(self, card: ModelCard, format: ModelFormat) -> Path | None:
+        """A store copy of a built-in card's weights (pulled under the card's id)."""
+        for entry in self._stored:
+            if entry.model_id == card.model_id and entry.format == format and entry.card:
+                stored = entry.card.source_for(format)
+                if stored is not None and (self._models_dir / stored.filename).exists():
+                    return self._models_dir / stored.filename
         return None
 
     def _candidates(self, source: ModelSource) -> list[Path]:

@@ -1,6 +1,7 @@
 from pathlib import Path
 
 from skulk.models.catalog import ModelCatalog, load_cards
+from skulk.shared.types.ids import ModelId
 from skulk.shared.types.model_cards import ModelCard, ModelSource
 
 
@@ -23,7 +24,7 @@ def test_bundled_gguf_is_found_in_its_package(tmp_path: Path) -> None:
 
 def test_models_dir_is_searched_and_missing_format_is_none(tmp_path: Path) -> None:
     card = ModelCard(
-        model_id="tiny", family="llama", n_layers=2, hidden_size=8,
+        model_id=ModelId("tiny"), family="llama", n_layers=2, hidden_size=8,
         num_attention_heads=2, num_key_value_heads=1, context_length=64,
         capabilities=["text"], chat_template_source="gguf",
         sources=[ModelSource(format="gguf", filename="tiny.gguf", size_bytes=4)],

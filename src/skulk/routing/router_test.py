@@ -7,7 +7,7 @@ from pydantic import BaseModel
 
 from skulk.routing import topics
 from skulk.routing.memory import MemoryBus, MemoryTransport
-from skulk.routing.router import Router, TopicSubscription, namespace_fingerprint
+from skulk.routing.router import Router, namespace_fingerprint
 from skulk.shared.types.chunks import DataChunk, ErrorChunk, TokenChunk
 from skulk.shared.types.commands import CancelTask, CommandEnvelope
 from skulk.shared.types.election import ElectionMessage, StateSyncMessage
@@ -64,7 +64,7 @@ async def take(values: AsyncIterator[U], count: int) -> list[U]:
     return taken
 
 
-async def nothing_arrives(values: TopicSubscription[Any]) -> bool:
+async def nothing_arrives(values: AsyncIterator[object]) -> bool:
     with anyio.move_on_after(0.05):
         await anext(values)
         return False

@@ -59,9 +59,9 @@ def test_runner_status_is_recorded_for_owned_runners_only() -> None:
 
 def test_task_created_then_status_then_deleted() -> None:
     state = run([TaskCreated(task=f.task())])
-    assert state.tasks["task-1"].status == "pending"
+    assert state.tasks[TaskId("task-1")].status == "pending"
     state = run([TaskStatusUpdated(task_id=TaskId("task-1"), status="running")], state)
-    assert state.tasks["task-1"].status == "running"
+    assert state.tasks[TaskId("task-1")].status == "running"
     state = run([TaskDeleted(task_id=TaskId("task-1"))], state)
     assert state.tasks == {}
 
@@ -72,8 +72,8 @@ def test_terminal_task_status_is_final() -> None:
         TaskStatusUpdated(task_id=TaskId("task-1"), status="failed", error="died"),
         TaskStatusUpdated(task_id=TaskId("task-1"), status="running"),
     ])
-    assert state.tasks["task-1"].status == "failed"
-    assert state.tasks["task-1"].error == "died"
+    assert state.tasks[TaskId("task-1")].status == "failed"
+    assert state.tasks[TaskId("task-1")].error == "died"
 
 
 def test_status_of_unknown_task_is_ignored() -> None:
@@ -91,7 +91,7 @@ def test_command_rejected_changes_nothing_replicated() -> None:
 def test_snapshot_replaces_state_at_any_index() -> None:
     before = run([TaskCreated(task=f.task())])
     snapshot = State(instances={InstanceId("inst-1"): f.instance()})
-    after = apply(before, IndexedEvent(master_node="m", index=41, session=SESSION,
+    after = apply(before, IndexedEvent(master_node=NodeId("m"), index=41, session=SESSION,
                                        event=StateSnapshotHydrated(state=snapshot)))
     assert after.instances == snapshot.instances and after.tasks == {}
     assert after.last_event_applied_idx == 41
@@ -99,7 +99,7 @@ def test_snapshot_replaces_state_at_any_index() -> None:
 
 def test_a_local_event_moves_its_producers_mark() -> None:
     def from_a(index: int, seq: int) -> IndexedEvent:
-        return IndexedEvent(master_node="m", index=index, session=SESSION,  # type: ignore[arg-type]
+        return IndexedEvent(master_node=NodeId("m"), index=index, session=SESSION,
                             event=TaskDeleted(task_id=TaskId("t")),
                             source=EventSource(origin=NodeId("a"), epoch="e", origin_seq=seq))
     state = apply(apply(State(), from_a(0, 3)), from_a(1, 4))
@@ -109,13 +109,13 @@ def test_a_local_event_moves_its_producers_mark() -> None:
 
 def test_out_of_order_index_is_refused() -> None:
     with pytest.raises(EventOutOfOrder):
-        apply(State(), IndexedEvent(master_node="m", index=1, session=SESSION,
+        apply(State(), IndexedEvent(master_node=NodeId("m"), index=1, session=SESSION,
                                     event=TaskDeleted(task_id=TaskId("t"))))
 
 
 def test_every_event_type_applies() -> None:
     kinds = {type(e).__name__ for e in f.one_of_each_event()}
-    assert kinds == {t.__name__ for t in Event.__args__[0].__args__}  # type: ignore[attr-defined]
+    assert kinds == {t.__name__ for t in Event.__args__[0].__args__}
     run(f.one_of_each_event())
 
 

@@ -38,7 +38,7 @@ def test_only_a_strict_minority_refuses_and_then_what_would_start_something() ->
 
 
 def test_members_join_the_agreement_at_once_and_leave_it_after_a_grace() -> None:
-    assert agreed_next({A}, {A, B}, {}, now=0.0, grace=3.0) == {A, B}
+    assert agreed_next({A}, {A, B}, {}, now=0.0, grace=3.0) == frozenset({A, B})
     assert agreed_next({A, B, C}, {A, B}, {C: 0.0}, now=1.0, grace=3.0) is None
-    assert agreed_next({A, B, C}, {A, B}, {C: 0.0}, now=3.0, grace=3.0) == {A, B}
+    assert agreed_next({A, B, C}, {A, B}, {C: 0.0}, now=3.0, grace=3.0) == frozenset({A, B})
     assert agreed_next({A, B}, {A, B}, {}, now=9.0, grace=3.0) is None

@@ -13,6 +13,7 @@ from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass
 
 from skulk.shared.types.events import IndexedEvent, StateSnapshotHydrated
+from skulk.shared.types.ids import NodeId, SessionId
 
 DEFAULT_CAPACITY = 1000
 DETAIL_CHARS = 2000
@@ -25,10 +26,10 @@ class EventRecord:
 
     seq: int
     index: int
-    session: str
-    master_node: str
+    session: SessionId
+    master_node: NodeId
     kind: str
-    origin: str | None
+    origin: NodeId | None
     applied_at: float
     summary: str
     detail: str

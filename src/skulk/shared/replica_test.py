@@ -9,15 +9,17 @@ from skulk.shared.types.events import (
     StateSnapshotHydrated,
     TaskDeleted,
 )
-from skulk.shared.types.ids import NodeId, SessionId, TaskId
+from skulk.shared.types.ids import InstanceId, NodeId, SessionId, TaskId
 from skulk.shared.types.state import State
 from skulk.testing import factories as f
 
 S1, S2 = SessionId("s1"), SessionId("s2")
+MASTER = NodeId("m")
 
 
-def ev(index: int, event: Event, session: SessionId = S1, master: str = "m") -> IndexedEvent:
-    return IndexedEvent(master_node=master, index=index, session=session,  # type: ignore[arg-type]
+def ev(index: int, event: Event, session: SessionId = S1,
+       master: NodeId = MASTER) -> IndexedEvent:
+    return IndexedEvent(master_node=master, index=index, session=session,
                         event=event)
 
 
@@ -53,7 +55,7 @@ def test_a_new_session_seed_switches_sessions() -> None:
     replica = StateReplica()
     replica.receive(seed())
     replica.receive(ev(1, InstanceCreated(instance=f.instance())))
-    snapshot = State(instances={"inst-9": f.instance("inst-9")})  # type: ignore[dict-item]
+    snapshot = State(instances={InstanceId("inst-9"): f.instance("inst-9")})
     replica.receive(ev(0, StateSnapshotHydrated(state=snapshot), S2))
     assert replica.session == S2
     assert list(replica.state.instances) == ["inst-9"]
@@ -91,7 +93,8 @@ async def test_wait_for_times_out_with_none() -> None:
 def test_events_from_a_master_not_elected_are_ignored() -> None:
     replica = StateReplica()
     replica.follow_master(NodeId("m"))
-    assert replica.receive(ev(0, StateSnapshotHydrated(state=State()), S2, master="old")) == []
+    assert replica.receive(ev(0, StateSnapshotHydrated(state=State()), S2,
+                              master=NodeId("old"))) == []
     assert replica.session is None
     replica.receive(seed())
     assert replica.session == S1
@@ -100,7 +103,7 @@ def test_events_from_a_master_not_elected_are_ignored() -> None:
 def test_a_late_joiner_adopts_a_snapshot_at_any_index_then_continues() -> None:
     replica = StateReplica()
     assert replica.receive(noop(7)) == []
-    snapshot = State(instances={"inst-1": f.instance()})  # type: ignore[dict-item]
+    snapshot = State(instances={InstanceId("inst-1"): f.instance()})
     assert [e.index for e in replica.receive(ev(8, StateSnapshotHydrated(state=snapshot)))] \
         == [8]
     assert [e.index for e in replica.receive(noop(9))] == [9]
@@ -112,7 +115,7 @@ def test_a_snapshot_past_a_gap_catches_up_and_an_old_one_is_a_duplicate() -> Non
     replica.receive(seed())
     replica.receive(noop(1))
     assert replica.receive(ev(1, StateSnapshotHydrated(state=State()))) == []
-    snapshot = State(instances={"inst-1": f.instance()})  # type: ignore[dict-item]
+    snapshot = State(instances={InstanceId("inst-1"): f.instance()})
     applied = replica.receive(ev(5, StateSnapshotHydrated(state=snapshot)))
     assert [e.index for e in applied] == [5] and "inst-1" in replica.state.instances
 

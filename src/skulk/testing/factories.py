@@ -1,4 +1,4 @@
-"""Small builders of valid wire values for tests (not used by production code)."""
+"""Small builders of valid wire values for tests."""
 
 from skulk.shared.types.chunks import ErrorChunk, TokenChunk, Usage
 from skulk.shared.types.events import (

@@ -6,12 +6,13 @@ from skulk.master.placement.memory import admits, gib, shard_need_bytes, shard_s
 from skulk.shared.types.instances import Instance, ShardAssignment
 from skulk.shared.types.model_cards import ModelCard
 from skulk.shared.types.telemetry import NodeTelemetry
+from skulk.worker.engines.registry import engine_description
 
 
 def refusal(card: ModelCard, instance: Instance, shard: ShardAssignment,
             reading: NodeTelemetry) -> str | None:
     """Why this node cannot hold `shard` now, or None when it can."""
-    if card.source_for("mlx" if instance.engine == "mlx" else "gguf") is None:
+    if card.source_for(engine_description(instance.engine).weight_format) is None:
         return None  # nothing to size it by; the load itself will say what is missing
     need = shard_need_bytes(card, instance.engine,
                             shard_share(card, instance.sharding, shard), reading)

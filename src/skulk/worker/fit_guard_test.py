@@ -1,6 +1,6 @@
-from skulk.master.placement.testing import GIB, node, smollm2
 from skulk.shared.types.ids import InstanceId, ModelId, NodeId, RunnerId
 from skulk.shared.types.instances import Instance, ShardAssignment
+from skulk.testing.placement import GIB, node, smollm2
 from skulk.worker.fit_guard import refusal
 
 

@@ -34,7 +34,9 @@ from skulk.shared.types.runners import RunnerFailed, RunnerStatus, is_serving
 from skulk.shared.types.tasks import TextGenerationTask
 from skulk.shared.types.telemetry import NodeTelemetry, WarmModel
 from skulk.shared.types.traces import RankSpans
+from skulk.worker.engines.description import EngineDescription, EngineOptionError
 from skulk.worker.engines.protocol import EngineConfig
+from skulk.worker.engines.registry import engine_description
 from skulk.worker.fit_guard import refusal
 from skulk.worker.plan import (
     CancelRunnerTask,
@@ -51,6 +53,7 @@ from skulk.worker.plan import (
 )
 from skulk.worker.runner import messages
 from skulk.worker.runner.crash_window import CrashWindow
+from skulk.worker.runner.flight_recorder import FlightRecorder
 from skulk.worker.runner.supervisor import RunnerSupervisor
 
 
@@ -63,6 +66,12 @@ class Supervisor(Protocol):
     def exited(self) -> bool: ...
     @property
     def in_flight(self) -> Mapping[TaskId, TextGenerationTask]: ...
+    @property
+    def pid(self) -> int | None: ...
+    @property
+    def tokens_per_second(self) -> float | None: ...
+    @property
+    def recorder(self) -> FlightRecorder: ...
     async def run(self) -> None: ...
     def send(self, message: messages.LoadModel | messages.WarmUp | messages.Shutdown) -> None: ...
     def start_task(self, task: TextGenerationTask) -> None: ...
@@ -151,30 +160,28 @@ class Worker:
                 f"rank {shard.rank} of {shard.world_size}")
             warm.append(WarmModel(model_id=instance.model_id, instance_id=instance.instance_id,
                                   role=role,
-                                  tokens_per_second=getattr(runner.supervisor,
-                                                            "tokens_per_second", None)))
+                                  tokens_per_second=runner.supervisor.tokens_per_second))
         return warm
 
     def runners_report(self) -> list[dict[str, object]]:
         """Each runner on this node: process, status, work in flight, flight recorder."""
-        report = []
+        report: list[dict[str, object]] = []
         for runner_id, runner in self._runners.items():
             supervisor = runner.supervisor
-            recorder = getattr(supervisor, "recorder", None)
             status = supervisor.status
             report.append({
                 "runner_id": runner_id, "instance_id": runner.instance_id,
-                "pid": getattr(supervisor, "pid", None),
+                "pid": supervisor.pid,
                 "status": None if status is None else status.model_dump(),
                 "tasks_in_flight": sorted(supervisor.in_flight),
-                "tokens_per_second": getattr(supervisor, "tokens_per_second", None),
-                "flight_recorder": recorder.entries() if recorder is not None else [],
-                "flight_recorder_dropped": recorder.dropped if recorder is not None else 0})
+                "tokens_per_second": supervisor.tokens_per_second,
+                "flight_recorder": supervisor.recorder.entries(),
+                "flight_recorder_dropped": supervisor.recorder.dropped})
         return report
 
     def runner_pid(self, runner_id: RunnerId) -> int | None:
         runner = self._runners.get(runner_id)
-        return None if runner is None else getattr(runner.supervisor, "pid", None)
+        return None if runner is None else runner.supervisor.pid
 
     async def run(self) -> None:
         try:
@@ -245,13 +252,14 @@ class Worker:
 
     async def _create(self, instance: Instance, runner_id: RunnerId, tasks: TaskGroup) -> None:
         card = self._catalog.resolve(instance.model_id)
+        engine = engine_description(instance.engine)
         shard = instance.shards[runner_id]
         if card is not None and self._read_own is not None:
             why = refusal(card, instance, shard, self._read_own())
             if why is not None:
                 await self._refuse(instance.instance_id, runner_id, why)
                 return
-        path = None if card is None else await self._weights(card, instance)
+        path = None if card is None else await self._weights(card, engine)
         if path is None:
             await self._give_up(instance.instance_id, runner_id,
                                 f"weights of {instance.model_id} for {instance.engine} are not "
@@ -263,7 +271,12 @@ class Worker:
                               end_layer=shard.end_layer, world_size=shard.world_size,
                               rank=shard.rank,
                               options={**engine_options(instance, batching=self._batching),
-                                       **await self._drafting_options(card, instance)})
+                                       **await self._drafting_options(card, instance, engine)})
+        try:
+            engine.options.parse(config.options)
+        except EngineOptionError as error:
+            await self._give_up(instance.instance_id, runner_id, str(error))
+            return
         supervisor = self._supervisor_factory(
             runner_id=runner_id, instance_id=instance.instance_id, node_id=self._node_id,
             engine_name=instance.engine, config=config,
@@ -272,12 +285,12 @@ class Worker:
         self._runners[runner_id] = _Runner(supervisor, instance.instance_id)
         tasks.start_soon(supervisor.run)
 
-    async def _drafting_options(self, card: ModelCard | None, instance: Instance
-                                ) -> dict[str, str]:
+    async def _drafting_options(self, card: ModelCard | None, instance: Instance,
+                                engine: EngineDescription) -> dict[str, str]:
         """Speculative decoding options from the model card: the default drafter, the
         quantized copy that drafts for the model (imported on first use) and, when the
         master placed one, how to reach the remote drafting node."""
-        if card is None or instance.engine != "mlx":
+        if card is None or not engine.drafts:
             return {}
         options: dict[str, str] = {"drafter": card.drafters[0] if card.drafters else "none"}
         if "draft_model" in card.drafters and card.draft_model_q_bits is not None:
@@ -291,20 +304,19 @@ class Worker:
             options.update(await self._remote_drafting(instance.drafter_node))
         return options
 
-    async def _weights(self, card: ModelCard, instance: Instance) -> Path | None:
-        """The weights this instance's engine loads; MLX copies are imported from the
-        node's GGUF on first use (in a thread: it takes seconds)."""
-        if instance.engine != "mlx":
-            return self._catalog.local_path(card, "gguf")
-        local = self._catalog.local_path(card, "mlx")
-        if local is not None or self._catalog.local_path(card, "gguf") is None:
+    async def _weights(self, card: ModelCard, engine: EngineDescription) -> Path | None:
+        """The weights `engine` loads; an engine that imports its weights gets them from
+        the node's GGUF on first use (in a thread: it takes seconds)."""
+        local = self._catalog.local_path(card, engine.weight_format)
+        if (local is not None or not engine.imports_weights
+                or self._catalog.local_path(card, "gguf") is None):
             return local
-        logger.info("importing {} for MLX into the model store", card.model_id)
+        logger.info("importing {} for {} into the model store", card.model_id, engine.name)
         try:
             imported: Path = await anyio.to_thread.run_sync(ensure_mlx_model, self._catalog,
                                                             card)
         except (OSError, ValueError) as error:
-            logger.error("could not import {} for MLX: {}", card.model_id, error)
+            logger.error("could not import {} for {}: {}", card.model_id, engine.name, error)
             return None
         return imported
 

@@ -19,7 +19,7 @@ from skulk.shared.types.events import (
     StateSnapshotHydrated,
     TaskCreated,
 )
-from skulk.shared.types.ids import SessionId, TaskId
+from skulk.shared.types.ids import NodeId, SessionId, TaskId
 from skulk.shared.types.runners import (
     RunnerCreated,
     RunnerFailed,
@@ -32,6 +32,7 @@ from skulk.shared.types.tasks import TextGenerationTask
 from skulk.testing import factories as f
 from skulk.worker.main import Worker
 from skulk.worker.runner import messages
+from skulk.worker.runner.flight_recorder import FlightRecorder
 
 
 class FakeSupervisor:
@@ -45,6 +46,9 @@ class FakeSupervisor:
         self._status: RunnerStatus | None = None
         self._exited = False
         self.started: list[TextGenerationTask] = []
+        self.pid: int | None = None
+        self.tokens_per_second: float | None = None
+        self.recorder = FlightRecorder()
         FakeSupervisor.created.append(self)
 
     @property
@@ -95,7 +99,7 @@ class Cluster:
         self.apply(StateSnapshotHydrated(state=State()))
 
     def apply(self, event: Event) -> None:
-        self.replica.receive(IndexedEvent(master_node="m", index=self._index,
+        self.replica.receive(IndexedEvent(master_node=NodeId("m"), index=self._index,
                                           session=SessionId("s"),
                                           event=event))
         self._index += 1
@@ -163,9 +167,29 @@ async def test_three_crashes_within_a_minute_give_the_instance_up() -> None:
 
 
 @pytest.mark.anyio
+async def test_options_the_engine_cannot_take_give_the_instance_up_naming_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("skulk.worker.main.engine_options",
+                        lambda instance, batching=True: {"batching": "sometimes"})
+    cluster = Cluster()
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(worker(cluster).run)
+        cluster.apply(InstanceCreated(instance=f.instance()))
+        with anyio.fail_after(5):
+            while not cluster.commands:
+                await anyio.sleep(0.01)
+        tasks.cancel_scope.cancel()
+    assert FakeSupervisor.created == []
+    [command] = cluster.commands
+    assert isinstance(command, DeleteInstance) and command.instance_id == "inst-1"
+    [failed] = [r for r in cluster.replica.state.runners.values() if isinstance(r, RunnerFailed)]
+    assert "batching='sometimes'" in failed.error
+
+
+@pytest.mark.anyio
 async def test_a_node_whose_memory_says_no_refuses_its_shard_and_starts_nothing() -> None:
-    from skulk.master.placement.testing import node as reading
     from skulk.shared.types.commands import RefusePlacement
+    from skulk.testing.placement import node as reading
 
     cluster = Cluster()
     full = Worker(node_id=f.NODE, replica=cluster.replica,

@@ -17,6 +17,7 @@ from skulk.testing import factories as f
 from skulk.worker.plan import (
     CancelRunnerTask,
     CreateRunner,
+    LifecycleRequest,
     LoadModel,
     LocalRunner,
     ReapRunner,
@@ -36,10 +37,12 @@ state_with = f.state_with
 READY_STATUS = RunnerReady()
 
 
-def local(status: RunnerStatus | None = READY_STATUS,
-          **kwargs: object) -> dict[RunnerId, LocalRunner]:
-    fields: dict[str, object] = {"exited": False, "in_flight": frozenset()} | kwargs
-    return {R1: LocalRunner(runner_id=R1, instance_id=I1, status=status, **fields)}  # type: ignore[arg-type]
+def local(status: RunnerStatus | None = READY_STATUS, *, exited: bool = False,
+          in_flight: frozenset[TaskId] = frozenset(),
+          cancelling: frozenset[TaskId] = frozenset(),
+          requested: LifecycleRequest | None = None) -> dict[RunnerId, LocalRunner]:
+    return {R1: LocalRunner(runner_id=R1, instance_id=I1, status=status, exited=exited,
+                            in_flight=in_flight, cancelling=cancelling, requested=requested)}
 
 
 PLACED = InstanceCreated(instance=f.instance())

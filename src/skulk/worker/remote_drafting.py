@@ -3,11 +3,11 @@ endpoint (loopback first), with this node's certificate on a secure cluster."""
 
 from pathlib import Path
 
-from skulk.cluster.topology import ListensOnEndpoints
+from skulk.cluster.reachability import ListensOnEndpoints
 from skulk.routing.router import Router
 from skulk.routing.transport import Transport
+from skulk.shared.types.drafting import DRAFT_SERVICE
 from skulk.shared.types.ids import NodeId
-from skulk.worker.engines.mlx.drafters.remote_wire import DRAFT_SERVICE
 
 
 async def remote_drafting_options(transport: Transport, router: Router, drafter_node: NodeId,

@@ -1,6 +1,5 @@
 """This node's own readings for the telemetry plane."""
 
-import importlib.util
 import os
 import shutil
 import sys
@@ -14,31 +13,14 @@ import psutil
 from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.telemetry import NodeTelemetry, Reachability, WarmModel
+from skulk.worker.engines.registry import ENGINES
 
 
 def probe_backends(platform: str = sys.platform) -> list[str]:
-    """Engine tags this node can honestly claim; checks importability without importing.
-
-    MLX is never imported here: its native library costs memory and threads in the node
-    process, and only runners use it.
-    """
-    backends = []
-    if importlib.util.find_spec("llama_cpp") is not None:
-        backends.append("llama_cpp-cpu")
-    if _mlx_installed(platform) and importlib.util.find_spec("mlx_lm") is not None:
-        backends.append("mlx-metal" if platform == "darwin" else "mlx-cpu")
-    return backends
-
-
-def _mlx_installed(platform: str) -> bool:
-    """MLX's compiled core is present; on Linux, also the CPU backend library, which comes
-    from the separate `mlx-cpu` wheel (`mlx[cpu]`) that the `mlx` wheel alone lacks."""
-    spec = importlib.util.find_spec("mlx")
-    folders = [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
-    has_core = any(any(f.glob("core.*")) for f in folders)
-    if platform != "linux":
-        return has_core
-    return has_core and any(any((f / "lib").glob("libmlx.so*")) for f in folders)
+    """Engine tags this node can honestly claim, from each engine's own probe (which
+    finds its library without importing it: only runners load an engine)."""
+    return [tag for engine in ENGINES.values()
+            if (tag := engine.probe_backend(platform)) is not None]
 
 
 def read_telemetry(node_id: NodeId, *, has_worker: bool, backends: list[str],

@@ -1,10 +1,10 @@
 import pytest
 
 from skulk.api.routers.instances_test import api_context, serve
-from skulk.master.placement.testing import node
 from skulk.shared.types.events import RunnerStatusUpdated
 from skulk.shared.types.ids import RunnerId
 from skulk.shared.types.runners import RunnerReady
+from skulk.testing.placement import node
 
 
 @pytest.mark.anyio

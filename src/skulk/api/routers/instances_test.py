@@ -13,7 +13,6 @@ from skulk.api.context import ApiContext
 from skulk.api.routers import instances
 from skulk.api.streams import StreamRegistry
 from skulk.master.commands import CommandContext, events_for_command
-from skulk.master.placement.testing import GIB, RunnerIds, node, nodes, smollm2
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.replica import StateReplica
 from skulk.shared.telemetry_view import TelemetryView
@@ -30,6 +29,7 @@ from skulk.shared.types.ids import NodeId, RunnerId, SessionId, TaskId
 from skulk.shared.types.runners import RunnerReady
 from skulk.shared.types.state import State
 from skulk.shared.types.telemetry import NodeTelemetry
+from skulk.testing.placement import GIB, RunnerIds, node, nodes, smollm2
 
 
 class InProcessMaster:

@@ -1,15 +1,16 @@
 import pytest
 
 from skulk.api.routers.instances_test import api_context, serve
-from skulk.api.routers.placement_fits import node_fits
-from skulk.master.placement.testing import GIB, node, nodes, smollm2
+from skulk.api.routers.placement_fits import NodeFit, node_fits
+from skulk.testing.placement import GIB, node, nodes, smollm2
 
 
 def test_each_node_and_engine_says_whether_the_whole_model_fits() -> None:
     cluster = nodes(node("big", 8 * GIB), node("tiny", GIB // 2),
                     node("gguf-only", 8 * GIB, backends=["llama_cpp-cpu"]),
                     node("api", 8 * GIB, has_worker=False))
-    fits = {(f.node_id, f.engine): f for f in node_fits(smollm2(), cluster)}
+    fits: dict[tuple[str, str], NodeFit] = {
+        (f.node_id, f.engine): f for f in node_fits(smollm2(), cluster)}
     assert fits[("big", "llama_cpp")].fits and fits[("big", "mlx")].fits
     big = fits[("big", "llama_cpp")]
     assert big.needed_bytes is not None and big.needed_bytes < big.usable_bytes

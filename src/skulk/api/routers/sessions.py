@@ -23,7 +23,8 @@ from skulk.api.context import ApiContext, Context
 from skulk.api.errors import ApiError
 from skulk.api.generation import Generation, open_generation
 from skulk.api.serving import resolve_card
-from skulk.api.sessions import ConversationId, Session
+from skulk.api.sessions import Session
+from skulk.shared.types.ids import ConversationId
 from skulk.shared.types.tasks import MAX_TOKEN_ID, ChatMessage
 
 router = APIRouter(tags=["sessions"])

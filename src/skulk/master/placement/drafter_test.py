@@ -1,6 +1,8 @@
 """Placing the remote drafter: another node that advertises one, the roomiest first;
 never a node of the instance; none when the card does not draft remotely."""
 
+from pathlib import Path
+
 from skulk.master.placement.drafter import choose_drafter_node
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.types.ids import NodeId
@@ -13,8 +15,8 @@ def reading(node: str, available: int, drafters: list[str]) -> NodeTelemetry:
                          has_worker=True, drafters=drafters)
 
 
-def test_prefers_another_node_with_the_most_memory(tmp_path: object) -> None:
-    card = ModelCatalog.builtin(tmp_path).resolve("smollm2-135m")  # type: ignore[arg-type]
+def test_prefers_another_node_with_the_most_memory(tmp_path: Path) -> None:
+    card = ModelCatalog.builtin(tmp_path).resolve("smollm2-135m")
     assert card is not None and "remote" in card.drafters
     nodes = {NodeId(n): reading(n, mem, ["ngram"]) for n, mem in
              (("a", 9), ("b", 5), ("c", 7))}

@@ -7,7 +7,7 @@ from skulk.master.placement.layers import (
     proportional_layer_counts,
     tensor_split_problem,
 )
-from skulk.master.placement.testing import smollm2
+from skulk.testing.placement import smollm2
 
 
 def test_layers_follow_memory_three_two_one() -> None:

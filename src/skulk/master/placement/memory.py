@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from math import ceil
 from typing import Literal
 
-from skulk.master.placement.engines import ENGINES
 from skulk.shared.types.instances import ShardAssignment
 from skulk.shared.types.model_cards import EngineName, ModelCard
 from skulk.shared.types.telemetry import NodeTelemetry
+from skulk.worker.engines.registry import engine_description
 
 MIB = 1024**2
 GIB = 1024**3
@@ -99,18 +99,21 @@ def shard_share(card: ModelCard, sharding: str, shard: ShardAssignment) -> Shard
 def kv_reservation_bytes(card: ModelCard, engine: EngineName, share: ShardShare) -> int:
     """KV cache for the context ceiling: keys and values, per layer, per KV head."""
     head_dim = card.hidden_size // card.num_attention_heads
-    per_token = 2 * share.layers * share.kv_heads * head_dim * ENGINES[engine].kv_bytes_per_value
+    kv_bytes = engine_description(engine).kv_bytes_per_value
+    per_token = 2 * share.layers * share.kv_heads * head_dim * kv_bytes
     return per_token * context_token_limit(card)
 
 
 def shard_need_bytes(card: ModelCard, engine: EngineName, share: ShardShare,
                      node: NodeTelemetry) -> int:
     """Weights share x engine overhead + KV reservation + the host's floor."""
-    source = card.source_for(ENGINES[engine].format)
+    description = engine_description(engine)
+    source = card.source_for(description.weight_format)
     if source is None:
-        raise ValueError(f"{card.model_id} has no {ENGINES[engine].format} weights for {engine}")
+        raise ValueError(f"{card.model_id} has no {description.weight_format} weights for "
+                         f"{engine}")
     weights = source.size_bytes * share.weight_numerator / share.weight_denominator
-    resident = ceil(weights * ENGINES[engine].overhead_factor)
+    resident = ceil(weights * description.overhead_factor)
     floor = HOST_MEMORY[host_kind(node)].floor_bytes
     return resident + kv_reservation_bytes(card, engine, share) + floor
 

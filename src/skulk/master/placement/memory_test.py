@@ -7,7 +7,7 @@ from skulk.master.placement.memory import (
     usable_bytes,
     whole_model,
 )
-from skulk.master.placement.testing import GGUF_BYTES, GIB, MLX_BYTES, node, smollm2
+from skulk.testing.placement import GGUF_BYTES, GIB, MLX_BYTES, node, smollm2
 
 
 def test_need_is_weights_times_overhead_plus_kv_plus_floor() -> None:

@@ -4,7 +4,6 @@ from collections.abc import Callable
 
 from skulk.master.placement.cluster import ClusterView
 from skulk.master.placement.drafter import choose_drafter_node
-from skulk.master.placement.engines import ENGINES
 from skulk.master.placement.errors import PlacementError
 from skulk.master.placement.memory import context_token_limit
 from skulk.master.placement.plans import Plan
@@ -15,14 +14,16 @@ from skulk.shared.types.commands import PlaceInstance
 from skulk.shared.types.ids import InstanceId, RunnerId
 from skulk.shared.types.instances import Instance, ShardAssignment
 from skulk.shared.types.model_cards import ModelCard
+from skulk.worker.engines.registry import engine_description
 
 
 def instance_from_plan(instance_id: InstanceId, card: ModelCard, plan: Plan,
                        cluster: ClusterView, new_runner_id: Callable[[], RunnerId]
                        ) -> Instance | PlacementError:
     """Stamp the plan, the engine, the context ceiling and a ring port onto an Instance."""
+    engine = engine_description(plan.engine)
     ring_port = None
-    if plan.width > 1 and ENGINES[plan.engine].splits:
+    if plan.width > 1 and engine.splits:
         ring_port = assign_ring_port(instance_id, plan.width, cluster.instances.values(),
                                      cluster.ring_ports)
         if ring_port is None:
@@ -46,7 +47,7 @@ def instance_from_plan(instance_id: InstanceId, card: ModelCard, plan: Plan,
         for index, rank in enumerate(plan.ranks)
     }
     drafter_node = None
-    if plan.engine == "mlx":
+    if engine.drafts:
         drafter_node = choose_drafter_node(card, {r.node_id for r in plan.ranks},
                                            cluster.nodes, cluster.live_nodes)
     return Instance(instance_id=instance_id, model_id=card.model_id, engine=plan.engine,

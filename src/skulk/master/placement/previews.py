@@ -1,16 +1,18 @@
 """Previews: every shape a model could take on the cluster, fitting or not, and why."""
 
 from dataclasses import dataclass
+from typing import get_args
 
 from skulk.master.placement.cluster import ClusterView, roomiest, workers
-from skulk.master.placement.engines import ENGINES, engines_of, runs_engine
+from skulk.master.placement.engines import engines_of, runs_engine
 from skulk.master.placement.plans import Plan, plan_for
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.instances import Sharding
 from skulk.shared.types.model_cards import EngineName, ModelCard
 from skulk.shared.types.telemetry import NodeTelemetry
+from skulk.worker.engines.registry import engine_description
 
-SHARDINGS: tuple[Sharding, ...] = ("pipeline", "tensor")
+SHARDINGS: tuple[Sharding, ...] = get_args(Sharding)
 
 
 @dataclass(frozen=True)
@@ -27,9 +29,9 @@ class PlacementPreview:
 
 def _preview(card: ModelCard, engine: EngineName, sharding: Sharding,
              nodes: list[NodeTelemetry], width: int) -> PlacementPreview:
-    if (width > 1 or sharding == "tensor") and not ENGINES[engine].splits:
-        return PlacementPreview(engine, sharding, width, None,
-                                f"{engine} runs a model whole on one node")
+    refusal = engine_description(engine).shape_refusal(sharding, width)
+    if refusal is not None:
+        return PlacementPreview(engine, sharding, width, None, refusal)
     chosen = roomiest(nodes, engine, width)
     if chosen is None:
         able = sum(1 for n in nodes if runs_engine(n, engine))

@@ -1,5 +1,5 @@
 from skulk.master.placement import ClusterView, previews
-from skulk.master.placement.testing import GIB, node, nodes, smollm2
+from skulk.testing.placement import GIB, node, nodes, smollm2
 
 
 def test_previews_list_every_shape_with_figures_or_a_reason() -> None:

@@ -4,13 +4,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from skulk.master.placement.cluster import ClusterView, roomiest, workers
-from skulk.master.placement.engines import ENGINES, engines_of, runs_engine
+from skulk.master.placement.engines import engines_of, runs_engine
 from skulk.master.placement.errors import PlacementError
 from skulk.master.placement.plans import Plan, plan_for
 from skulk.shared.types.commands import PlaceInstance
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.model_cards import EngineName, ModelCard
 from skulk.shared.types.telemetry import NodeTelemetry
+from skulk.worker.engines.description import EngineDescription
+from skulk.worker.engines.registry import PLACEABLE, engine_description
 
 
 @dataclass
@@ -51,25 +53,27 @@ def _engines(card: ModelCard, command: PlaceInstance) -> list[EngineName] | Plac
     return [command.engine]
 
 
-def _splits(command: PlaceInstance, width: int) -> bool:
-    return width > 1 or command.sharding == "tensor"
-
-
 def _attempts(engines: list[EngineName], command: PlaceInstance, low: int, high: int,
               misses: _Misses) -> Iterator[tuple[int, EngineName]]:
     """(width, engine) pairs to try, narrowest first, preferred engine first."""
-    can_split = any(ENGINES[e].splits for e in engines)
     for width in range(low, high + 1):
+        able = [e for e in PLACEABLE if e.runs_as(command.sharding, width)]
         for engine in engines:
-            if _splits(command, width) and not ENGINES[engine].splits:
-                if not can_split:  # otherwise a splitting engine is tried and explains itself
-                    how = "tensor sharding" if command.sharding == "tensor" else "splitting"
-                    fix = ("pin mlx or leave the engine unset" if command.engine
-                           else f"the card of {command.model_id} has no mlx weights")
-                    misses.shape(f"{engine} runs a model whole on one node and {how} "
-                                 f"needs mlx ({fix})")
-                continue
-            yield width, engine
+            refusal = engine_description(engine).shape_refusal(command.sharding, width)
+            if refusal is None:
+                yield width, engine
+            elif not any(e.name in engines for e in able):
+                # Otherwise an engine that takes this shape is tried and explains itself.
+                misses.shape(_shape_miss(refusal, command, able))
+
+
+def _shape_miss(refusal: str, command: PlaceInstance, able: list[EngineDescription]) -> str:
+    how = "tensor sharding" if command.sharding == "tensor" else "splitting"
+    names = " or ".join(e.name for e in able)
+    formats = " or ".join(e.weight_format for e in able)
+    fix = (f"pin {names} or leave the engine unset" if command.engine
+           else f"the card of {command.model_id} has no {formats} weights")
+    return f"{refusal} and {how} needs {names} ({fix})"
 
 
 def _try(card: ModelCard, command: PlaceInstance, nodes: list[NodeTelemetry],

@@ -5,13 +5,9 @@ into a hidden staging directory beside it and renames it in one step. A per-name
 file keeps two runners on one node from importing the same model at once.
 """
 
-import fcntl
-import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -25,6 +21,7 @@ from skulk.models.mlx_import.provenance import (
     ImportProvenance,
     source_digest,
 )
+from skulk.models.store.directories import publish_directory, store_lock, sync_tree
 from skulk.shared.types.ids import ModelId
 from skulk.shared.types.model_cards import ModelCard
 
@@ -54,45 +51,6 @@ def source_format(source: Path) -> Literal["gguf", "hf"]:
     if is_hf_directory(source):
         return "hf"
     raise ValueError(f"{source} is neither a .gguf file nor a directory with config.json")
-
-
-@contextmanager
-def store_lock(models_dir: Path, name: str) -> Iterator[None]:
-    """Hold an exclusive lock on one store name (blocks until it is free)."""
-    models_dir.mkdir(parents=True, exist_ok=True)
-    # The lock file stays: deleting it would let a waiter and a newcomer lock
-    # different files under the same name.
-    with open(models_dir / f".{name}.lock", "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _sync_tree(directory: Path) -> None:
-    # Flush file contents before the rename, so a crash after it cannot leave a
-    # complete-looking directory with empty files.
-    for path in directory.iterdir():
-        with path.open("rb") as handle:
-            os.fsync(handle.fileno())
-    descriptor = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-
-
-def _publish(staging: Path, target: Path, replace: bool) -> None:
-    if target.exists():
-        if not replace:
-            raise FileExistsError(f"{target} already exists")
-        retired = target.with_name(f".{target.name}.retired-{os.getpid()}")
-        target.rename(retired)
-        staging.rename(target)
-        shutil.rmtree(retired)
-    else:
-        staging.rename(target)
 
 
 def _convert(
@@ -133,8 +91,8 @@ def import_to_store(
             provenance = _convert(source, staging, model_id, q_bits)
             (staging / PROVENANCE_FILE).write_text(provenance.model_dump_json(indent=2) + "\n")
             staging.chmod(0o755)  # mkdtemp makes it private; the store is not
-            _sync_tree(staging)
-            _publish(staging, target, replace)
+            sync_tree(staging)
+            publish_directory(staging, target, replace)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise

@@ -13,6 +13,7 @@ from skulk.models.mlx_import.store import (
     read_provenance,
     store_name,
 )
+from skulk.shared.types.ids import ModelId
 from skulk.shared.types.model_cards import ModelCard, ModelSource
 
 
@@ -21,7 +22,7 @@ def _card(with_mlx: bool = True) -> ModelCard:
     if with_mlx:
         sources.append(ModelSource(format="mlx", filename="tiny-mlx-store", size_bytes=1))
     return ModelCard(
-        model_id="tiny", family="llama", n_layers=2, hidden_size=64, num_attention_heads=4,
+        model_id=ModelId("tiny"), family="llama", n_layers=2, hidden_size=64, num_attention_heads=4,
         num_key_value_heads=2, context_length=128, capabilities=["text"],
         chat_template_source="gguf", sources=sources)
 

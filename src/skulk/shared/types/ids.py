@@ -9,7 +9,9 @@ RunnerId = NewType("RunnerId", str)
 TaskId = NewType("TaskId", str)
 CommandId = NewType("CommandId", str)
 ModelId = NewType("ModelId", str)
-SessionId = NewType("SessionId", str)
+SessionId = NewType("SessionId", str)  # a master's session of the event log
+# An API session (a conversation) whose KV cache its runner keeps between turns.
+ConversationId = NewType("ConversationId", str)
 
 
 def _fresh() -> str:

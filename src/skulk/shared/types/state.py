@@ -6,7 +6,7 @@ from pydantic import Field
 
 from skulk.shared.types.base import WireModel
 from skulk.shared.types.event_source import EventSource
-from skulk.shared.types.ids import InstanceId, ModelId, NodeId, RunnerId, TaskId
+from skulk.shared.types.ids import CommandId, InstanceId, ModelId, NodeId, RunnerId, TaskId
 from skulk.shared.types.instances import Instance
 from skulk.shared.types.runners import RunnerStatus
 from skulk.shared.types.tasks import Task
@@ -41,5 +41,5 @@ class State(WireModel):
     def instances_of(self, model_id: ModelId) -> list[Instance]:
         return [i for i in self.instances.values() if i.model_id == model_id]
 
-    def task_for_command(self, command_id: str) -> Task | None:
+    def task_for_command(self, command_id: CommandId) -> Task | None:
         return next((t for t in self.tasks.values() if t.command_id == command_id), None)

@@ -5,11 +5,19 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from skulk.shared.types.base import WireModel
-from skulk.shared.types.ids import CommandId, InstanceId, ModelId, NodeId, TaskId
+from skulk.shared.types.ids import (
+    CommandId,
+    ConversationId,
+    InstanceId,
+    ModelId,
+    NodeId,
+    TaskId,
+)
 
 Role = Literal["system", "user", "assistant", "tool"]
 TaskStatus = Literal["pending", "running", "complete", "failed", "cancelled"]
-TERMINAL_TASK_STATUSES: frozenset[TaskStatus] = frozenset(
+TerminalTaskStatus = Literal["complete", "failed", "cancelled"]
+TERMINAL_TASK_STATUSES: frozenset[TerminalTaskStatus] = frozenset(
     {"complete", "failed", "cancelled"}
 )
 
@@ -78,7 +86,7 @@ class GenerationParams(WireModel):
         default=None, max_length=MAX_PROMPT_TOKENS,
         description="Token ids to continue as is (a session of tokens); "
         "`messages` is then empty.")
-    session_id: str | None = Field(
+    session_id: ConversationId | None = Field(
         default=None, max_length=128,
         description="The conversation this turn belongs to: the runner keeps "
         "its KV cache between turns so only the new part is prefilled.")

@@ -7,6 +7,7 @@ from skulk.models.catalog import ModelCatalog
 from skulk.shared.types.chunks import Chunk, DataChunk
 from skulk.shared.types.commands import (
     CancelTask,
+    Command,
     CommandEnvelope,
     DeleteInstance,
     PlaceInstance,
@@ -39,11 +40,11 @@ CMD = CommandId("cmd-1")
 
 def wire_values() -> list[BaseModel]:
     values: list[BaseModel] = [
-        IndexedEvent(master_node="m", index=i, session=SessionId("s"), event=e)
+        IndexedEvent(master_node=NodeId("m"), index=i, session=SessionId("s"), event=e)
         for i, e in enumerate(f.one_of_each_event())
     ]
     values += [LocalEvent(origin=NODE, epoch="e1", origin_seq=3, event=f.one_of_each_event()[0])]
-    commands = [
+    commands: list[Command] = [
         PlaceInstance(command_id=CMD, instance_id=InstanceId("i"), model_id=ModelId("m")),
         DeleteInstance(command_id=CMD, instance_id=InstanceId("i")),
         ReplaceInstance(command_id=CMD, instance_id=InstanceId("i"), reason="rank died"),
@@ -90,9 +91,9 @@ def test_unknown_fields_are_rejected(value: BaseModel) -> None:
     RunnerCreated(), RunnerLoading(), RunnerLoaded(), RunnerWarmingUp(), RunnerReady(),
     RunnerRunning(), RunnerFailed(error="x"), RunnerShutdown(),
 ])
-def test_runner_status_union_round_trips(status: BaseModel) -> None:
+def test_runner_status_union_round_trips(status: RunnerStatus) -> None:
     adapter: TypeAdapter[RunnerStatus] = TypeAdapter(RunnerStatus)
-    assert adapter.validate_json(adapter.dump_json(status)) == status  # type: ignore[arg-type]
+    assert adapter.validate_json(adapter.dump_json(status)) == status
 
 
 def test_chunk_union_picks_the_tagged_type() -> None:

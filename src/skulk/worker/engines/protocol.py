@@ -2,10 +2,11 @@
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from skulk.shared.types.chunks import ErrorChunk, TokenChunk
-from skulk.shared.types.tasks import GenerationParams
+from skulk.shared.types.ids import TaskId
+from skulk.shared.types.tasks import GenerationParams, TerminalTaskStatus
 from skulk.shared.types.traces import Span
 
 
@@ -64,14 +65,14 @@ class Engine(Protocol):
 class TaskJoined:
     """The request entered the running batch (it is now being prefilled or decoded)."""
 
-    task_id: str
+    task_id: TaskId
 
 
 @dataclass(frozen=True)
 class TaskOutput:
     """A chunk for the user; only rank 0 produces these."""
 
-    task_id: str
+    task_id: TaskId
     chunk: TokenChunk | ErrorChunk
 
 
@@ -79,8 +80,8 @@ class TaskOutput:
 class TaskDone:
     """The request left the engine; reported exactly once per submitted task."""
 
-    task_id: str
-    status: Literal["complete", "failed", "cancelled"]
+    task_id: TaskId
+    status: TerminalTaskStatus
     error: str | None = None
     # What the engine timed for this request (pipeline hops, ...); the supervisor fills in
     # node and rank, which the engine does not know.
@@ -95,12 +96,12 @@ class BatchingEngine(Engine, Protocol):
     """An engine that runs many requests at once: the runner hands requests over as they
     come and steps the engine while it has work, forwarding what each step produced."""
 
-    def submit(self, task_id: str, params: GenerationParams) -> None:
+    def submit(self, task_id: TaskId, params: GenerationParams) -> None:
         """Queue a request; never raises for a bad request (it ends with an error chunk
         and a failed `TaskDone` from a later step)."""
         ...
 
-    def cancel(self, task_id: str) -> None:
+    def cancel(self, task_id: TaskId) -> None:
         """Stop a request between steps; unknown or finished ids are ignored."""
         ...
 

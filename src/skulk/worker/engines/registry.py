@@ -1,51 +1,59 @@
-"""Engines by name. Paths are imported lazily, so only a runner loads its engine."""
+"""Engines by name: one line per engine, each described in its own folder. Placement, the
+worker, telemetry and the runner all read this; only a runner imports an engine itself."""
 
-import importlib
 import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import get_args
 
+from skulk.shared.types.model_cards import EngineName
+from skulk.worker.engines.description import EngineDescription
+from skulk.worker.engines.echo.description import ECHO
+from skulk.worker.engines.llama_cpp.description import LLAMA_CPP
+from skulk.worker.engines.mlx.description import MLX
 from skulk.worker.engines.protocol import Engine, EngineConfig
 
-ENGINES: dict[str, str] = {
-    "llama_cpp": "skulk.worker.engines.llama_cpp.engine:LlamaCppEngine",
-    "echo": "skulk.worker.engines.echo:EchoEngine",
-    "mlx": "skulk.worker.engines.mlx.engine:MlxEngine",
-}
+# The engines placement may choose, in the order unpinned placements try them: llama.cpp
+# decodes ~10x faster than MLX on CPU, so it wins whenever the model fits whole on one node.
+PLACEABLE: tuple[EngineDescription, ...] = (LLAMA_CPP, MLX)
 
-# Engines that want variables in their runner's environment before it starts (a preloaded
-# library, thread counts): `module:function` taking the EngineConfig, returning a dict.
-# These modules must not import the engine itself: the node process calls them.
-RUNNER_ENVIRONMENTS: dict[str, str] = {
-    "mlx": "skulk.worker.engines.mlx.cpu:runner_environment",
+ENGINES: dict[str, EngineDescription] = {
+    engine.name: engine for engine in (*PLACEABLE, ECHO)
 }
 
 
-def register_engine(name: str, path: str) -> None:
-    """Register `module:Class`, a class taking an `EngineConfig`."""
-    ENGINES[name] = path
+_WIRE_NAMES: tuple[EngineName, ...] = get_args(EngineName)
+
+
+def _wire_name(engine: EngineDescription) -> EngineName:
+    """The engine's name as the wire type spells it; placement stamps it on instances."""
+    for name in _WIRE_NAMES:
+        if name == engine.name:
+            return name
+    raise TypeError(f"engine {engine.name!r} is placeable but the wire type EngineName "
+                    "(shared/types/model_cards.py) does not name it; add it there")
+
+
+ENGINE_PREFERENCE: tuple[EngineName, ...] = tuple(_wire_name(e) for e in PLACEABLE)
+
+
+def engine_description(name: str) -> EngineDescription:
+    """The engine called `name`, or a ValueError listing the known ones."""
+    engine = ENGINES.get(name)
+    if engine is None:
+        raise ValueError(f"unknown engine {name!r}; known engines: {', '.join(sorted(ENGINES))}")
+    return engine
 
 
 def create_engine(name: str, config: EngineConfig) -> Engine:
-    path = ENGINES.get(name)
-    if path is None:
-        raise ValueError(f"unknown engine {name!r}; known engines: {', '.join(sorted(ENGINES))}")
-    module_name, _, class_name = path.partition(":")
-    engine_class = getattr(importlib.import_module(module_name), class_name)
-    engine: Engine = engine_class(config)
-    return engine
+    """The engine itself, imported now (only a runner calls this)."""
+    return engine_description(name).create(config)
 
 
 def runner_environment(name: str, config: EngineConfig) -> dict[str, str]:
     """Environment variables a runner of this engine must start with (often none)."""
-    path = RUNNER_ENVIRONMENTS.get(name)
-    if path is None:
-        return {}
-    module_name, _, function_name = path.partition(":")
-    environment: dict[str, str] = getattr(importlib.import_module(module_name),
-                                          function_name)(config)
-    return environment
+    return engine_description(name).runner_environment(config)
 
 
 _environment_lock = threading.Lock()

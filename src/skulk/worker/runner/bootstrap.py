@@ -15,10 +15,11 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from multiprocessing.queues import Queue
-from typing import Any
 
 from skulk.shared.types.chunks import ErrorChunk, ErrorKind, TokenChunk, Usage
+from skulk.shared.types.ids import TaskId
 from skulk.shared.types.runners import (
     RunnerCreated,
     RunnerFailed,
@@ -43,6 +44,7 @@ from skulk.worker.engines.protocol import (
 )
 from skulk.worker.engines.registry import create_engine
 from skulk.worker.runner import messages
+from skulk.worker.runner.messages import FromRunner, ToRunner
 
 _PR_SET_PDEATHSIG = 1
 _PARENT_POLL_SECONDS = 0.5
@@ -66,8 +68,8 @@ def _install_parent_death_watch(parent_pid: int) -> None:
 
 
 class Runner:
-    def __init__(self, engine_name: str, config: EngineConfig, inbox: "Queue[Any]",
-                 outbox: "Queue[Any]") -> None:
+    def __init__(self, engine_name: str, config: EngineConfig, inbox: "Queue[ToRunner]",
+                 outbox: "Queue[FromRunner]") -> None:
         self._engine_name = engine_name
         self._config = config
         self._inbox = inbox
@@ -75,7 +77,7 @@ class Runner:
         self._engine: Engine | None = None
         self._batching: BatchingEngine | None = None
         self._queued: deque[TextGenerationTask] = deque()
-        self._submitted: dict[str, TextGenerationTask] = {}  # batching: not yet ended
+        self._submitted: dict[TaskId, TextGenerationTask] = {}  # batching: not yet ended
         self._last_step = 0.0
         self._shutdown = False
         self._exit_code = 0
@@ -98,7 +100,7 @@ class Runner:
             self._dispatch(message)
         return self._exit_code
 
-    def _dispatch(self, message: Any) -> None:
+    def _dispatch(self, message: ToRunner) -> None:
         match message:
             case messages.LoadModel():
                 loaded = self._lifecycle(self._load, RunnerLoading(), RunnerLoaded())
@@ -110,7 +112,8 @@ class Runner:
         if not loaded:
             self._shutdown, self._exit_code = True, 1
 
-    def _lifecycle(self, action: Any, before: RunnerStatus, after: RunnerStatus) -> bool:
+    def _lifecycle(self, action: Callable[[], None], before: RunnerStatus,
+                   after: RunnerStatus) -> bool:
         self._report(before)
         try:
             action()
@@ -132,7 +135,7 @@ class Runner:
         assert self._engine is not None, "warm up before load"
         self._engine.warm_up()
 
-    def _handle_while_idle(self, message: Any) -> None:
+    def _handle_while_idle(self, message: ToRunner) -> None:
         match message:
             case messages.StartTask(task=task) if self._batching is not None:
                 self._submitted[task.task_id] = task
@@ -202,7 +205,7 @@ class Runner:
                     task_id=task.task_id, status=status, error=error,
                     spans=list(spans) if task.params.trace else []))
 
-    def _drop_queued(self, task_id: str) -> None:
+    def _drop_queued(self, task_id: TaskId) -> None:
         for task in list(self._queued):
             if task.task_id == task_id:
                 self._queued.remove(task)
@@ -270,12 +273,12 @@ class Runner:
     def _report(self, status: RunnerStatus) -> None:
         self._send(messages.StatusReport(status=status))
 
-    def _send(self, message: Any) -> None:
+    def _send(self, message: FromRunner) -> None:
         self._outbox.put(message)
 
 
-def entrypoint(engine_name: str, config: EngineConfig, inbox: "Queue[Any]",
-               outbox: "Queue[Any]", parent_pid: int) -> None:
+def entrypoint(engine_name: str, config: EngineConfig, inbox: "Queue[ToRunner]",
+               outbox: "Queue[FromRunner]", parent_pid: int) -> None:
     _install_parent_death_watch(parent_pid)
     # The supervisor stops us with a Shutdown message or SIGTERM; Ctrl-C in the terminal
     # reaches the whole process group, and the node decides, not the runner.

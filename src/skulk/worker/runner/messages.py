@@ -8,7 +8,7 @@ from skulk.shared.types.base import WireModel
 from skulk.shared.types.chunks import Chunk
 from skulk.shared.types.ids import CommandId, TaskId
 from skulk.shared.types.runners import RunnerStatus
-from skulk.shared.types.tasks import TextGenerationTask
+from skulk.shared.types.tasks import TerminalTaskStatus, TextGenerationTask
 from skulk.shared.types.traces import Span
 
 
@@ -58,7 +58,7 @@ class ChunkProduced(WireModel):
 class TaskEnded(WireModel):
     kind: Literal["ended"] = "ended"
     task_id: TaskId
-    status: Literal["complete", "failed", "cancelled"]
+    status: TerminalTaskStatus
     error: str | None = None
     spans: list[Span] = Field(default_factory=list)  # the engine's, for a traced task
 

@@ -12,7 +12,6 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from multiprocessing.process import BaseProcess
 from multiprocessing.queues import Queue
-from typing import Any
 
 import anyio
 from loguru import logger
@@ -21,21 +20,22 @@ from skulk.shared.types.chunks import Chunk, DataChunk, ErrorChunk, TokenChunk
 from skulk.shared.types.events import Event, RunnerStatusUpdated, TaskStatusUpdated
 from skulk.shared.types.ids import InstanceId, NodeId, RunnerId, TaskId
 from skulk.shared.types.runners import RunnerFailed, RunnerShutdown, RunnerStatus
-from skulk.shared.types.tasks import TextGenerationTask
+from skulk.shared.types.tasks import TerminalTaskStatus, TextGenerationTask
 from skulk.shared.types.traces import RankSpans, Span
 from skulk.worker.engines.protocol import EngineConfig
 from skulk.worker.engines.registry import spawn_environment
 from skulk.worker.runner import messages
 from skulk.worker.runner.bootstrap import entrypoint
 from skulk.worker.runner.flight_recorder import FlightRecorder
+from skulk.worker.runner.messages import FromRunner, ToRunner
 
 _POLL_SECONDS = 0.2
 _NO_NODE = NodeId("")
+JOIN_SECONDS = 5.0
 
 
 def _now_us() -> int:
     return time.time_ns() // 1000
-JOIN_SECONDS = 5.0
 
 
 class RunnerSupervisor:
@@ -63,8 +63,8 @@ class RunnerSupervisor:
         self._in_flight: dict[TaskId, TextGenerationTask] = {}
         self._sequences: dict[TaskId, int] = {}
         self._process: BaseProcess | None = None
-        self._inbox: Queue[Any] | None = None
-        self._outbox: Queue[Any] | None = None
+        self._inbox: Queue[ToRunner] | None = None
+        self._outbox: Queue[FromRunner] | None = None
         self._stopping = False
         self._exited = False
         self._first_chunk_at: dict[TaskId, float] = {}
@@ -111,7 +111,7 @@ class RunnerSupervisor:
                     await self._handle_death(self._process.exitcode)
                 return
 
-    def _take_messages(self) -> list[Any]:
+    def _take_messages(self) -> list[FromRunner]:
         assert self._outbox is not None
         try:
             batch = [self._outbox.get(timeout=_POLL_SECONDS)]
@@ -119,9 +119,9 @@ class RunnerSupervisor:
             return []
         return batch + self._drain()
 
-    def _drain(self) -> list[Any]:
+    def _drain(self) -> list[FromRunner]:
         assert self._outbox is not None
-        drained = []
+        drained: list[FromRunner] = []
         while True:
             try:
                 drained.append(self._outbox.get_nowait())
@@ -145,7 +145,7 @@ class RunnerSupervisor:
         if self._inbox is not None:
             self._inbox.put(messages.CancelTask(task_id=task_id))
 
-    async def _forward(self, message: Any) -> None:
+    async def _forward(self, message: FromRunner) -> None:
         match message:
             case messages.StatusReport(status=status):
                 self.recorder.record("status", status.kind)
@@ -209,7 +209,8 @@ class RunnerSupervisor:
                      start_us=start, duration_us=max(end - start, 0))
                 for name, start, end in zip(names, marks, marks[1:], strict=False)]
 
-    async def _end_task(self, task_id: TaskId, status: str, error: str | None) -> None:
+    async def _end_task(self, task_id: TaskId, status: TerminalTaskStatus,
+                        error: str | None) -> None:
         # Popping first makes the terminal status go out once, whoever calls second.
         if self._in_flight.pop(task_id, None) is None:
             return
@@ -217,8 +218,7 @@ class RunnerSupervisor:
         self._first_chunk_at.pop(task_id, None)
         self._timeline.pop(task_id, None)
         self.recorder.record("task_ended", f"{task_id} {status}" + (f": {error}" if error else ""))
-        await self._on_event(TaskStatusUpdated(task_id=task_id, status=status,  # type: ignore[arg-type]
-                                               error=error))
+        await self._on_event(TaskStatusUpdated(task_id=task_id, status=status, error=error))
 
     async def _handle_death(self, exitcode: int | None) -> None:
         reason = f"runner process exited with code {exitcode}"

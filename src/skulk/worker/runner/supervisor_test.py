@@ -7,48 +7,26 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
+from typing import cast
 
 import anyio
 import psutil
 import pytest
 
-from skulk.shared.types.chunks import DataChunk, ErrorChunk, TokenChunk
-from skulk.shared.types.events import Event, RunnerStatusUpdated, TaskStatusUpdated
+from skulk.shared.types.chunks import ErrorChunk, TokenChunk
+from skulk.shared.types.events import RunnerStatusUpdated
 from skulk.shared.types.ids import InstanceId, RunnerId, TaskId
-from skulk.shared.types.runners import RunnerFailed, RunnerReady, RunnerShutdown
+from skulk.shared.types.runners import RunnerFailed, RunnerShutdown
+from skulk.shared.types.tasks import TextGenerationTask
 from skulk.testing import factories as f
+from skulk.testing.runners import Recorder, supervised_runner, wait_until
 from skulk.worker.engines.protocol import EngineConfig
 from skulk.worker.runner import messages
 from skulk.worker.runner.supervisor import RunnerSupervisor
 
 
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-        self.chunks: list[DataChunk] = []
-
-    async def on_event(self, event: Event) -> None:
-        self.events.append(event)
-
-    async def on_chunk(self, chunk: DataChunk) -> None:
-        self.chunks.append(chunk)
-
-    def task_statuses(self, task_id: str) -> list[str]:
-        return [e.status for e in self.events
-                if isinstance(e, TaskStatusUpdated) and e.task_id == task_id]
-
-    def runner_statuses(self) -> list[str]:
-        return [e.status.kind for e in self.events if isinstance(e, RunnerStatusUpdated)]
-
-
-async def wait_until(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
-    with anyio.fail_after(timeout):
-        while not predicate():
-            await anyio.sleep(0.02)
-
-
-def task(task_id: str, words: int, command_id: str | None = None):  # type: ignore[no-untyped-def]
+def task(task_id: str, words: int, command_id: str | None = None) -> TextGenerationTask:
     text = " ".join(f"w{i}" for i in range(words))
     return f.task(task_id, command_id=command_id or f"cmd-{task_id}").model_copy(
         update={"params": f.params(text).model_copy(update={"max_tokens": None})})
@@ -56,27 +34,14 @@ def task(task_id: str, words: int, command_id: str | None = None):  # type: igno
 
 @pytest.fixture
 async def ready_runner() -> AsyncIterator[tuple[RunnerSupervisor, Recorder]]:
-    async with running({"delay": "0.02"}) as pair:
+    async with echo_runner({"delay": "0.02"}) as pair:
         yield pair
 
 
-@contextlib.asynccontextmanager
-async def running(options: dict[str, str], limit: int = 1000
-                  ) -> AsyncIterator[tuple[RunnerSupervisor, Recorder]]:
-    recorder = Recorder()
-    supervisor = RunnerSupervisor(
-        runner_id=RunnerId("run-1"), instance_id=InstanceId("inst-1"), engine_name="echo",
-        config=EngineConfig(model_path="unused", context_token_limit=limit, options=options),
-        on_event=recorder.on_event, on_chunk=recorder.on_chunk)
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(supervisor.run)
-        await wait_until(lambda: supervisor.status is not None)
-        supervisor.send(messages.LoadModel())
-        supervisor.send(messages.WarmUp())
-        await wait_until(lambda: isinstance(supervisor.status, RunnerReady))
-        yield supervisor, recorder
-        await supervisor.shutdown(timeout=1.0)
-        tasks.cancel_scope.cancel()
+def echo_runner(options: dict[str, str], limit: int = 1000
+            ) -> contextlib.AbstractAsyncContextManager[tuple[RunnerSupervisor, Recorder]]:
+    return supervised_runner(engine_name="echo", config=EngineConfig(
+        model_path="unused", context_token_limit=limit, options=options))
 
 
 @pytest.mark.anyio
@@ -112,7 +77,7 @@ async def test_cancel_stops_the_stream_between_tokens(
 
 @pytest.mark.anyio
 async def test_context_overflow_fails_the_request_not_the_runner() -> None:
-    async with running({}, limit=3) as (supervisor, recorder):
+    async with echo_runner({}, limit=3) as (supervisor, recorder):
         supervisor.start_task(task("t1", 5))
         await wait_until(lambda: "failed" in recorder.task_statuses("t1"))
         [error] = [c.chunk for c in recorder.chunks if isinstance(c.chunk, ErrorChunk)]
@@ -136,9 +101,9 @@ async def test_a_killed_runner_fails_and_errors_every_in_flight_request(
     for task_id in ("t1", "t2"):
         assert recorder.task_statuses(task_id)[-1] == "failed"
         assert recorder.task_statuses(task_id).count("failed") == 1
-        errors = [c for c in recorder.chunks if isinstance(c.chunk, ErrorChunk)
+        errors = [c.chunk for c in recorder.chunks if isinstance(c.chunk, ErrorChunk)
                   and c.command_id == f"cmd-{task_id}"]
-        assert len(errors) == 1 and errors[0].chunk.error_kind == "runner_failed"  # type: ignore[union-attr]
+        assert len(errors) == 1 and errors[0].error_kind == "runner_failed"
 
 
 @pytest.mark.anyio
@@ -155,12 +120,12 @@ async def test_a_failed_load_is_reported_once_and_the_process_exits() -> None:
         supervisor.send(messages.LoadModel())
         await wait_until(lambda: supervisor.exited)
     assert recorder.runner_statuses() == ["created", "loading", "failed"]
-    assert "told to fail" in supervisor.status.error  # type: ignore[union-attr]
+    assert "told to fail" in cast(RunnerFailed, supervisor.status).error
 
 
 @pytest.mark.anyio
 async def test_shutdown_reaps_and_escalates_to_sigkill() -> None:
-    async with running({"ignore_sigterm": "1", "delay": "30"}) as (supervisor, recorder):
+    async with echo_runner({"ignore_sigterm": "1", "delay": "30"}) as (supervisor, recorder):
         supervisor.start_task(task("t1", 3))
         await wait_until(lambda: recorder.task_statuses("t1") == ["running"])
         pid = supervisor.pid

@@ -1,4 +1,4 @@
-"""The llama.cpp engine (llama-cpp-python on the CPU): the only module that imports it.
+"""The llama.cpp engine: llama-cpp-python on the CPU, through `llama_lib`.
 
 It renders the prompt with the GGUF's own chat template, exactly as llama-cpp-python's
 `create_chat_completion` does, then runs its own token loop over `Llama.generate`: the
@@ -11,12 +11,8 @@ import os
 import random
 from collections import OrderedDict
 from collections.abc import Iterator
-from typing import Any
 
-import llama_cpp
 import numpy as np
-from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar
 
 from skulk.shared.types.chunks import (
     FinishReason,
@@ -25,8 +21,17 @@ from skulk.shared.types.chunks import (
     TopLogprob,
     Usage,
 )
-from skulk.shared.types.tasks import GenerationParams
+from skulk.shared.types.ids import ConversationId, ModelId
+from skulk.shared.types.tasks import ChatMessage, GenerationParams
 from skulk.worker.engines.llama_cpp import session_kv
+from skulk.worker.engines.llama_cpp.llama_lib import (
+    ChatTemplate,
+    Grammar,
+    LlamaContext,
+    any_json_grammar,
+    json_schema_grammar,
+    open_context,
+)
 from skulk.worker.engines.protocol import ContextOverflow, EngineConfig, InvalidRequest
 from skulk.worker.engines.stop_sequences import StopScanner
 
@@ -40,14 +45,14 @@ MIN_P = 0.05
 REPEAT_PENALTY = 1.0
 
 
-def grammar_for(params: GenerationParams) -> Any:
+def grammar_for(params: GenerationParams) -> Grammar | None:
     """The llama.cpp grammar that constrains sampling to the requested JSON, if any."""
     if params.output != "json":
         return None
     if params.json_schema is None:
-        return LlamaGrammar.from_string(JSON_GBNF, verbose=False)
+        return any_json_grammar()
     try:
-        return LlamaGrammar.from_json_schema(params.json_schema, verbose=False)
+        return json_schema_grammar(params.json_schema)
     except Exception as error:  # the converter raises whatever it meets first
         raise InvalidRequest(f"the JSON schema cannot be turned into a grammar: {error}") \
             from error
@@ -56,36 +61,36 @@ def grammar_for(params: GenerationParams) -> Any:
 class LlamaCppEngine:
     def __init__(self, config: EngineConfig) -> None:
         self._config = config
-        self._llama: Any = None
-        self._formatter: Any = None
+        self._context: LlamaContext | None = None
+        self._template: ChatTemplate | None = None
         # The KV state of sessions not in the context right now, least recently used first.
-        self._saved_sessions: OrderedDict[str, session_kv.SavedKv] = OrderedDict()
-        self._active_session: str | None = None
-        self._embedder: Any = None  # a second context, made on the first embedding request
+        self._saved_sessions: OrderedDict[ConversationId, session_kv.SavedKv] = OrderedDict()
+        self._active_session: ConversationId | None = None
+        self._embedder: LlamaContext | None = None  # made on the first embedding request
 
     def load(self) -> None:
         if self._config.world_size != 1:
             raise InvalidRequest("the llama.cpp engine runs a model whole on one node")
-        self._llama = llama_cpp.Llama(
-            model_path=self._config.model_path,
-            n_ctx=self._config.context_token_limit,
-            n_threads=self._config.n_threads or os.cpu_count(),
-            verbose=False,
-        )
-        template = self._llama.metadata.get("tokenizer.chat_template")
-        if template is None:
+        self._context = self._open(embedding=False)
+        self._template = self._context.chat_template()
+        if self._template is None:
             raise InvalidRequest(f"{self._config.model_path} carries no chat template")
-        model = self._llama._model
-        eos_id, bos_id = model.token_eos(), model.token_bos()
-        self._formatter = Jinja2ChatFormatter(
-            template=template,
-            eos_token=model.token_get_text(eos_id) if eos_id != -1 else "",
-            bos_token=model.token_get_text(bos_id) if bos_id != -1 else "",
-            stop_token_ids=[eos_id],
-        )
+
+    def _open(self, *, embedding: bool) -> LlamaContext:
+        return open_context(self._config.model_path,
+                            context_tokens=self._config.context_token_limit,
+                            threads=self._config.n_threads or os.cpu_count(),
+                            embedding=embedding)
+
+    def _loaded(self) -> tuple[LlamaContext, ChatTemplate]:
+        """The context and chat template `load` made."""
+        if self._context is None or self._template is None:
+            raise RuntimeError("the llama.cpp engine is used before load()")
+        return self._context, self._template
 
     def warm_up(self) -> None:
-        warm = GenerationParams(model_id="warm-up", messages=[{"role": "user", "content": "Hi"}],  # type: ignore[arg-type, list-item]
+        warm = GenerationParams(model_id=ModelId("warm-up"),
+                                messages=[ChatMessage(role="user", content="Hi")],
                                 max_tokens=2, temperature=0.0)
         for _ in self.generate(warm):
             pass
@@ -93,31 +98,24 @@ class LlamaCppEngine:
     def embed(self, texts: list[str]) -> tuple[list[list[float]], int]:
         """Mean-pooled, unit-length embeddings from the same GGUF, in its own context."""
         if self._embedder is None:
-            self._embedder = llama_cpp.Llama(
-                model_path=self._config.model_path, embedding=True,
-                n_ctx=self._config.context_token_limit,
-                n_threads=self._config.n_threads or os.cpu_count(),
-                pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN, verbose=False)
+            self._embedder = self._open(embedding=True)
         limit = self._config.context_token_limit
-        counts = [len(self._embedder.tokenize(t.encode("utf-8"))) for t in texts]
+        counts = [len(self._embedder.tokenize(t, add_bos=True, special=False)) for t in texts]
         for index, count in enumerate(counts):
             if count > limit:
                 raise InvalidRequest(f"input {index} is {count} tokens; this model embeds at "
                                      f"most {limit}")
-        vectors: list[list[float]] = self._embedder.embed(texts, normalize=True)
-        return vectors, sum(counts)
+        return self._embedder.embed(texts), sum(counts)
 
     def prompt_tokens(self, params: GenerationParams) -> list[int]:
         if params.prompt_token_ids is not None:
             return list(params.prompt_token_ids)
+        context, template = self._loaded()
         if params.raw_prompt is not None:
-            raw: list[int] = self._llama.tokenize(params.raw_prompt.encode("utf-8"),
-                                                  add_bos=True, special=False)
-            return raw
-        rendered = self._formatter(messages=[m.model_dump() for m in params.messages])
-        tokens: list[int] = self._llama.tokenize(
-            rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True)
-        return tokens
+            return context.tokenize(params.raw_prompt, add_bos=True, special=False)
+        rendered = template.render(params.messages)
+        return context.tokenize(rendered.text, add_bos=not rendered.added_special,
+                                special=True)
 
     def generate(self, params: GenerationParams) -> Iterator[TokenChunk]:
         prompt = self.prompt_tokens(params)
@@ -134,34 +132,34 @@ class LlamaCppEngine:
         self._enter_session(params.session_id)
         return self._stream(prompt, params, max_tokens, grammar)
 
-    def _enter_session(self, session_id: str | None) -> None:
+    def _enter_session(self, session_id: ConversationId | None) -> None:
         """Put the session's KV in the context (saving the one there), so that
         `Llama.generate` reuses the longest common prefix and prefills only the rest."""
         if session_id == self._active_session:
             return
+        context, _ = self._loaded()
         if self._active_session is not None:
-            self._saved_sessions[self._active_session] = session_kv.save(self._llama)
+            self._saved_sessions[self._active_session] = session_kv.save(context)
             self._saved_sessions.move_to_end(self._active_session)
             while len(self._saved_sessions) > MAX_SAVED_SESSIONS:
                 self._saved_sessions.popitem(last=False)
         self._active_session = session_id
         saved = self._saved_sessions.pop(session_id, None) if session_id else None
         if saved is not None:
-            session_kv.restore(self._llama, saved)
+            session_kv.restore(context, saved)
         elif session_id is not None:
-            self._llama.reset()  # a new session (or an evicted one) starts from nothing
+            context.reset()  # a new session (or an evicted one) starts from nothing
 
     def _logprob(self, token: int, top: int) -> TokenLogprob:
         """The token's log probability under the logits it was sampled from (the raw
         model distribution, before temperature and truncation), and the `top` likeliest."""
-        llama = self._llama
-        logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llama._ctx.ctx, -1),
-                                       shape=(llama.n_vocab(),))
+        context, _ = self._loaded()
+        logits = context.last_logits()
         shifted = logits - logits.max()
         logprobs = shifted - np.log(np.exp(shifted).sum())
 
         def entry(candidate: int) -> TopLogprob:
-            raw = llama.detokenize([candidate])
+            raw = context.detokenize([candidate])
             return TopLogprob(token=raw.decode("utf-8", errors="replace"), bytes=list(raw),
                               logprob=float(logprobs[candidate]))
 
@@ -172,37 +170,38 @@ class LlamaCppEngine:
 
     def _reusable_prefix(self, prompt: list[int]) -> int:
         """How many prompt tokens `Llama.generate` will take from the KV cache."""
+        context, _ = self._loaded()
         cached = 0
-        for held, wanted in zip(self._llama._input_ids, prompt, strict=False):
+        for held, wanted in zip(context.held_tokens(), prompt, strict=False):
             if held != wanted:
                 break
             cached += 1
         return cached - 1 if cached == len(prompt) else cached  # one is always re-evaluated
 
     def _stream(self, prompt: list[int], params: GenerationParams,
-                max_tokens: int, grammar: Any) -> Iterator[TokenChunk]:
-        llama = self._llama
-        llama.set_seed(params.seed if params.seed is not None else random.getrandbits(32))
+                max_tokens: int, grammar: Grammar | None) -> Iterator[TokenChunk]:
+        context, _ = self._loaded()
+        context.set_seed(params.seed if params.seed is not None else random.getrandbits(32))
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         scanner = StopScanner(list(params.stop))
         generated = 0
         cached = self._reusable_prefix(prompt)
         finish: FinishReason = "length"
-        tokens = llama.generate(prompt, top_k=params.top_k or TOP_K, top_p=params.top_p,
-                                min_p=MIN_P, temp=params.temperature,
-                                repeat_penalty=REPEAT_PENALTY, grammar=grammar)
+        tokens = context.generate(prompt, top_k=params.top_k or TOP_K, top_p=params.top_p,
+                                  min_p=MIN_P, temperature=params.temperature,
+                                  repeat_penalty=REPEAT_PENALTY, grammar=grammar)
         held: list[int] = []  # tokens whose text the stop scanner still holds back
         scored: list[TokenLogprob] = []  # their log probabilities, when asked for
         try:
             for token in tokens:
-                if llama_cpp.llama_vocab_is_eog(llama._model.vocab, token):
+                if context.ends_generation(token):
                     finish = "stop"
                     break
                 generated += 1
                 held.append(token)
                 if params.logprobs is not None:
                     scored.append(self._logprob(token, params.logprobs))
-                text = scanner.feed(decoder.decode(llama.detokenize([token])))
+                text = scanner.feed(decoder.decode(context.detokenize([token])))
                 if text:
                     yield TokenChunk(text=text, token_ids=held, logprobs=scored)
                     held, scored = [], []

@@ -2,12 +2,13 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.types.chunks import TokenChunk, TokenLogprob
-from skulk.shared.types.ids import ModelId
+from skulk.shared.types.ids import ConversationId, ModelId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams
 from skulk.worker.engines.llama_cpp.engine import LlamaCppEngine
 from skulk.worker.engines.protocol import ContextOverflow, EngineConfig, InvalidRequest
@@ -33,9 +34,9 @@ def engine() -> Iterator[LlamaCppEngine]:
 
 
 def params(text: str = QUESTION, **kwargs: object) -> GenerationParams:
-    return GenerationParams(model_id=ModelId("smollm2-135m"),
-                            messages=[ChatMessage(role="user", content=text)],
-                            **kwargs)  # type: ignore[arg-type]
+    return GenerationParams.model_validate({
+        "model_id": ModelId("smollm2-135m"),
+        "messages": [ChatMessage(role="user", content=text)], **kwargs})
 
 
 def run(engine: LlamaCppEngine, p: GenerationParams) -> tuple[str, list[TokenChunk]]:
@@ -45,13 +46,15 @@ def run(engine: LlamaCppEngine, p: GenerationParams) -> tuple[str, list[TokenChu
 
 def test_greedy_output_equals_create_chat_completion(engine: LlamaCppEngine) -> None:
     from llama_cpp import Llama
+    from llama_cpp.llama_types import CreateChatCompletionResponse
 
     direct = Llama(model_path=model_path(), n_ctx=2048, n_threads=os.cpu_count(),
                    verbose=False)
     for question, max_tokens in [(QUESTION, 64), ("Write a haiku about rain.", 48)]:
-        expected = direct.create_chat_completion(
+        # Not streamed, so the response, not chunks (llama_cpp's return type has both).
+        expected = cast(CreateChatCompletionResponse, direct.create_chat_completion(
             messages=[{"role": "user", "content": question}], temperature=0,
-            max_tokens=max_tokens)["choices"][0]["message"]["content"]  # type: ignore[index]
+            max_tokens=max_tokens))["choices"][0]["message"]["content"]
         text, chunks = run(engine, params(question, temperature=0.0, max_tokens=max_tokens))
         assert text == expected
         assert len(chunks) > 5
@@ -126,7 +129,7 @@ def test_prompt_over_the_context_is_refused_before_any_token() -> None:
 def test_closing_the_stream_stops_generation(engine: LlamaCppEngine) -> None:
     stream = engine.generate(params("Count to one hundred.", max_tokens=500))
     first = [next(stream) for _ in range(3)]
-    stream.close()  # type: ignore[attr-defined]
+    stream.close()  # type: ignore[attr-defined]  # closable, though typed as an Iterator
     assert all(isinstance(c, TokenChunk) for c in first)
     text, _ = run(engine, params(temperature=0.0, max_tokens=8))
     assert text
@@ -139,7 +142,8 @@ def test_a_session_reuses_its_kv_across_turns_even_after_other_requests(
     def turn(session: str | None) -> tuple[str, list[TokenLogprob], TokenChunk]:
         text, chunks = run(engine, GenerationParams(
             model_id=ModelId("smollm2-135m"), messages=history, temperature=0.0,
-            max_tokens=12, session_id=session, logprobs=5))
+            max_tokens=12, session_id=ConversationId(session) if session else None,
+            logprobs=5))
         return text, [entry for chunk in chunks for entry in chunk.logprobs], chunks[-1]
 
     first, _, final = turn("s1")

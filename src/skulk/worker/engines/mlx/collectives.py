@@ -8,7 +8,7 @@ cluster (see ring.py). A send and a recv are never evaluated together: that dead
 """
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 import mlx.core as mx
 
@@ -88,7 +88,7 @@ class RingGroup:
 
     def __init__(
         self,
-        native: Any,
+        native: mx.distributed.Group,
         deadline_seconds: float = DEFAULT_COLLECTIVE_DEADLINE_SECONDS,
         watchdog: DeadlineWatchdog | None = None,
     ) -> None:
@@ -100,7 +100,7 @@ class RingGroup:
         self.hops = HopLog()
 
     @property
-    def native(self) -> Any:
+    def native(self) -> mx.distributed.Group:
         """The mlx Group itself, for model code that shards over it (mlx-lm's `shard`)."""
         return self._native
 

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
+from skulk.testing.tiny_model import write_tiny_model
 from skulk.worker.engines.mlx.engine import MlxEngine
-from skulk.worker.engines.mlx.tiny_model import write_tiny_model
 from skulk.worker.engines.protocol import EngineConfig
 
 EngineFactory = Callable[..., MlxEngine]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from loguru import logger
 
+from skulk.worker.engines.mlx.options import MlxOptions
 from skulk.worker.engines.protocol import EngineConfig
 
 OPENBLAS = Path("/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3")
@@ -24,7 +25,7 @@ def runner_environment(config: EngineConfig, openblas: Path = OPENBLAS) -> dict[
     and its thread count pinned to the configured number of threads."""
     global _absence_logged
     environment: dict[str, str] = {}
-    if config.options.get("openblas", "auto") == "off":
+    if MlxOptions.parse(config.options).openblas == "off":
         return environment
     if sys.platform.startswith("linux") and openblas.exists():
         preload = [p for p in os.environ.get("LD_PRELOAD", "").split(":") if p]

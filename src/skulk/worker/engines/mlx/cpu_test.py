@@ -1,11 +1,15 @@
 """The runner environment: OpenBLAS preloaded when present, thread counts, and the
 environment reaching a spawned child without leaking into the node."""
 
+import dataclasses
 import multiprocessing
 import os
 from pathlib import Path
 
+import pytest
+
 from skulk.worker.engines import registry
+from skulk.worker.engines.echo.description import ECHO
 from skulk.worker.engines.mlx.cpu import runner_environment
 from skulk.worker.engines.protocol import EngineConfig
 
@@ -39,19 +43,18 @@ def _report(out: "multiprocessing.Queue[str | None]") -> None:
     out.put(os.environ.get("SKULK_ENV_PROBE"))
 
 
-def test_a_spawned_child_sees_the_environment_and_the_node_does_not_keep_it() -> None:
-    registry.RUNNER_ENVIRONMENTS["env-probe"] = f"{__name__}:_probe_environment"
-    try:
-        context = multiprocessing.get_context("spawn")
-        out: multiprocessing.Queue[str | None] = context.Queue()
-        child = context.Process(target=_report, args=(out,))
-        with registry.spawn_environment("env-probe", config()):
-            child.start()
-        assert out.get(timeout=30) == "yes"
-        child.join(10)
-        assert "SKULK_ENV_PROBE" not in os.environ
-    finally:
-        del registry.RUNNER_ENVIRONMENTS["env-probe"]
+def test_a_spawned_child_sees_the_environment_and_the_node_does_not_keep_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(registry.ENGINES, "env-probe", dataclasses.replace(
+        ECHO, name="env-probe", runner_environment=_probe_environment))
+    context = multiprocessing.get_context("spawn")
+    out: multiprocessing.Queue[str | None] = context.Queue()
+    child = context.Process(target=_report, args=(out,))
+    with registry.spawn_environment("env-probe", config()):
+        child.start()
+    assert out.get(timeout=30) == "yes"
+    child.join(10)
+    assert "SKULK_ENV_PROBE" not in os.environ
 
 
 def _probe_environment(_config: EngineConfig) -> dict[str, str]:

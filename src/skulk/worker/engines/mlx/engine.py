@@ -1,14 +1,6 @@
 """The MLX engine (mlx-lm): continuous batching, a prompt-prefix KV cache, and the same
-loop whether the model is whole here or split across the ranks of a ring.
-
-Options (strings in `EngineConfig.options`): `batching` = `off` runs requests one at a
-time; `max_batch` (8); `prefill_chunk` tokens per step (256); `prefix_cache_entries` (8)
-and `prefix_cache_mb` (256, of the whole model's KV; 0 turns the cache off);
-`join_wait_seconds` (60) and `idle_step_seconds` (0.25); for a split model
-`ring_hosts` ("ip:port" per rank, comma separated), `sharding` (`pipeline` or `tensor`)
-and `ring_connect_seconds` (60). Speculative decoding: `speculation` = `off` runs no
-drafting rounds at all; `draft_adaptive` = `off` always drafts `max_draft` tokens (for
-measurements); the drafters and their options are in drafters/registry.py.
+loop whether the model is whole here or split across the ranks of a ring. Its options
+are `MlxOptions` (options.py), parsed from `EngineConfig.options` when it is made.
 """
 
 import dataclasses
@@ -16,25 +8,20 @@ import itertools
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal, cast
 
 from loguru import logger
 
 from skulk.shared.types.chunks import TokenChunk
-from skulk.shared.types.ids import ModelId
+from skulk.shared.types.ids import ModelId, TaskId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams
 from skulk.worker.engines.mlx import cpu, mlx_api
 from skulk.worker.engines.mlx.collectives import RingGroup, connect_ring
-from skulk.worker.engines.mlx.drafters.registry import (
-    DrafterOptionError,
-    build_drafters,
-    default_drafter,
-)
+from skulk.worker.engines.mlx.drafters.registry import build_drafters, default_drafter
 from skulk.worker.engines.mlx.generation_loop import GenerationLoop, LoopSettings
+from skulk.worker.engines.mlx.options import MlxOptions
 from skulk.worker.engines.mlx.output import StreamedText
 from skulk.worker.engines.mlx.prefix_cache import PrefixCache
 from skulk.worker.engines.mlx.requests import (
-    DEFAULT_MAX_DRAFT,
     NO_SPECULATION,
     Request,
     SpeculationChoice,
@@ -53,15 +40,7 @@ from skulk.worker.engines.protocol import (
     TaskOutput,
 )
 
-WARM_UP_TASK = "skulk-warm-up"
-
-
-def _option(config: EngineConfig, name: str, default: float) -> float:
-    raw = config.options.get(name)
-    try:
-        return default if raw is None else float(raw)
-    except ValueError as error:
-        raise InvalidRequest(f"engine option {name}={raw!r} is not a number") from error
+WARM_UP_TASK = TaskId("skulk-warm-up")
 
 
 class MlxEngine:
@@ -70,6 +49,7 @@ class MlxEngine:
 
     def __init__(self, config: EngineConfig) -> None:
         self._config = config
+        self._options = MlxOptions.parse(config.options)
         self._model_dir = Path(config.model_path)
         self._tokenizer: mlx_api.Tokenizer | None = None
         self._loop: GenerationLoop | None = None
@@ -78,7 +58,7 @@ class MlxEngine:
         self._backlog: list[EngineEvent] = []  # other requests' events seen by `generate`
         self._last_done: TaskDone | None = None  # how the last `generate` ended
         self._speculation = NO_SPECULATION  # what requests that do not choose get
-        self._joined_us: dict[str, int] = {}  # when each traced request was submitted
+        self._joined_us: dict[TaskId, int] = {}  # when each traced request was submitted
 
     @property
     def loop(self) -> GenerationLoop:
@@ -86,7 +66,7 @@ class MlxEngine:
         return self._running()
 
     def load(self) -> None:
-        config = self._config
+        config, options = self._config, self._options
         if not (self._model_dir / "config.json").exists():
             raise InvalidRequest(f"{self._model_dir} is not an MLX model directory "
                                  "(config.json, safetensors, tokenizer files)")
@@ -98,48 +78,35 @@ class MlxEngine:
         self._tokenizer = mlx_api.load_tokenizer(self._model_dir)
         if not self._tokenizer.has_chat_template:
             raise InvalidRequest(f"{self._model_dir} carries no chat template")
-        budget = int(_option(config, "prefix_cache_mb", 256) * 2**20)
-        prefix = PrefixCache(max_entries=int(_option(config, "prefix_cache_entries", 8)),
+        budget = int(options.prefix_cache_mb * 2**20)
+        prefix = PrefixCache(max_entries=options.prefix_cache_entries,
                              max_tokens=budget // shape.kv_bytes_per_token)
-        batching = config.options.get("batching", "on") != "off"
-        speculation = config.options.get("speculation", "on") != "off"
         settings = LoopSettings(
-            slots=int(_option(config, "max_batch", 8)) if batching else 1,
-            prefill_chunk=int(_option(config, "prefill_chunk", 256)),
-            join_wait_seconds=_option(config, "join_wait_seconds", 60),
-            speculation=speculation)
+            slots=options.max_batch if options.batching else 1,
+            prefill_chunk=options.prefill_chunk,
+            join_wait_seconds=options.join_wait_seconds,
+            speculation=options.speculation)
         shard = self._open_shard()
         speculator = None
-        if speculation:
-            self._speculation = self._speculation_default()
+        if options.speculation:
+            self._speculation = SpeculationChoice(default_drafter(options), options.max_draft)
             if shard.decides:  # only the rank that decides tokens drafts
-                speculator = Speculator(build_drafters(config.options), self._vocab_size,
-                                        adaptive=config.options.get("draft_adaptive") != "off")
+                speculator = Speculator(build_drafters(options), self._vocab_size,
+                                        adaptive=options.draft_adaptive)
                 speculator.measure_drafters()
         self._loop = GenerationLoop(shard, prefix, self._new_output, settings, speculator)
 
-    def _speculation_default(self) -> SpeculationChoice:
-        try:
-            drafter = default_drafter(self._config.options)
-        except DrafterOptionError as error:
-            raise InvalidRequest(str(error)) from error
-        max_draft = int(_option(self._config, "max_draft", DEFAULT_MAX_DRAFT))
-        return SpeculationChoice(drafter, max_draft)
-
     def _open_shard(self) -> ModelShard:
-        config = self._config
+        config, options = self._config, self._options
         if config.world_size == 1:
             return WholeModelShard(mlx_api.load_model(self._model_dir))
-        hosts = [h for h in config.options.get("ring_hosts", "").split(",") if h]
+        hosts = options.ring_hosts
         if len(hosts) != config.world_size:
             raise InvalidRequest(f"a split MLX instance needs ring_hosts with one address per "
                                  f"rank ({config.world_size}); got {hosts}")
-        sharding = config.options.get("sharding", "pipeline")
-        if sharding not in ("pipeline", "tensor"):
-            raise InvalidRequest(f"unknown sharding {sharding!r}: pipeline or tensor")
-        group = connect_ring(config.rank, hosts, _option(config, "ring_connect_seconds", 60))
+        group = connect_ring(config.rank, hosts, options.ring_connect_seconds)
         return load_shard(self._model_dir, group, config.start_layer, config.end_layer,
-                          cast(Literal["pipeline", "tensor"], sharding))
+                          options.sharding)
 
     def _running(self) -> GenerationLoop:
         if self._loop is None:
@@ -172,7 +139,7 @@ class MlxEngine:
         raise InvalidRequest(unsupported(GenerationParams(
             model_id=ModelId("embed"), messages=[], embed=texts)) or "no embeddings here")
 
-    def submit(self, task_id: str, params: GenerationParams) -> None:
+    def submit(self, task_id: TaskId, params: GenerationParams) -> None:
         assert self._tokenizer is not None, "submit before load"
         request = build_request(task_id, params, self._tokenizer,
                                 self._config.context_token_limit, self._vocab_size,
@@ -181,14 +148,14 @@ class MlxEngine:
             self._joined_us[task_id] = time.time_ns() // 1000
         self._running().submit(request)
 
-    def cancel(self, task_id: str) -> None:
+    def cancel(self, task_id: TaskId) -> None:
         self._running().cancel(task_id)
 
     @property
     def idle_step_seconds(self) -> float | None:
         if self._config.world_size == 1:
             return None
-        return _option(self._config, "idle_step_seconds", 0.25)
+        return self._options.idle_step_seconds
 
     @property
     def has_work(self) -> bool:
@@ -213,9 +180,9 @@ class MlxEngine:
 
     def generate(self, params: GenerationParams) -> Iterator[TokenChunk]:
         """One request on its own (the Engine protocol); refusals raise before any chunk."""
-        return self._generate_as(f"generate-{next(self._generate_ids)}", params)
+        return self._generate_as(TaskId(f"generate-{next(self._generate_ids)}"), params)
 
-    def _generate_as(self, task_id: str, params: GenerationParams) -> Iterator[TokenChunk]:
+    def _generate_as(self, task_id: TaskId, params: GenerationParams) -> Iterator[TokenChunk]:
         assert self._tokenizer is not None, "generate before load"
         request = build_request(task_id, params, self._tokenizer,
                                 self._config.context_token_limit, self._vocab_size,
@@ -227,7 +194,7 @@ class MlxEngine:
         self._running().submit(request)
         return self._stream(task_id)
 
-    def _stream(self, task_id: str) -> Iterator[TokenChunk]:
+    def _stream(self, task_id: TaskId) -> Iterator[TokenChunk]:
         done = False
         try:
             while not done:

@@ -6,7 +6,7 @@ from collections import defaultdict
 import pytest
 
 from skulk.shared.types.chunks import ErrorChunk, TokenChunk
-from skulk.shared.types.ids import ModelId
+from skulk.shared.types.ids import ModelId, TaskId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams
 from skulk.worker.engines.mlx.conftest import EngineFactory
 from skulk.worker.engines.mlx.engine import MlxEngine
@@ -42,16 +42,16 @@ def run_batch(engine: MlxEngine, requests: dict[str, GenerationParams],
     while step == 0 or engine.has_work or any(s >= step for s in submit_at.values()):
         for task_id, request in requests.items():
             if submit_at.get(task_id, 0) == step:
-                engine.submit(task_id, request)
+                engine.submit(TaskId(task_id), request)
         for task_id, after in (cancel_after or {}).items():
             if after == step:
-                engine.cancel(task_id)
+                engine.cancel(TaskId(task_id))
         for event in engine.step():
             events[event.task_id].append(event)
         largest = max(largest, engine.loop.batch_size)
         step += 1
         assert step < 2000, "the engine never finished"
-    events["largest batch"] = [TaskJoined("") for _ in range(largest)]
+    events["largest batch"] = [TaskJoined(TaskId("")) for _ in range(largest)]
     return events
 
 
@@ -164,7 +164,7 @@ def test_closing_the_stream_cancels_between_tokens(make_engine: EngineFactory) -
     engine = make_engine()
     stream = engine.generate(params("Hello", max_tokens=200))
     next(stream)
-    stream.close()  # type: ignore[attr-defined]
+    stream.close()  # type: ignore[attr-defined]  # closable, though typed as an Iterator
     while engine.has_work:
         engine.step()
     assert not engine.loop.has_work
@@ -174,7 +174,7 @@ def test_batching_off_runs_requests_one_at_a_time(make_engine: EngineFactory) ->
     engine = make_engine(batching="off")
     order: list[str] = []
     for task_id in ("x", "y"):
-        engine.submit(task_id, params("Hello", max_tokens=5))
+        engine.submit(TaskId(task_id), params("Hello", max_tokens=5))
     while engine.has_work:
         for event in engine.step():
             if isinstance(event, TaskJoined | TaskDone):

@@ -33,6 +33,7 @@ import numpy as np
 from loguru import logger
 
 from skulk.shared.types.chunks import ErrorChunk
+from skulk.shared.types.ids import TaskId
 from skulk.worker.engines.mlx import membership, mlx_api
 from skulk.worker.engines.mlx.membership import Control, Outcome, Proposal, Reply, TaskKey
 from skulk.worker.engines.mlx.output import StreamedText
@@ -96,7 +97,7 @@ class GenerationLoop:
     _prefilling: list[Prefilling] = field(default_factory=list)
     _rows: list[Row] = field(default_factory=list)
     _cache: list[mlx_api.LayerCache] | None = None
-    _finishing: set[str] = field(default_factory=set)  # rank 0: finished, not yet left
+    _finishing: set[TaskId] = field(default_factory=set)  # rank 0: finished, not yet left
     prefilled_tokens: int = 0  # prompt tokens run through prefill, for tests and logs
 
     @property
@@ -120,7 +121,7 @@ class GenerationLoop:
             return
         self._pending[request.key] = request
 
-    def cancel(self, task_id: str) -> None:
+    def cancel(self, task_id: TaskId) -> None:
         request = self._find(task_id)
         if request is not None:
             request.cancel_asked = True
@@ -135,7 +136,7 @@ class GenerationLoop:
         self._decode(events)
         return events
 
-    def _find(self, task_id: str) -> Request | None:
+    def _find(self, task_id: TaskId) -> Request | None:
         for request in self._pending.values():
             if request.task_id == task_id:
                 return request

@@ -21,6 +21,8 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from skulk.shared.types.ids import TaskId
+
 MAX_PROPOSALS = 8
 _PROPOSAL_FIELDS = 4  # key high, key low, prompt tokens, reusable prefix tokens
 _SLOT_FIELDS = 2  # finished (rank 0), cancel asked (any rank)
@@ -31,7 +33,7 @@ TaskKey = tuple[int, int]
 Outcome = Literal["wait", "join", "join_cold", "cancel", "refuse"]
 
 
-def task_key(task_id: str) -> TaskKey:
+def task_key(task_id: TaskId) -> TaskKey:
     """A task id as two positive int32 words (62 bits of its hash); never (0, 0)."""
     digest = int.from_bytes(hashlib.blake2b(task_id.encode(), digest_size=8).digest(), "big")
     return ((digest >> 31) & 0x7FFFFFFF) | 1, digest & 0x7FFFFFFF

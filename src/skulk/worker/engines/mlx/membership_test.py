@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from skulk.shared.types.ids import TaskId
 from skulk.worker.engines.mlx.membership import (
     MAX_PROPOSALS,
     Proposal,
@@ -15,14 +16,14 @@ from skulk.worker.engines.mlx.membership import (
 
 
 def test_task_keys_are_stable_nonzero_and_distinct() -> None:
-    keys = {task_key(f"task-{i}") for i in range(2000)}
+    keys = {task_key(TaskId(f"task-{i}")) for i in range(2000)}
     assert len(keys) == 2000
     assert all(high > 0 and 0 <= low < 2**31 for high, low in keys)
-    assert task_key("abc") == task_key("abc")
+    assert task_key(TaskId("abc")) == task_key(TaskId("abc"))
 
 
 def test_control_sums_rank_zero_proposals_with_every_ranks_cancels() -> None:
-    proposals = [Proposal(task_key("a"), 12, 5), Proposal(task_key("b"), 3, 0)]
+    proposals = [Proposal(task_key(TaskId("a")), 12, 5), Proposal(task_key(TaskId("b")), 3, 0)]
     rank0 = encode_control(proposals, finished={1}, cancelled=set(), slots=4)
     rank1 = encode_control([], finished=set(), cancelled={2}, slots=4)
     rank2 = encode_control([], finished=set(), cancelled={2, 3}, slots=4)
@@ -33,14 +34,14 @@ def test_control_sums_rank_zero_proposals_with_every_ranks_cancels() -> None:
 
 
 def test_a_request_joins_only_when_every_rank_holds_it() -> None:
-    proposals = [Proposal(task_key("a"), 12, 0), Proposal(task_key("b"), 3, 0)]
+    proposals = [Proposal(task_key(TaskId("a")), 12, 0), Proposal(task_key(TaskId("b")), 3, 0)]
     rank0 = encode_replies([Reply(holds=True), Reply(holds=True)])
     rank1 = encode_replies([Reply(holds=True), Reply(holds=False)])
     assert decide(proposals, rank0 + rank1, world_size=2, free_slots=8) == ["join", "wait"]
 
 
 def test_cancel_refusal_and_mismatches_are_decided_identically() -> None:
-    proposals = [Proposal(task_key(name), 10, 4) for name in "abcde"]
+    proposals = [Proposal(task_key(TaskId(name)), 10, 4) for name in "abcde"]
     rank0 = encode_replies([Reply(True), Reply(True, refuses=True), Reply(True),
                             Reply(True), Reply(True)])
     rank1 = encode_replies([Reply(True, cancel_asked=True), Reply(True),
@@ -51,14 +52,14 @@ def test_cancel_refusal_and_mismatches_are_decided_identically() -> None:
 
 
 def test_joins_stop_at_the_free_slots_but_cancels_still_go_through() -> None:
-    proposals = [Proposal(task_key(name), 5, 0) for name in "abc"]
+    proposals = [Proposal(task_key(TaskId(name)), 5, 0) for name in "abc"]
     replies = encode_replies([Reply(True), Reply(True), Reply(True, cancel_asked=True)])
     assert decide(proposals, replies, world_size=1, free_slots=1) == ["join", "wait", "cancel"]
 
 
 def test_vectors_have_a_fixed_shape_whatever_the_content() -> None:
     empty = encode_control([], set(), set(), slots=8)
-    full = encode_control([Proposal(task_key(str(i)), 1, 0) for i in range(MAX_PROPOSALS)],
+    full = encode_control([Proposal(task_key(TaskId(str(i))), 1, 0) for i in range(MAX_PROPOSALS)],
                           set(range(8)), set(range(8)), slots=8)
     assert empty.shape == full.shape and empty.dtype == np.int32
     assert encode_replies([]).shape == encode_replies([Reply(True)] * MAX_PROPOSALS).shape

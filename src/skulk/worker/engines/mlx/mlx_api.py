@@ -1,9 +1,10 @@
-"""The one typed doorway to mlx-lm: loading, tokenizing, detokenizing and KV-cache surgery.
+"""The one typed doorway to mlx-lm: the only module that imports it.
 
-mlx-lm's functions carry no annotations, so they are reached through `Any` here and
-nowhere else. Caches stay opaque (`LayerCache`) outside this module: the generation loop
-only asks for what it needs (merge rows, drop rows, copy one row out, seed one from a
-saved prefix).
+It loads models and tokenizers, tokenizes and detokenizes, does the KV-cache surgery the
+generation loop asks for (merge rows, drop rows, copy one row out, seed one from a saved
+prefix), and hands the Llama family the blocks, mask and loaders its shards are built of.
+Most of mlx-lm's functions carry no annotations, so they are reached through `Any` here
+and nowhere else.
 """
 
 import importlib
@@ -11,15 +12,48 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import mlx.core as mx
-
-# mlx-lm's BatchKVCache, one per layer. Opaque to everything but this module.
-LayerCache = Any
+from mlx_lm.models.llama import Model, ModelArgs, TransformerBlock
 
 _utils: Any = importlib.import_module("mlx_lm.utils")
 _cache: Any = importlib.import_module("mlx_lm.models.cache")
+_llama: Any = importlib.import_module("mlx_lm.models.llama")
+_base: Any = importlib.import_module("mlx_lm.models.base")
+
+LlamaArgs = ModelArgs
+LlamaBlock = TransformerBlock
+LlamaModel = Model
+
+# mlx-lm's BatchKVCache.state: keys, values, offsets, left padding, positions held.
+_BatchState = tuple[mx.array | None, mx.array | None, mx.array, mx.array, int]
+
+
+class _RowCache(Protocol):
+    """mlx-lm's KVCache of one sequence, copied out of a batch."""
+
+    keys: mx.array
+    values: mx.array
+    offset: int
+
+
+class LayerCache(Protocol):
+    """mlx-lm's BatchKVCache of one layer, as far as Skulk uses it; only this module
+    calls it."""
+
+    keys: mx.array | None
+    offset: mx.array
+
+    @property
+    def state(self) -> _BatchState: ...
+    @state.setter
+    def state(self, value: _BatchState) -> None: ...
+    def extract(self, idx: int) -> _RowCache: ...
+    def filter(self, batch_indices: mx.array) -> None: ...
+    def extend(self, other: "LayerCache") -> None: ...
+    def size(self) -> int: ...
+    def trim(self, n: int) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -67,11 +101,6 @@ class LanguageModel:
         """Logits [B, T, V] (lazy) for tokens [B, T]; appends their KV to `cache`."""
         logits: mx.array = self._module(tokens, cache=cache)
         return logits
-
-    @property
-    def module(self) -> Any:
-        """The mlx-lm module itself, for code that splits it (pipeline, tensor)."""
-        return self._module
 
 
 def load_model(model_dir: Path) -> LanguageModel:
@@ -138,7 +167,9 @@ def load_tokenizer(model_dir: Path) -> Tokenizer:
 
 def make_batch_cache(n_layers: int, left_padding: list[int]) -> list[LayerCache]:
     """One empty left-padded batch cache per layer."""
-    return [_cache.BatchKVCache(list(left_padding)) for _ in range(n_layers)]
+    caches: list[LayerCache] = [_cache.BatchKVCache(list(left_padding))
+                                for _ in range(n_layers)]
+    return caches
 
 
 @dataclass(frozen=True)
@@ -208,3 +239,40 @@ def trim_cache(cache: list[LayerCache], tokens: int) -> None:
         trimmed = int(layer.trim(tokens))
         if trimmed != tokens:
             raise ValueError(f"could trim only {trimmed} of {tokens} cached positions")
+
+
+def llama_args(config: dict[str, Any], n_layers: int) -> LlamaArgs:
+    """mlx-lm's ModelArgs of a Llama config.json, for `n_layers` of its layers."""
+    args: LlamaArgs = _llama.ModelArgs.from_dict({**config, "num_hidden_layers": n_layers})
+    return args
+
+
+def llama_block(args: LlamaArgs) -> LlamaBlock:
+    """One of mlx-lm's Llama decoder layers, with random weights."""
+    return LlamaBlock(args)
+
+
+def random_llama_model(args: LlamaArgs) -> LlamaModel:
+    """A whole mlx-lm Llama model with random weights (seed them with `mx.random.seed`)."""
+    return LlamaModel(args)
+
+
+def attention_mask(hidden: mx.array, first_cache: LayerCache) -> mx.array | str | None:
+    """The mask mlx-lm's LlamaModel builds for hidden states [B, T, D] over this cache:
+    an array, "causal", or None for one token."""
+    mask: mx.array | str | None = _base.create_attention_mask(hidden, first_cache)
+    return mask
+
+
+def checkpoint_quantization(path: str, module: object,
+                            weights: dict[str, mx.array]) -> dict[str, Any]:
+    """The group size, bits and mode a stored weight was quantized with, read off the
+    shapes of its tensors (for a still unquantized `module` at `path`)."""
+    settings: dict[str, Any] = _utils.infer_quant_config(path, module, weights)
+    return settings
+
+
+def load_llama_lazily(model_dir: Path) -> LlamaModel:
+    """An mlx-lm Llama model whose weights are read only when evaluated."""
+    module: LlamaModel = _utils.load_model(model_dir, lazy=True)[0]
+    return module

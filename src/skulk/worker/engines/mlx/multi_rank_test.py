@@ -16,7 +16,7 @@ import mlx.core as mx
 import numpy as np
 
 from skulk.shared.types.chunks import ErrorChunk, TokenChunk
-from skulk.shared.types.ids import ModelId
+from skulk.shared.types.ids import ModelId, TaskId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams
 from skulk.worker.engines.mlx import mlx_api
 from skulk.worker.engines.mlx.conftest import EngineFactory
@@ -109,11 +109,12 @@ def run_rank(rank: int, model_dir: Path, shared: dict[str, Any],
         now = time.monotonic() - started
         for task_id, at in list(arrivals.items()):
             if now >= at:
-                loop.submit(build_request(task_id, REQUESTS[task_id], tokenizer, 200, 10**6))
+                loop.submit(build_request(TaskId(task_id), REQUESTS[task_id], tokenizer,
+                                          200, 10**6))
                 del arrivals[task_id]
         for task_id, at in list(cancels.items()):
             if now >= at:
-                loop.cancel(task_id)
+                loop.cancel(TaskId(task_id))
                 del cancels[task_id]
         shared["idle"][rank] = not (arrivals or loop.has_work)
         if loop.has_work or now - last_step > IDLE_STEP_SECONDS:

@@ -5,9 +5,11 @@ import time
 from dataclasses import dataclass, field
 
 from skulk.shared.types.chunks import ErrorKind
+from skulk.shared.types.ids import TaskId
 from skulk.shared.types.tasks import GenerationParams
 from skulk.worker.engines.mlx.membership import TaskKey, task_key
 from skulk.worker.engines.mlx.mlx_api import Tokenizer
+from skulk.worker.engines.mlx.options import DEFAULT_MAX_DRAFT
 from skulk.worker.engines.mlx.sampling import RowSampler
 from skulk.worker.engines.protocol import ContextOverflow
 
@@ -27,9 +29,6 @@ class Refusal:
 
     kind: ErrorKind
     message: str
-
-
-DEFAULT_MAX_DRAFT = 16
 
 
 @dataclass(frozen=True)
@@ -62,7 +61,7 @@ def speculation_choice(params: GenerationParams,
 class Request:
     """A request on one rank; `cancel_asked` is this rank's wish, agreed at the next step."""
 
-    task_id: str
+    task_id: TaskId
     params: GenerationParams
     prompt: list[int]
     max_tokens: int
@@ -93,7 +92,7 @@ def prompt_tokens(params: GenerationParams, tokenizer: Tokenizer) -> list[int]:
     return tokenizer.encode(rendered, add_special_tokens=False)
 
 
-def build_request(task_id: str, params: GenerationParams, tokenizer: Tokenizer,
+def build_request(task_id: TaskId, params: GenerationParams, tokenizer: Tokenizer,
                   context_limit: int, vocab_size: int,
                   speculation: SpeculationChoice = NO_SPECULATION) -> Request:
     """The request, or a refused one: refusals are decided with the other ranks."""

@@ -29,7 +29,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from ipaddress import ip_address
 from pathlib import Path
-from typing import Any
 
 import mlx.core as mx
 
@@ -85,7 +84,8 @@ def ring_environment(hostfile: Path, rank: int) -> dict[str, str]:
     return {"MLX_HOSTFILE": str(hostfile), "MLX_RANK": str(rank)}
 
 
-def init_ring(rank: int, hosts: Sequence[str], deadline_seconds: float) -> Any:
+def init_ring(rank: int, hosts: Sequence[str],
+              deadline_seconds: float) -> mx.distributed.Group:
     """Connect this process as `rank` of the ring over `hosts`; the raw mlx Group.
 
     If a neighbour never shows up the process exits once `deadline_seconds` have passed

@@ -5,7 +5,7 @@ drives a whole model in one process, a pipeline split by layers and a tensor spl
 heads (those two live in pipeline*.py and tensor*.py).
 """
 
-from typing import Any, Protocol
+from typing import Protocol
 
 import mlx.core as mx
 
@@ -23,11 +23,11 @@ class ModelShard(Protocol):
         (single node: itself; pipeline: the last rank; tensor: rank 0)."""
         ...
 
-    def make_cache(self, batch_left_padding: list[int]) -> list[Any]:
+    def make_cache(self, batch_left_padding: list[int]) -> list[mlx_api.LayerCache]:
         """One empty mlx-lm BatchKVCache per local layer, for a batch of this padding."""
         ...
 
-    def forward(self, tokens: mx.array, cache: list[Any]) -> mx.array | None:
+    def forward(self, tokens: mx.array, cache: list[mlx_api.LayerCache]) -> mx.array | None:
         """Run this rank's layers on tokens int32 [B, T] (the same on every rank).
 
         Returns logits [B, T, V] on the deciding rank and None elsewhere. The logits may be
@@ -48,8 +48,8 @@ class WholeModelShard:
     def decides(self) -> bool:
         return True
 
-    def make_cache(self, batch_left_padding: list[int]) -> list[Any]:
+    def make_cache(self, batch_left_padding: list[int]) -> list[mlx_api.LayerCache]:
         return mlx_api.make_batch_cache(self.n_layers_here, batch_left_padding)
 
-    def forward(self, tokens: mx.array, cache: list[Any]) -> mx.array | None:
+    def forward(self, tokens: mx.array, cache: list[mlx_api.LayerCache]) -> mx.array | None:
         return self.model(tokens, cache).astype(mx.float32)

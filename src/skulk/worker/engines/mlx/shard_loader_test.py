@@ -4,11 +4,11 @@ from pathlib import Path
 import mlx.core as mx
 import pytest
 
-from skulk.worker.engines.mlx.collectives import SoloGroup
-from skulk.worker.engines.mlx.families.llama.random_model import (
+from skulk.testing.random_llama import (
     tiny_llama_config,
     write_random_llama,
 )
+from skulk.worker.engines.mlx.collectives import SoloGroup
 from skulk.worker.engines.mlx.families.registry import UnknownModelFamily
 from skulk.worker.engines.mlx.shard import WholeModelShard
 from skulk.worker.engines.mlx.shard_loader import load_shard

@@ -1,10 +1,17 @@
 """Prompt lookup: no match, longest-suffix preference, most recent occurrence, overlap."""
 
-from skulk.worker.engines.mlx.drafters.ngram import NGramDrafter, NGramSession, propose_from
+from skulk.worker.engines.mlx.drafters.ngram import (
+    DEFAULT_MAX_NGRAM,
+    NGramDrafter,
+    NGramSession,
+    propose_from,
+)
 
 
-def propose(context: list[int], limit: int, **kwargs: int) -> tuple[int, ...]:
-    return NGramSession(**{"min_ngram": 1, **kwargs}).propose(context, limit).tokens
+def propose(context: list[int], limit: int, *, min_ngram: int = 1,
+            max_ngram: int = DEFAULT_MAX_NGRAM) -> tuple[int, ...]:
+    session = NGramSession(max_ngram=max_ngram, min_ngram=min_ngram)
+    return session.propose(context, limit).tokens
 
 
 def test_no_match_proposes_nothing() -> None:

@@ -10,20 +10,19 @@ without answers, from the first failure to the next answer (or the request's end
 """
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Protocol
 
 from loguru import logger
 
-from skulk.shared.types.ids import NodeId
+from skulk.shared.types.drafting import DraftQuery, DraftReply
+from skulk.shared.types.ids import NodeId, TaskId
 from skulk.shared.types.traces import Span
 from skulk.shared.types.wire import from_msgpack, to_msgpack
 from skulk.worker.engines.mlx.drafters.protocol import EMPTY_DRAFT, Draft, DrafterName
-from skulk.worker.engines.mlx.drafters.remote_wire import DraftQuery, DraftReply
+from skulk.worker.engines.mlx.options import DEFAULT_REMOTE_DRAFT_TIMEOUT_MS, MlxOptions
 
-DEFAULT_TIMEOUT_MS = 100.0
 LONGEST_BACKOFF_ROUNDS = 64
 UNAVAILABLE_SPAN = "drafting.unavailable"
 
@@ -42,7 +41,7 @@ class QueryClient(Protocol):
 class RemoteSession:
     client: QueryClient
     key: str
-    request_id: str
+    request_id: TaskId
     timeout_seconds: float
     failures: int = 0
     _skip: int = 0
@@ -92,7 +91,7 @@ class RemoteDrafter:
     """Drafts from the node answering `key`; one client session for every request."""
 
     def __init__(self, client: QueryClient, key: str,
-                 timeout_seconds: float = DEFAULT_TIMEOUT_MS / 1000) -> None:
+                 timeout_seconds: float = DEFAULT_REMOTE_DRAFT_TIMEOUT_MS / 1000) -> None:
         self._client = client
         self._key = key
         self._timeout = timeout_seconds
@@ -102,21 +101,20 @@ class RemoteDrafter:
         return "remote"
 
     def open(self, request_id: str) -> RemoteSession:
-        return RemoteSession(self._client, self._key, request_id, self._timeout)
+        # The loop opens a session per request under the request's task id.
+        return RemoteSession(self._client, self._key, TaskId(request_id), self._timeout)
 
 
-def remote_drafter_from_options(options: Mapping[str, str]) -> RemoteDrafter:
+def remote_drafter_from_options(options: MlxOptions) -> RemoteDrafter:
     """From engine options: `drafter_key` (where the drafting node answers),
-    `cluster_connect` (this node's transport endpoints, comma separated),
-    `cluster_data_dir` (on a secure cluster: whose node certificate opens the link) and
-    `remote_draft_timeout_ms`."""
-    key = options.get("drafter_key")
-    connect = [e for e in options.get("cluster_connect", "").split(",") if e]
+    `cluster_connect` (this node's transport endpoints), `cluster_data_dir` (on a secure
+    cluster: whose node certificate opens the link) and `remote_draft_timeout_ms`."""
+    key, connect = options.drafter_key, options.cluster_connect
     if not key or not connect:
         raise ValueError("a remote drafter needs the drafter_key and cluster_connect options")
     from skulk.routing.zenoh_transport import ZenohQueryClient
     from skulk.trust.files import TrustFiles
-    timeout = float(options.get("remote_draft_timeout_ms", DEFAULT_TIMEOUT_MS)) / 1000
-    data_dir = options.get("cluster_data_dir")
-    tls = None if data_dir is None else TrustFiles(Path(data_dir)).tls_files()
-    return RemoteDrafter(ZenohQueryClient(connect, tls), key, timeout)
+    data_dir = options.cluster_data_dir
+    tls = None if data_dir is None else TrustFiles(data_dir).tls_files()
+    return RemoteDrafter(ZenohQueryClient(connect, tls), key,
+                         options.remote_draft_timeout_ms / 1000)

@@ -7,18 +7,18 @@ import random
 import pytest
 
 from skulk.routing.memory import MemoryBus, MemoryTransport
-from skulk.shared.types.ids import ModelId, NodeId
+from skulk.shared.types.drafting import DRAFT_SERVICE, DraftReply
+from skulk.shared.types.ids import ModelId, NodeId, TaskId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams, SpeculativeParams
 from skulk.shared.types.wire import to_msgpack
 from skulk.testing.routers import signing_router
+from skulk.worker.draft_service import DraftService
 from skulk.worker.engines.mlx.conftest import EngineFactory
 from skulk.worker.engines.mlx.drafters.remote import (
     UNAVAILABLE_SPAN,
     RemoteDrafter,
     RemoteSession,
 )
-from skulk.worker.engines.mlx.drafters.remote_wire import DRAFT_SERVICE, DraftReply
-from skulk.worker.engines.mlx.drafters.service import DraftService
 
 
 class BusClient:
@@ -51,7 +51,7 @@ async def test_a_node_serves_ngram_drafts_to_another_nodes_runner() -> None:
 
 def test_no_answer_is_an_empty_draft_and_the_session_backs_off() -> None:
     client = BusClient(MemoryBus())  # nobody answers
-    session = RemoteSession(client, "skulk/x/drafter/gone", "req", timeout_seconds=0.05)
+    session = RemoteSession(client, "skulk/x/drafter/gone", TaskId("req"), timeout_seconds=0.05)
     drafts = [session.propose([1, 2, 1, 2], 4).tokens for _ in range(20)]
     assert drafts == [()] * 20
     # Asked at rounds 1, 2, 4, 8, 16 (1, 2, 4, 8 skipped after each failure), not 20.
@@ -74,7 +74,7 @@ class Scripted:
 
 
 def test_a_garbage_answer_is_an_empty_draft() -> None:
-    session = RemoteSession(Scripted(b"\x93garbage"), "k", "req", 0.05)
+    session = RemoteSession(Scripted(b"\x93garbage"), "k", TaskId("req"), 0.05)
     assert session.propose([1, 2, 3], 4).tokens == ()
 
 
@@ -86,7 +86,7 @@ def test_each_time_without_answers_is_one_unavailable_span() -> None:
     def answer() -> bytes | None:
         return to_msgpack(DraftReply(tokens=[7])) if answering["now"] else None
 
-    session = RemoteSession(Scripted(answer), "k", "req", 0.05)
+    session = RemoteSession(Scripted(answer), "k", TaskId("req"), 0.05)
     assert session.propose([1, 2], 2).tokens == ()  # the first outage begins
     session._skip = 0  # ask again at once instead of backing off
     answering["now"] = True
@@ -96,7 +96,7 @@ def test_each_time_without_answers_is_one_unavailable_span() -> None:
     spans = session.close()
     assert [s.name for s in spans] == [UNAVAILABLE_SPAN, UNAVAILABLE_SPAN]
     assert spans[0].start_us + spans[0].duration_us <= spans[1].start_us
-    assert RemoteSession(Scripted(answer), "k", "req", 0.05).close() == ()
+    assert RemoteSession(Scripted(answer), "k", TaskId("req"), 0.05).close() == ()
 
 
 @pytest.mark.parametrize("behaviour", ["random", "out of vocabulary", "failing"])

@@ -12,6 +12,7 @@ from typing import Any
 import mlx.core as mx
 import pytest
 
+from skulk.shared.types.ids import TaskId
 from skulk.worker.engines.mlx import mlx_api
 from skulk.worker.engines.mlx.conftest import EngineFactory
 from skulk.worker.engines.mlx.drafters.draft_model import DraftModelDrafter
@@ -54,7 +55,7 @@ def run_rank(rank: int, model_dir: Path, drafter: str, shared: dict[str, Any],
                           LoopSettings(slots=1, prefill_chunk=32, speculation=True),
                           speculator)
     for task_id, text in PROMPTS.items():
-        loop.submit(build_request(task_id, params(text, 24), tokenizer, 400, 10**6,
+        loop.submit(build_request(TaskId(task_id), params(text, 24), tokenizer, 400, 10**6,
                                   SpeculationChoice(drafter, 6)))
     try:
         while loop.has_work:

@@ -11,12 +11,12 @@ import pytest
 from skulk.shared.types.chunks import TokenChunk
 from skulk.shared.types.ids import ModelId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams, SpeculativeParams
+from skulk.testing.tiny_model import write_tiny_model
 from skulk.worker.engines.mlx import mlx_api
 from skulk.worker.engines.mlx.conftest import EngineFactory
 from skulk.worker.engines.mlx.engine_test import chunks_in, run_batch
 from skulk.worker.engines.mlx.sampling import RowSampler
 from skulk.worker.engines.mlx.speculation.accept import accept_sampled
-from skulk.worker.engines.mlx.tiny_model import write_tiny_model
 
 PROMPTS = ["The quick brown fox", "Hello! How are you today?", "Numbers like 12345 and",
            "Skulk joins machines into one inference cluster behind one endpoint. Skulk"]

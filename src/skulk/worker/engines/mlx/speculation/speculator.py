@@ -13,6 +13,7 @@ import mlx.core as mx
 import numpy as np
 from loguru import logger
 
+from skulk.shared.types.ids import TaskId
 from skulk.shared.types.traces import Span
 from skulk.worker.engines.mlx.drafters.draft_model import DraftModelDrafter
 from skulk.worker.engines.mlx.drafters.protocol import (
@@ -49,8 +50,8 @@ class Speculator:
     # Seconds per drafted token, per drafter, over every request: a new request starts
     # from what the drafter cost the last ones (a slow draft model is not tried afresh).
     draft_cost: dict[str, float] = field(default_factory=dict)
-    _active: dict[str, _Drafting] = field(default_factory=dict)
-    _unavailable: set[str] = field(default_factory=set)
+    _active: dict[TaskId, _Drafting] = field(default_factory=dict)
+    _unavailable: set[TaskId] = field(default_factory=set)
 
     def measure_drafters(self) -> None:
         """Time the drafters whose cost matters (a draft model) before any request."""
@@ -108,13 +109,13 @@ class Speculator:
             if name is not None and drafting.policy.draft_seconds_per_token is not None:
                 self.draft_cost[name] = drafting.policy.draft_seconds_per_token
 
-    def forget(self, task_id: str) -> tuple[Span, ...]:
+    def forget(self, task_id: TaskId) -> tuple[Span, ...]:
         """The request left: close its session; what its trace should show of drafting."""
         drafting = self._active.pop(task_id, None)
         self._unavailable.discard(task_id)
         return () if drafting is None else drafting.session.close()
 
-    def policy_of(self, task_id: str) -> DraftPolicy | None:
+    def policy_of(self, task_id: TaskId) -> DraftPolicy | None:
         drafting = self._active.get(task_id)
         return None if drafting is None else drafting.policy
 

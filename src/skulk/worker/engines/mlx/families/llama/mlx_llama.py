@@ -1,8 +1,8 @@
-"""The one typed doorway to mlx-lm's Llama code for the sharded engines.
+"""The Llama model code of the sharded engines: stages, quantization and loading.
 
-mlx-lm's model code carries no annotations, so its blocks, mask builder and loader are
-reached through `Any` here and nowhere else. A pipeline stage reuses mlx-lm's
-`TransformerBlock` and mask exactly, so a split model computes what the whole one does.
+A pipeline stage reuses mlx-lm's `TransformerBlock` and mask exactly (through `mlx_api`),
+so a split model computes what the whole one does. mlx.nn carries no types the checker
+can read, so its modules are reached through `Any` here.
 """
 
 import importlib
@@ -13,19 +13,18 @@ from typing import Any
 import mlx.core as mx
 from mlx.utils import tree_flatten
 
-_llama: Any = importlib.import_module("mlx_lm.models.llama")
-_base: Any = importlib.import_module("mlx_lm.models.base")
-_utils: Any = importlib.import_module("mlx_lm.utils")
+from skulk.worker.engines.mlx import mlx_api
+
 nn: Any = importlib.import_module("mlx.nn")
 
 # Keys of config.json's "quantization" that are settings, not per-module overrides.
 _QUANTIZATION_SETTINGS = frozenset({"group_size", "bits", "mode"})
 
 
-def model_args(config: dict[str, Any], n_layers: int) -> Any:
+def model_args(config: dict[str, Any], n_layers: int) -> mlx_api.LlamaArgs:
     """mlx-lm's ModelArgs for `n_layers` layers; refuses the sliding-window variant."""
-    args = _llama.ModelArgs.from_dict({**config, "num_hidden_layers": n_layers})
-    if any(kind != "full_attention" for kind in args.layer_types):
+    args = mlx_api.llama_args(config, n_layers)
+    if any(kind != "full_attention" for kind in args.layer_types or []):
         raise ValueError("Llama models with sliding-window layers cannot be split yet")
     return args
 
@@ -43,7 +42,7 @@ class LlamaStage:
     ) -> None:
         args = model_args(config, n_layers)
         module: Any = nn.Module()
-        module.layers = [_llama.TransformerBlock(args) for _ in range(n_layers)]
+        module.layers = [mlx_api.llama_block(args) for _ in range(n_layers)]
         if embeds or (heads and tied):
             module.embed_tokens = nn.Embedding(args.vocab_size, args.hidden_size)
         if heads:
@@ -71,10 +70,10 @@ class LlamaStage:
         hidden: mx.array = self.module.embed_tokens(tokens)
         return hidden
 
-    def run_layers(self, hidden: mx.array, cache: list[Any]) -> mx.array:
+    def run_layers(self, hidden: mx.array, cache: list[mlx_api.LayerCache]) -> mx.array:
         """Hidden states through this stage's layers, appending their KV to `cache`."""
         # The mask comes from the first local cache, as in mlx-lm's LlamaModel.
-        mask = _base.create_attention_mask(hidden, cache[0])
+        mask = mlx_api.attention_mask(hidden, cache[0])
         for layer, layer_cache in zip(self.module.layers, cache, strict=True):
             hidden = layer(hidden, mask, cache=layer_cache)
         return hidden
@@ -138,8 +137,7 @@ def quantize_like_checkpoint(
             return override
         if not hasattr(leaf, "to_quantized") or f"{path}.scales" not in weights:
             return False
-        inferred: dict[str, Any] = _utils.infer_quant_config(path, leaf, weights)
-        return inferred
+        return mlx_api.checkpoint_quantization(path, leaf, weights)
 
     nn.quantize(module, group_size=quantization["group_size"], bits=quantization["bits"],
                 mode=quantization.get("mode", "affine"), class_predicate=predicate)
@@ -155,14 +153,14 @@ def load_into(module: Any, weights: dict[str, mx.array]) -> None:
 class TensorParallelLlama:
     """A whole mlx-lm Llama model whose heads and MLP are split over a ring."""
 
-    def __init__(self, module: Any) -> None:
+    def __init__(self, module: mlx_api.LlamaModel) -> None:
         self._module = module
 
     @property
     def n_layers(self) -> int:
         return len(self._module.layers)
 
-    def hidden(self, tokens: mx.array, cache: list[Any]) -> mx.array:
+    def hidden(self, tokens: mx.array, cache: list[mlx_api.LayerCache]) -> mx.array:
         """Final-normed hidden states (lazy); their graph holds every all-reduce."""
         hidden: mx.array = self._module.model(tokens, cache)
         return hidden
@@ -176,9 +174,10 @@ class TensorParallelLlama:
         return logits
 
 
-def load_tensor_parallel(model_dir: Path, native_group: Any) -> TensorParallelLlama:
+def load_tensor_parallel(model_dir: Path, native_group: mx.distributed.Group
+                         ) -> TensorParallelLlama:
     """Load lazily, split over the group, then read only this rank's slices' sources."""
-    module, _config = _utils.load_model(model_dir, lazy=True)
+    module = mlx_api.load_llama_lazily(model_dir)
     module.shard(native_group)
     mx.eval(module.parameters())
     return TensorParallelLlama(module)
@@ -189,7 +188,7 @@ def random_llama_weights(
 ) -> dict[str, mx.array]:
     """Checkpoint tensors (Hugging Face names) of a random-weight mlx-lm Llama."""
     mx.random.seed(seed)
-    module = _llama.Model(model_args(config, int(config["num_hidden_layers"])))
+    module = mlx_api.random_llama_model(model_args(config, int(config["num_hidden_layers"])))
     if quantize_bits is not None:
         nn.quantize(module, group_size=group_size, bits=quantize_bits)
     weights: dict[str, mx.array] = dict(tree_flatten(module.parameters()))

@@ -38,10 +38,10 @@ class LlamaPipelineShard:
     def decides(self) -> bool:
         return self.group.rank == self.group.size - 1
 
-    def make_cache(self, batch_left_padding: list[int]) -> list[Any]:
+    def make_cache(self, batch_left_padding: list[int]) -> list[mlx_api.LayerCache]:
         return mlx_api.make_batch_cache(self.n_layers_here, batch_left_padding)
 
-    def forward(self, tokens: mx.array, cache: list[Any]) -> mx.array | None:
+    def forward(self, tokens: mx.array, cache: list[mlx_api.LayerCache]) -> mx.array | None:
         batch, length = tokens.shape
         if self.group.rank == 0:
             hidden = self.stage.embed(tokens)

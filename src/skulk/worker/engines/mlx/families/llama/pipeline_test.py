@@ -7,15 +7,15 @@ from typing import Any
 import mlx.core as mx
 import pytest
 
+from skulk.testing.random_llama import (
+    tiny_llama_config,
+    write_random_llama,
+)
 from skulk.worker.engines.mlx import mlx_api
 from skulk.worker.engines.mlx.collectives import GroupError
 from skulk.worker.engines.mlx.families.llama.pipeline import (
     LlamaPipelineShard,
     load_llama_pipeline,
-)
-from skulk.worker.engines.mlx.families.llama.random_model import (
-    tiny_llama_config,
-    write_random_llama,
 )
 from skulk.worker.engines.mlx.shard_loader import read_config
 

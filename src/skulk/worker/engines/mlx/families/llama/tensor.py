@@ -55,10 +55,10 @@ class LlamaTensorShard:
     def decides(self) -> bool:
         return self.group.rank == 0
 
-    def make_cache(self, batch_left_padding: list[int]) -> list[Any]:
+    def make_cache(self, batch_left_padding: list[int]) -> list[mlx_api.LayerCache]:
         return mlx_api.make_batch_cache(self.n_layers_here, batch_left_padding)
 
-    def forward(self, tokens: mx.array, cache: list[Any]) -> mx.array | None:
+    def forward(self, tokens: mx.array, cache: list[mlx_api.LayerCache]) -> mx.array | None:
         hidden = self.model.hidden(tokens, cache)
         # Every rank must run every all-reduce, so the layers are evaluated here on all
         # ranks (under the deadline) whatever the caller then does with the logits.

@@ -1,4 +1,4 @@
-from skulk.worker.engines.mlx.families.llama.random_model import tiny_llama_config
+from skulk.testing.random_llama import tiny_llama_config
 from skulk.worker.engines.mlx.families.llama.tensor import tensor_split_error
 
 SMOLLM2_SHAPE = tiny_llama_config(hidden_size=576, heads=9, kv_heads=3, intermediate_size=1536)

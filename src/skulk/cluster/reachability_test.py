@@ -4,7 +4,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from skulk.cluster.topology import (
+from skulk.cluster.reachability import (
     ReachabilityProber,
     advertised_addresses,
     connect_rtt_ms,

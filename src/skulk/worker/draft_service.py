@@ -1,7 +1,7 @@
 """A node's drafting service: answers draft queries from runners on other nodes with
 n-gram prompt lookup, keeping each request's index between queries (a bounded number of
-them, least recently used first out). Thread-safe: the transport calls it on its own
-threads."""
+them, least recently used first out). Every node serves it, whatever engine it runs, and
+it loads no engine. Thread-safe: the transport calls it on its own threads."""
 
 import threading
 from collections import OrderedDict
@@ -9,9 +9,10 @@ from collections import OrderedDict
 from loguru import logger
 from pydantic import ValidationError
 
+from skulk.shared.types.drafting import DraftQuery, DraftReply
+from skulk.shared.types.ids import TaskId
 from skulk.shared.types.wire import from_msgpack, to_msgpack
 from skulk.worker.engines.mlx.drafters.ngram import NGramSession
-from skulk.worker.engines.mlx.drafters.remote_wire import DraftQuery, DraftReply
 
 MAX_SESSIONS = 64
 ADVERTISED_DRAFTERS = ["ngram"]  # what a node's capability card says it serves
@@ -19,7 +20,7 @@ ADVERTISED_DRAFTERS = ["ngram"]  # what a node's capability card says it serves
 
 class DraftService:
     def __init__(self, max_sessions: int = MAX_SESSIONS) -> None:
-        self._sessions: OrderedDict[str, NGramSession] = OrderedDict()
+        self._sessions: OrderedDict[TaskId, NGramSession] = OrderedDict()
         self._max_sessions = max_sessions
         self._lock = threading.Lock()
         self.answered = 0

@@ -1,4 +1,5 @@
-"""Tiny random-weight Llama checkpoints, for tests and benchmarks that need no real model.
+"""Tiny random-weight Llama checkpoints, for loader and sharding tests that need no real
+model and no tokenizer (`tiny_model` writes one with a tokenizer).
 
 They are written like a converted model (config.json + model.safetensors), so loaders are
 exercised exactly as on a real one.

@@ -2,7 +2,7 @@
 
 It has everything a real converted model has (config.json, safetensors, a byte-level BPE
 tokenizer.json, tokenizer_config.json with a ChatML chat template), only small: a few
-layers of width 64 and a vocabulary of a few hundred tokens. Not used in production.
+layers of width 64 and a vocabulary of a few hundred tokens.
 """
 
 import importlib
@@ -12,6 +12,8 @@ from typing import Any
 
 import mlx.core as mx
 from mlx.utils import tree_flatten
+
+from skulk.worker.engines.mlx import mlx_api
 
 _CORPUS = [
     "The quick brown fox jumps over the lazy dog.",
@@ -51,7 +53,6 @@ def write_tiny_model(out: Path, *, layers: int = 2, hidden: int = 64, heads: int
     """Write the model directory into `out` (created) and return it."""
     out.mkdir(parents=True, exist_ok=True)
     vocab = _save_tokenizer(out, vocab_size=400)
-    llama: Any = importlib.import_module("mlx_lm.models.llama")
     config: dict[str, Any] = {
         "model_type": "llama", "hidden_size": hidden, "num_hidden_layers": layers,
         "intermediate_size": hidden * 2, "num_attention_heads": heads,
@@ -60,7 +61,7 @@ def write_tiny_model(out: Path, *, layers: int = 2, hidden: int = 64, heads: int
         "max_position_embeddings": 4096, "eos_token_id": _SPECIAL.index("<|im_end|>"),
     }
     mx.random.seed(seed)
-    model = llama.Model(llama.ModelArgs.from_dict(config))
+    model = mlx_api.random_llama_model(mlx_api.llama_args(config, layers))
     weights = dict(tree_flatten(model.parameters()))
     # At their default scale the random layers barely move the residual stream and greedy
     # output repeats one token; larger projections give varied text, so equality tests

@@ -1,10 +1,10 @@
 """What a verifying runner and a drafting node say to each other: committed token ids
-one way, proposed ids back. Plain values, no mlx, so a node can serve drafts without
-loading an engine."""
+one way, proposed ids back. Every node answers these, whatever engine it runs."""
 
 from pydantic import Field
 
 from skulk.shared.types.base import WireModel
+from skulk.shared.types.ids import TaskId
 
 DRAFT_SERVICE = "drafter"  # the service a node answers draft queries on
 
@@ -12,7 +12,7 @@ DRAFT_SERVICE = "drafter"  # the service a node answers draft queries on
 class DraftQuery(WireModel):
     """Propose up to `limit` tokens to follow `context`."""
 
-    request_id: str = Field(description="The generation this draft is for; the drafter "
+    request_id: TaskId = Field(description="The generation this draft is for; the drafter "
                             "keeps its index per request between queries.")
     context: list[int] = Field(description="Every committed token id, prompt included.")
     limit: int = Field(ge=0, le=64, description="The most tokens to propose.")

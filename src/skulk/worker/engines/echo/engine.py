@@ -1,9 +1,8 @@
 """A weightless, deterministic engine: a TEST DOUBLE for fast tests of the runner path.
 
-It answers with the words of the last user message, one word per token. Options (all
-strings, from `EngineConfig.options`): `delay` seconds per token, `crash_at` token number
-at which the whole process exits abruptly, `ignore_sigterm` to make teardown escalate.
-The context limit counts words.
+It answers with the words of the last user message, one word per token; its options
+(`EchoOptions`) slow it down, crash it or make it hard to stop. The context limit counts
+words.
 """
 
 import os
@@ -13,6 +12,7 @@ from collections.abc import Iterator
 
 from skulk.shared.types.chunks import FinishReason, TokenChunk, Usage
 from skulk.shared.types.tasks import GenerationParams
+from skulk.worker.engines.echo.description import EchoOptions
 from skulk.worker.engines.protocol import ContextOverflow, EngineConfig
 from skulk.worker.engines.stop_sequences import StopScanner
 
@@ -20,13 +20,12 @@ from skulk.worker.engines.stop_sequences import StopScanner
 class EchoEngine:
     def __init__(self, config: EngineConfig) -> None:
         self._config = config
-        self._delay = float(config.options.get("delay", "0"))
-        self._crash_at = int(config.options.get("crash_at", "0"))
+        self._options = EchoOptions.parse(config.options)
 
     def load(self) -> None:
-        if self._config.options.get("fail_load"):
+        if self._options.fail_load:
             raise RuntimeError("echo engine told to fail loading")
-        if self._config.options.get("ignore_sigterm"):
+        if self._options.ignore_sigterm:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
     def warm_up(self) -> None:
@@ -59,9 +58,9 @@ class EchoEngine:
             if generated >= limit:
                 finish = "length"
                 break
-            if self._crash_at and index + 1 >= self._crash_at:
+            if self._options.crash_at and index + 1 >= self._options.crash_at:
                 os._exit(3)
-            time.sleep(self._delay)
+            time.sleep(self._options.delay)
             generated += 1
             text = scanner.feed(word if index == 0 else " " + word)
             if text:

@@ -1,4 +1,4 @@
-"""Builders of cards, nodes and commands for placement tests (not used by production code)."""
+"""Builders of cards, nodes and commands for placement tests."""
 
 from skulk.shared.types.commands import PlaceInstance
 from skulk.shared.types.ids import ModelId, NodeId, RunnerId

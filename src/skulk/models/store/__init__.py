@@ -1,0 +1,1 @@
+"""The node's model store: weights pulled from the hub or added from disk, verified."""

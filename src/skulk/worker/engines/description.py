@@ -1,0 +1,122 @@
+"""What Skulk knows about an engine without loading it: the one description each engine
+declares in its own folder, read by placement, the worker, telemetry and the runner.
+
+A description module must stay cheap to import (the master and the node process read
+it): it names its engine class as `module:Class` and never imports the engine itself.
+"""
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Self
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic_core import ErrorDetails
+
+from skulk.shared.types.instances import Sharding
+from skulk.shared.types.model_cards import ModelFormat
+from skulk.worker.engines.protocol import Engine, EngineConfig, InvalidRequest
+
+
+class EngineOptionError(InvalidRequest):
+    """An engine option has a value the engine cannot take; the message names it."""
+
+
+def _comma_separated(value: object) -> object:
+    if isinstance(value, str):
+        return [part for part in value.split(",") if part]
+    return value
+
+
+CommaSeparated = Annotated[list[str], BeforeValidator(_comma_separated)]
+
+
+class EngineOptions(BaseModel):
+    """Options every engine takes from the worker. They cross into the runner as strings
+    (`EngineConfig.options`); `parse` is the one way from those strings to this model."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    batching: bool = True
+    """Off: run concurrent requests one at a time (`--no-batching`, whole instances)."""
+    sharding: Sharding = "pipeline"
+    """How a split instance divides the model (stamped by the master)."""
+    ring_hosts: CommaSeparated = Field(default_factory=list)
+    """`ip:port` where each rank of a split instance listens, in rank order."""
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, str]) -> Self:
+        """The typed options, or an `EngineOptionError` naming each bad value."""
+        try:
+            return cls.model_validate(dict(raw))
+        except ValidationError as error:
+            known = ", ".join(sorted(cls.model_fields))
+            problems = "; ".join(_problem(detail, raw, known) for detail in error.errors())
+            raise EngineOptionError(problems) from error
+
+
+def _problem(detail: ErrorDetails, raw: Mapping[str, str], known: str) -> str:
+    name = str(detail["loc"][0]) if detail["loc"] else ""
+    if detail["type"] == "extra_forbidden":
+        return f"unknown engine option {name!r} (this engine takes {known})"
+    return f"engine option {name}={raw.get(name)!r}: {detail['msg']}"
+
+
+def no_environment(_config: EngineConfig) -> dict[str, str]:
+    """For engines whose runner needs nothing added to its environment."""
+    return {}
+
+
+@dataclass(frozen=True)
+class EngineDescription:
+    """One engine, as the rest of Skulk sees it."""
+
+    name: str
+    engine_class: str
+    """`module:Class`, a class taking an `EngineConfig`; only a runner imports it."""
+    options: type[EngineOptions]
+    """The engine's options model: the worker checks the options it built against it
+    before it starts a runner, and the engine parses `EngineConfig.options` with it."""
+    weight_format: ModelFormat
+    """The format of the weights it loads."""
+    overhead_factor: float
+    """Resident bytes per byte of weights on disk: weights plus scratch and slack."""
+    kv_bytes_per_value: int
+    """Bytes per cached key or value element."""
+    probe_backend: Callable[[str], str | None]
+    """The backend tag (`<engine>-<compute>`) this node can claim on a platform, or None
+    when the engine is not installed. Must not import the engine."""
+    shardings: frozenset[Sharding] = frozenset()
+    """How one instance may be split across nodes; empty: whole on one node only."""
+    runner_environment: Callable[[EngineConfig], dict[str, str]] = no_environment
+    """Variables the runner must start with (a preloaded library, thread counts)."""
+    drafts: bool = False
+    """Whether it decodes speculatively, so it wants the card's drafters and a drafting
+    node."""
+    imports_weights: bool = False
+    """Whether a missing copy of its weights is converted from the node's GGUF on first
+    use."""
+
+    @property
+    def splits(self) -> bool:
+        """Whether one instance may span several nodes."""
+        return bool(self.shardings)
+
+    def runs_as(self, sharding: Sharding, width: int) -> bool:
+        """Whether it can run an instance of this shape (whole means a one-wide pipeline)."""
+        return (width == 1 and sharding == "pipeline") or sharding in self.shardings
+
+    def shape_refusal(self, sharding: Sharding, width: int) -> str | None:
+        """Why it cannot run an instance of this shape, or None when it can."""
+        if self.runs_as(sharding, width):
+            return None
+        if not self.splits:
+            return f"{self.name} runs a model whole on one node"
+        return f"{self.name} does not split a model by {sharding}"
+
+    def create(self, config: EngineConfig) -> Engine:
+        """The engine itself, imported now (only a runner calls this)."""
+        module_name, _, class_name = self.engine_class.partition(":")
+        engine_class: Callable[[EngineConfig], Engine] = getattr(
+            importlib.import_module(module_name), class_name)
+        return engine_class(config)

@@ -1,0 +1,1 @@
+"""The echo engine: a weightless test double for the runner path."""

@@ -1,0 +1,161 @@
+"""The one typed doorway to llama-cpp-python: the only module that imports it.
+
+Most of llama-cpp-python is annotated; its raw C bindings and the private parts of `Llama`
+the engine needs (the last logits, the tokens and KV cells a context holds) are not, so
+they are reached here and nowhere else.
+"""
+
+import ctypes
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
+from typing import cast
+
+import llama_cpp
+import numpy as np
+import numpy.typing as npt
+from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar
+from llama_cpp.llama_types import ChatCompletionRequestMessage
+
+from skulk.shared.types.tasks import ChatMessage
+
+Grammar = LlamaGrammar
+KvBytes = ctypes.Array[ctypes.c_uint8]
+
+_SEQUENCE = 0  # llama-cpp-python decodes everything in sequence 0
+
+
+def any_json_grammar() -> Grammar:
+    """A grammar that admits any JSON value."""
+    return LlamaGrammar.from_string(JSON_GBNF, verbose=False)
+
+
+def json_schema_grammar(schema: str) -> Grammar:
+    """A grammar that admits only JSON satisfying `schema` (JSON Schema as JSON text).
+
+    Raises whatever llama-cpp-python's converter meets first in a schema it cannot turn
+    into a grammar.
+    """
+    return LlamaGrammar.from_json_schema(schema, verbose=False)
+
+
+@dataclass(frozen=True)
+class RenderedPrompt:
+    text: str
+    added_special: bool  # the template wrote the BOS token itself
+
+
+class ChatTemplate:
+    """A GGUF's own chat template, rendered as llama-cpp-python's chat completion does."""
+
+    def __init__(self, formatter: Jinja2ChatFormatter) -> None:
+        self._formatter = formatter
+
+    def render(self, messages: Sequence[ChatMessage]) -> RenderedPrompt:
+        # Every role's message type has a role and a content; the template reads no more.
+        plain = [{"role": message.role, "content": message.content} for message in messages]
+        rendered = self._formatter(messages=cast("list[ChatCompletionRequestMessage]", plain))
+        return RenderedPrompt(rendered.prompt, rendered.added_special)
+
+
+class LlamaContext:
+    """A GGUF model loaded in one llama.cpp context."""
+
+    def __init__(self, llama: llama_cpp.Llama) -> None:
+        self._llama = llama
+
+    @property
+    def n_vocab(self) -> int:
+        return self._llama.n_vocab()
+
+    def chat_template(self) -> ChatTemplate | None:
+        """The template in the GGUF's metadata, with its BOS and EOS tokens; None if the
+        file carries none."""
+        template = self._llama.metadata.get("tokenizer.chat_template")
+        if template is None:
+            return None
+        model = self._llama._model
+        eos_id, bos_id = model.token_eos(), model.token_bos()
+        return ChatTemplate(Jinja2ChatFormatter(
+            template=template,
+            eos_token=model.token_get_text(eos_id) if eos_id != -1 else "",
+            bos_token=model.token_get_text(bos_id) if bos_id != -1 else "",
+            stop_token_ids=[eos_id]))
+
+    def tokenize(self, text: str, *, add_bos: bool, special: bool) -> list[int]:
+        return self._llama.tokenize(text.encode("utf-8"), add_bos=add_bos, special=special)
+
+    def detokenize(self, tokens: list[int]) -> bytes:
+        return self._llama.detokenize(tokens)
+
+    def ends_generation(self, token: int) -> bool:
+        """Whether the token ends a generation (EOS, end of turn, ...)."""
+        return bool(llama_cpp.llama_vocab_is_eog(self._llama._model.vocab, token))
+
+    def set_seed(self, seed: int) -> None:
+        self._llama.set_seed(seed)
+
+    def reset(self) -> None:
+        """Forget every held token: the next generation prefills in full."""
+        reset: Callable[[], None] = self._llama.reset  # left unannotated upstream
+        reset()
+
+    def generate(self, prompt: list[int], *, top_k: int, top_p: float, min_p: float,
+                 temperature: float, repeat_penalty: float, grammar: Grammar | None
+                 ) -> Generator[int, Sequence[int] | None, None]:
+        """Sampled tokens after `prompt`, reusing the longest prefix the context holds;
+        closing the generator stops it."""
+        return self._llama.generate(prompt, top_k=top_k, top_p=top_p, min_p=min_p,
+                                    temp=temperature, repeat_penalty=repeat_penalty,
+                                    grammar=grammar)
+
+    def last_logits(self) -> npt.NDArray[np.float32]:
+        """The raw logits the last evaluated token was sampled from."""
+        pointer = llama_cpp.llama_get_logits_ith(self._llama._ctx.ctx, -1)
+        logits: npt.NDArray[np.float32] = np.ctypeslib.as_array(pointer,
+                                                                shape=(self.n_vocab,))
+        return logits
+
+    def held_tokens(self) -> npt.NDArray[np.intc]:
+        """The tokens whose KV the context holds, in order (a view, not a copy)."""
+        return self._llama._input_ids
+
+    def hold_tokens(self, tokens: npt.NDArray[np.intc]) -> None:
+        """Declare that the context holds the KV of `tokens` (just loaded with
+        `load_sequence`); the next generation re-evaluates at least the last one."""
+        count = len(tokens)
+        self._llama.input_ids[:count] = tokens
+        self._llama.n_tokens = count
+        self._llama._requires_eval = True
+
+    def save_sequence(self) -> tuple[KvBytes, int]:
+        """The KV cells of the context's sequence, and how many bytes of them are set."""
+        context = self._llama._ctx.ctx
+        size = llama_cpp.llama_state_seq_get_size(context, _SEQUENCE)
+        buffer = (ctypes.c_uint8 * size)()
+        written = llama_cpp.llama_state_seq_get_data(context, buffer, size, _SEQUENCE)
+        return buffer, int(written)
+
+    def load_sequence(self, data: KvBytes, size: int) -> bool:
+        """Replace the sequence's KV cells with saved ones; False if llama.cpp refused
+        them (the context then holds no cells)."""
+        self._llama._ctx.kv_cache_seq_rm(_SEQUENCE, 0, -1)
+        loaded = llama_cpp.llama_state_seq_set_data(self._llama._ctx.ctx, data, size,
+                                                    _SEQUENCE)
+        return bool(loaded != 0)
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """One unit-length vector per text (a context opened with `embedding=True`)."""
+        vectors: list[list[float]] = self._llama.embed(texts, normalize=True)
+        return vectors
+
+
+def open_context(model_path: str, *, context_tokens: int, threads: int | None,
+                 embedding: bool = False) -> LlamaContext:
+    """Load a GGUF on the CPU; an embedding context mean-pools the last hidden states."""
+    if embedding:
+        return LlamaContext(llama_cpp.Llama(
+            model_path=model_path, embedding=True, n_ctx=context_tokens, n_threads=threads,
+            pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN, verbose=False))
+    return LlamaContext(llama_cpp.Llama(model_path=model_path, n_ctx=context_tokens,
+                                        n_threads=threads, verbose=False))

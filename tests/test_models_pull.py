@@ -1,0 +1,121 @@
+"""`skulk models pull` as a user runs it, against a stand-in hub on loopback: progress,
+a pull killed mid-file and resumed, a full disk."""
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from skulk.models.store.free_space import NotEnoughSpace
+from skulk.models.store.hashing import file_sha256
+from skulk.models.store.pull import PARTIAL_DIR, PullRequest, pull
+from skulk.testing.fake_hub import FakeHub
+
+pytestmark = pytest.mark.integration
+
+# huggingface_hub writes in 10 MB chunks: the stall must come after the first one.
+WEIGHTS_BYTES = 24 << 20
+
+
+@pytest.fixture
+def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
+    source = tmp_path / "published"
+    source.mkdir()
+    (source / "config.json").write_text(
+        '{"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, '
+        '"num_attention_heads": 4, "num_key_value_heads": 2, '
+        '"max_position_embeddings": 2048}')
+    (source / "model.safetensors").write_bytes(os.urandom(WEIGHTS_BYTES))
+    with FakeHub() as fake:
+        fake.add_directory("org/Tiny-Llama", source)
+        monkeypatch.setenv("HF_ENDPOINT", fake.endpoint)
+        monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
+        yield fake
+
+
+def _pull_command(data_dir: Path) -> list[str]:
+    return [sys.executable, "-m", "skulk.cli.main", "models", "pull", "org/Tiny-Llama",
+            "--data-dir", str(data_dir)]
+
+
+def test_pull_shows_progress_and_the_model_is_listed(hub: FakeHub, tmp_path: Path) -> None:
+    pulled = subprocess.run(_pull_command(tmp_path), capture_output=True, text=True,
+                            timeout=120)
+    assert pulled.returncode == 0, pulled.stderr
+    assert "100.0%" in pulled.stderr and "MB/s" in pulled.stderr
+    assert "pulled tiny-llama (mlx" in pulled.stdout and "sha256-verified" in pulled.stdout
+    listed = subprocess.run([sys.executable, "-m", "skulk.cli.main", "models", "list",
+                             "--data-dir", str(tmp_path)], capture_output=True, text=True,
+                            timeout=60)
+    assert listed.returncode == 0 and "tiny-llama" in listed.stdout
+    assert str(tmp_path / "models" / "tiny-llama-mlx") in listed.stdout
+
+
+def test_a_pull_killed_mid_file_resumes_where_it_stopped(hub: FakeHub,
+                                                         tmp_path: Path) -> None:
+    stall_at = 15 << 20
+    hub.stall_after[("org/Tiny-Llama", "model.safetensors")] = stall_at
+    first = subprocess.Popen(_pull_command(tmp_path), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    try:
+        assert hub.stalled.wait(timeout=60), "the pull never reached the weights"
+        partial = tmp_path / "models" / PARTIAL_DIR / "tiny-llama-mlx"
+        # The bytes before the stall reach the partial file before the kill.
+        for _ in range(100):
+            if sum(p.stat().st_size for p in partial.glob("*.part")) > 0:
+                break
+            subprocess.run(["sleep", "0.1"], check=True)
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=30)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    del hub.stall_after[("org/Tiny-Llama", "model.safetensors")]
+    hub.release.set()
+
+    resumed = subprocess.run(_pull_command(tmp_path), capture_output=True, text=True,
+                             timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    ranges = [r for method, path, r in hub.requests
+              if method == "GET" and path.endswith("/model.safetensors") and r]
+    assert ranges and int(ranges[-1].removeprefix("bytes=").split("-")[0]) >= 10 << 20
+    stored = tmp_path / "models" / "tiny-llama-mlx" / "model.safetensors"
+    published = hub.repos["org/Tiny-Llama"].files["model.safetensors"]
+    assert file_sha256(stored) == published.sha256
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    mount = tmp_path / "small-disk"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", str(mount)],
+                   check=True)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_too_little_room_is_refused_before_the_first_byte(hub: FakeHub,
+                                                          small_disk: Path) -> None:
+    pulled = subprocess.run(_pull_command(small_disk), capture_output=True, text=True,
+                            timeout=120)
+    assert pulled.returncode == 1
+    assert "not enough disk space for tiny-llama" in pulled.stderr
+    assert not any(r[0] == "GET" and "/resolve/" in r[1] for r in hub.requests)
+
+
+def test_a_disk_that_fills_mid_fetch_is_reported_and_the_partial_removed(
+        hub: FakeHub, small_disk: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Another writer takes the room after the check: skip the check to get there.
+    monkeypatch.setattr("skulk.models.store.pull.require_space", lambda *args: None)
+    with pytest.raises(NotEnoughSpace, match="the disk filled while fetching tiny-llama"):
+        pull(small_disk / "models", PullRequest("org/Tiny-Llama"), lambda d, t: None)
+    assert not (small_disk / "models" / PARTIAL_DIR / "tiny-llama-mlx").exists()
+    assert not (small_disk / "models" / "tiny-llama-mlx").exists()
