@@ -1,4 +1,6 @@
-"""The one typed doorway to mlx-lm: the only module that imports it.
+"""The engine's one typed doorway to mlx-lm: the only module under worker/ that imports it
+(the offline importer, which must not depend on the worker, keeps its own in
+`models/mlx_import/mlx_arrays.py`).
 
 It loads models and tokenizers, tokenizes and detokenizes, does the KV-cache surgery the
 generation loop asks for (merge rows, drop rows, copy one row out, seed one from a saved
