@@ -3,14 +3,20 @@ runners serve. Workers propose nothing else, so anything else is a forgery by a 
 is refused before it reaches the order (a forged status for another node's runner or
 task would change what every replica believes)."""
 
-from skulk.shared.types.events import LocalEvent, RunnerStatusUpdated, TaskStatusUpdated
+from skulk.shared.types.events import (
+    LocalEvent,
+    RunnerStatusUpdated,
+    TaskStatusUpdated,
+    WeightsFetchProgress,
+    WeightsReady,
+)
 from skulk.shared.types.state import State
 
 
 def refused_local_event(state: State, local: LocalEvent) -> str | None:
     """Why the master must not index `local`, or None."""
     event, origin = local.event, local.origin
-    if isinstance(event, RunnerStatusUpdated):
+    if isinstance(event, RunnerStatusUpdated | WeightsFetchProgress | WeightsReady):
         owners = {shard.node_id for instance in state.instances.values()
                   for runner_id, shard in instance.shards.items()
                   if runner_id == event.runner_id}

@@ -7,6 +7,7 @@ from skulk.shared.types.events import (
     RunnerStatusUpdated,
     TaskCreated,
     TaskStatusUpdated,
+    WeightsFetchProgress,
 )
 from skulk.shared.types.ids import InstanceId, NodeId, RunnerId, TaskId
 from skulk.shared.types.runners import RunnerReady
@@ -26,6 +27,10 @@ def test_a_node_speaks_for_its_own_runners_and_tasks_only() -> None:
     assert refused_local_event(STATE, proposal(f.NODE, task)) is None
     assert refused_local_event(STATE, proposal("node-x", runner)) == "another_nodes_runner"
     assert refused_local_event(STATE, proposal("node-x", task)) == "another_nodes_task"
+    fetch = WeightsFetchProgress(runner_id=RunnerId("run-1"), model_id=f.MODEL, done_bytes=1,
+                                 total_bytes=2, source="hub org/m")
+    assert refused_local_event(STATE, proposal(f.NODE, fetch)) is None
+    assert refused_local_event(STATE, proposal("node-x", fetch)) == "another_nodes_runner"
     deleted = InstanceDeleted(instance_id=InstanceId("inst-1"), reason="forged")
     assert refused_local_event(STATE, proposal(f.NODE, deleted)) == "not_a_worker_event"
 

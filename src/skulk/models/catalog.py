@@ -44,8 +44,13 @@ class ModelCatalog:
 
     def __init__(self, cards: Iterable[ModelCard], models_dir: Path,
                  stored: Iterable[StoreEntry] = ()) -> None:
-        self._stored = list(stored)
-        self._cards = list(cards)
+        self._builtin = list(cards)
+        self._models_dir = models_dir
+        self._index(list(stored))
+
+    def _index(self, stored: list[StoreEntry]) -> None:
+        self._stored = stored
+        self._cards = list(self._builtin)
         known = {card.model_id for card in self._cards}
         # A stored model no built-in card describes is served from the card derived
         # from its files; where a built-in card exists, that card wins.
@@ -53,11 +58,14 @@ class ModelCatalog:
             if entry.card is not None and entry.model_id not in known:
                 self._cards.append(entry.card)
                 known.add(entry.model_id)
-        self._models_dir = models_dir
         self._by_name: dict[str, ModelCard] = {}
         for card in self._cards:
             for name in (card.model_id, *card.aliases):
                 self._by_name[name.lower()] = card
+
+    def refresh(self) -> None:
+        """Read the store again (after a fetch, a pull or an add on this node)."""
+        self._index(stored_entries(self._models_dir))
 
     @classmethod
     def builtin(cls, models_dir: Path) -> "ModelCatalog":

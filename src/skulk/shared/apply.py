@@ -18,7 +18,10 @@ from skulk.shared.types.events import (
     TaskCreated,
     TaskDeleted,
     TaskStatusUpdated,
+    WeightsFetchProgress,
+    WeightsReady,
 )
+from skulk.shared.types.runners import RunnerFetching
 from skulk.shared.types.state import State
 from skulk.shared.types.tasks import TERMINAL_TASK_STATUSES
 
@@ -50,6 +53,16 @@ def _apply_event(state: State, event: Event) -> State:
             return _instance_deleted(state, event)
         case RunnerStatusUpdated():
             return _runner_status_updated(state, event)
+        case WeightsFetchProgress():
+            return _runner_status_updated(state, RunnerStatusUpdated(
+                runner_id=event.runner_id, status=RunnerFetching(
+                    done_bytes=event.done_bytes, total_bytes=event.total_bytes,
+                    source=event.source)))
+        case WeightsReady():
+            return _runner_status_updated(state, RunnerStatusUpdated(
+                runner_id=event.runner_id, status=RunnerFetching(
+                    done_bytes=event.total_bytes, total_bytes=event.total_bytes,
+                    source=event.source)))
         case TaskCreated():
             return _task_created(state, event)
         case TaskStatusUpdated():

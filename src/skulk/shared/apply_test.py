@@ -15,9 +15,11 @@ from skulk.shared.types.events import (
     TaskCreated,
     TaskDeleted,
     TaskStatusUpdated,
+    WeightsFetchProgress,
+    WeightsReady,
 )
 from skulk.shared.types.ids import CommandId, InstanceId, NodeId, RunnerId, SessionId, TaskId
-from skulk.shared.types.runners import RunnerLoading, RunnerReady
+from skulk.shared.types.runners import RunnerFetching, RunnerLoading, RunnerReady
 from skulk.shared.types.state import State
 from skulk.testing import factories as f
 
@@ -55,6 +57,24 @@ def test_runner_status_is_recorded_for_owned_runners_only() -> None:
         RunnerStatusUpdated(runner_id=RunnerId("stray"), status=RunnerReady()),
     ])
     assert state.runners == {"run-1": RunnerLoading()}
+
+
+def test_a_fetch_shows_as_the_ranks_runner_status_until_the_runner_reports() -> None:
+    progress = WeightsFetchProgress(runner_id=RunnerId("run-1"), model_id=f.MODEL,
+                                    done_bytes=40, total_bytes=100, source="peer node-b")
+    state = run([InstanceCreated(instance=f.instance()), progress])
+    assert state.runners == {"run-1": RunnerFetching(done_bytes=40, total_bytes=100,
+                                                     source="peer node-b")}
+    ready = WeightsReady(runner_id=RunnerId("run-1"), model_id=f.MODEL, total_bytes=100,
+                         files_sha256="a" * 64, source="peer node-b")
+    state = run([ready], state)
+    assert state.runners == {"run-1": RunnerFetching(done_bytes=100, total_bytes=100,
+                                                     source="peer node-b")}
+    state = run([RunnerStatusUpdated(runner_id=RunnerId("run-1"), status=RunnerLoading())],
+                state)
+    assert state.runners == {"run-1": RunnerLoading()}
+    stray = progress.model_copy(update={"runner_id": RunnerId("stray")})
+    assert run([stray], state).runners == state.runners
 
 
 def test_task_created_then_status_then_deleted() -> None:

@@ -13,6 +13,8 @@ from skulk.shared.types.events import (
     TaskCreated,
     TaskDeleted,
     TaskStatusUpdated,
+    WeightsFetchProgress,
+    WeightsReady,
 )
 from skulk.shared.types.ids import CommandId, InstanceId, ModelId, NodeId, RunnerId, TaskId
 from skulk.shared.types.instances import Instance, ShardAssignment
@@ -77,6 +79,10 @@ def one_of_each_event() -> list[Event]:
     """One event of every type, in an order that applies cleanly from an empty State."""
     return [
         InstanceCreated(instance=instance()),
+        WeightsFetchProgress(runner_id=RunnerId("run-1"), model_id=MODEL, done_bytes=10,
+                             total_bytes=100, source="peer node-b"),
+        WeightsReady(runner_id=RunnerId("run-1"), model_id=MODEL, total_bytes=100,
+                     files_sha256="0" * 64, source="peer node-b"),
         RunnerStatusUpdated(runner_id=RunnerId("run-1"), status=RunnerReady()),
         TaskCreated(task=task()),
         TaskStatusUpdated(task_id=TaskId("task-1"), status="running"),

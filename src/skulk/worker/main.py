@@ -41,6 +41,7 @@ from skulk.worker.fit_guard import refusal
 from skulk.worker.plan import (
     CancelRunnerTask,
     CreateRunner,
+    FetchWeights,
     LifecycleRequest,
     LoadModel,
     LocalRunner,
@@ -55,6 +56,12 @@ from skulk.worker.runner import messages
 from skulk.worker.runner.crash_window import CrashWindow
 from skulk.worker.runner.flight_recorder import FlightRecorder
 from skulk.worker.runner.supervisor import RunnerSupervisor
+from skulk.worker.weights_fetch import (
+    NoWeights,
+    SourcesFor,
+    WeightsFetcher,
+    loadable_weights,
+)
 
 
 class Supervisor(Protocol):
@@ -109,6 +116,7 @@ class Worker:
         batching: bool = True,
         publish_spans: Callable[[RankSpans], Awaitable[None]] | None = None,
         remote_drafting: Callable[[NodeId], Awaitable[dict[str, str]]] | None = None,
+        weight_sources: SourcesFor | None = None,
     ) -> None:
         self._node_id = node_id
         self._replica = replica
@@ -125,6 +133,10 @@ class Worker:
         self._batching = batching
         # Engine options that let a runner reach a drafting node (None: no remote drafts).
         self._remote_drafting = remote_drafting
+        # Where missing weights come from (None: a rank without its weights gives up).
+        self._fetcher = None if weight_sources is None else WeightsFetcher(
+            node_id=node_id, catalog=catalog, publish_event=publish_event,
+            sources_for=weight_sources)
         self._runners: dict[RunnerId, _Runner] = {}
         self._dispatched: set[TaskId] = set()
         self._given_up: set[InstanceId] = set()
@@ -217,8 +229,12 @@ class Worker:
             self._wake = anyio.Event()
             state = self._replica.state
             self._dispatched &= set(state.tasks)
+            fetcher = self._fetcher
             step = plan(self._node_id, state, self.local_runners(), self._given_up,
-                        self._dispatched)
+                        self._dispatched,
+                        missing_weights=(fetcher.missing(state, self._given_up)
+                                         if fetcher else frozenset()),
+                        fetching=fetcher.fetching if fetcher else frozenset())
             if step is None:
                 # Supervisors wake us on every report; the timeout is only a backstop.
                 with anyio.move_on_after(1.0):
@@ -238,6 +254,11 @@ class Worker:
             case CancelRunnerTask(runner_id, task_id):
                 self._runners[runner_id].cancelling.add(task_id)
                 self._runners[runner_id].supervisor.cancel_task(task_id)
+            case FetchWeights(instance_id, runner_id):
+                assert self._fetcher is not None  # plan() asks only when it is set
+                self._fetcher.fetching.add(runner_id)
+                tasks.start_soon(self._fetch, self._replica.state.instances[instance_id],
+                                 runner_id)
             case CreateRunner(instance_id, runner_id):
                 await self._create(self._replica.state.instances[instance_id], runner_id, tasks)
             case LoadModel(runner_id):
@@ -259,7 +280,7 @@ class Worker:
             if why is not None:
                 await self._refuse(instance.instance_id, runner_id, why)
                 return
-        path = None if card is None else await self._weights(card, engine)
+        path = None if card is None else await loadable_weights(self._catalog, card, engine)
         if path is None:
             await self._give_up(instance.instance_id, runner_id,
                                 f"weights of {instance.model_id} for {instance.engine} are not "
@@ -285,6 +306,16 @@ class Worker:
         self._runners[runner_id] = _Runner(supervisor, instance.instance_id)
         tasks.start_soon(supervisor.run)
 
+    async def _fetch(self, instance: Instance, runner_id: RunnerId) -> None:
+        assert self._fetcher is not None
+        try:
+            await self._fetcher.fetch(instance, runner_id)
+        except NoWeights as error:
+            await self._give_up(instance.instance_id, runner_id, str(error))
+        finally:
+            self._fetcher.fetching.discard(runner_id)
+            self.wake()
+
     async def _drafting_options(self, card: ModelCard | None, instance: Instance,
                                 engine: EngineDescription) -> dict[str, str]:
         """Speculative decoding options from the model card: the default drafter, the
@@ -303,22 +334,6 @@ class Worker:
         if instance.drafter_node is not None and self._remote_drafting is not None:
             options.update(await self._remote_drafting(instance.drafter_node))
         return options
-
-    async def _weights(self, card: ModelCard, engine: EngineDescription) -> Path | None:
-        """The weights `engine` loads; an engine that imports its weights gets them from
-        the node's GGUF on first use (in a thread: it takes seconds)."""
-        local = self._catalog.local_path(card, engine.weight_format)
-        if (local is not None or not engine.imports_weights
-                or self._catalog.local_path(card, "gguf") is None):
-            return local
-        logger.info("importing {} for {} into the model store", card.model_id, engine.name)
-        try:
-            imported: Path = await anyio.to_thread.run_sync(ensure_mlx_model, self._catalog,
-                                                            card)
-        except (OSError, ValueError) as error:
-            logger.error("could not import {} for {}: {}", card.model_id, engine.name, error)
-            return None
-        return imported
 
     async def _refuse(self, instance_id: InstanceId, runner_id: RunnerId, reason: str) -> None:
         logger.warning("refusing shard {} of instance {}: {}", runner_id, instance_id, reason)

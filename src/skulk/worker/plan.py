@@ -52,6 +52,14 @@ class CancelRunnerTask:
 
 
 @dataclass(frozen=True)
+class FetchWeights:
+    """Bring the weights of a rank placed here onto this node, in the background."""
+
+    instance_id: InstanceId
+    runner_id: RunnerId
+
+
+@dataclass(frozen=True)
 class CreateRunner:
     instance_id: InstanceId
     runner_id: RunnerId
@@ -73,8 +81,8 @@ class StartTask:
     task: TextGenerationTask
 
 
-Step = (ReapRunner | ShutdownRunner | CancelRunnerTask | CreateRunner | LoadModel | WarmUp
-        | StartTask)
+Step = (ReapRunner | ShutdownRunner | CancelRunnerTask | FetchWeights | CreateRunner
+        | LoadModel | WarmUp | StartTask)
 
 
 def plan(
@@ -83,18 +91,23 @@ def plan(
     runners: Mapping[RunnerId, LocalRunner],
     given_up: Set[InstanceId] = frozenset(),
     dispatched: Set[TaskId] = frozenset(),
+    missing_weights: Set[InstanceId] = frozenset(),
+    fetching: Set[RunnerId] = frozenset(),
 ) -> Step | None:
     """The single most urgent step for this node, or None when all is in order.
 
     `given_up` holds instances whose runners crashed too often here; `dispatched` holds
     every task this worker already handed to a runner (its acknowledgement may still be on
-    its way through the master, so State can still say "pending").
+    its way through the master, so State can still say "pending"). A rank placed here
+    whose instance is in `missing_weights` gets its weights fetched before its runner is
+    created (create → fetch → load → warm up → serve); `fetching` holds the ranks whose
+    fetch runs in the background, which wait without holding up anything else.
     """
     return (
         _reap(runners)
         or _shutdown(node_id, state, runners)
         or _cancel(state, runners)
-        or _create(node_id, state, runners, given_up)
+        or _create(node_id, state, runners, given_up, missing_weights, fetching)
         or _advance_lifecycle(runners)
         or _start_task(state, runners, dispatched)
     )
@@ -126,13 +139,17 @@ def _cancel(state: State, runners: Mapping[RunnerId, LocalRunner]) -> Step | Non
 
 
 def _create(node_id: NodeId, state: State, runners: Mapping[RunnerId, LocalRunner],
-            given_up: Set[InstanceId]) -> Step | None:
+            given_up: Set[InstanceId], missing_weights: Set[InstanceId],
+            fetching: Set[RunnerId]) -> Step | None:
     for instance in state.instances.values():
         if instance.instance_id in given_up:
             continue
         for runner_id, shard in instance.shards.items():
-            if shard.node_id == node_id and runner_id not in runners:
-                return CreateRunner(instance.instance_id, runner_id)
+            if shard.node_id != node_id or runner_id in runners or runner_id in fetching:
+                continue
+            if instance.instance_id in missing_weights:
+                return FetchWeights(instance.instance_id, runner_id)
+            return CreateRunner(instance.instance_id, runner_id)
     return None
 
 

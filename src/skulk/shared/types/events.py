@@ -7,7 +7,15 @@ from pydantic import Field
 from skulk.shared.types.base import WireModel
 from skulk.shared.types.chunks import ErrorKind
 from skulk.shared.types.event_source import EventSource
-from skulk.shared.types.ids import CommandId, InstanceId, NodeId, RunnerId, SessionId, TaskId
+from skulk.shared.types.ids import (
+    CommandId,
+    InstanceId,
+    ModelId,
+    NodeId,
+    RunnerId,
+    SessionId,
+    TaskId,
+)
 from skulk.shared.types.instances import Instance
 from skulk.shared.types.runners import RunnerStatus
 from skulk.shared.types.state import State
@@ -35,6 +43,29 @@ class RunnerStatusUpdated(WireModel):
     kind: Literal["RunnerStatusUpdated"] = "RunnerStatusUpdated"
     runner_id: RunnerId = Field(description="The runner.")
     status: RunnerStatus = Field(description="Its new status.")
+
+
+class WeightsFetchProgress(WireModel):
+    """A worker fetching a rank's weights reports how far it got."""
+
+    kind: Literal["WeightsFetchProgress"] = "WeightsFetchProgress"
+    runner_id: RunnerId = Field(description="The rank's runner, created once they are here.")
+    model_id: ModelId = Field(description="The model being fetched.")
+    done_bytes: int = Field(ge=0, description="Bytes fetched so far.")
+    total_bytes: int = Field(ge=0, description="Bytes in all.")
+    source: str = Field(max_length=512, description="Where from: `peer NODE` or `hub REPO`.")
+
+
+class WeightsReady(WireModel):
+    """A rank's weights are on its node, each file checked against its sha256."""
+
+    kind: Literal["WeightsReady"] = "WeightsReady"
+    runner_id: RunnerId = Field(description="The rank's runner.")
+    model_id: ModelId = Field(description="The model.")
+    total_bytes: int = Field(ge=0, description="Bytes of the files the rank loads.")
+    files_sha256: str = Field(max_length=64, description="sha256 over the sorted (file name, "
+                              "sha256) pairs: equal on ranks that load the same files.")
+    source: str = Field(max_length=512, description="Where they came from.")
 
 
 class TaskCreated(WireModel):
@@ -95,6 +126,8 @@ Event = Annotated[
     InstanceCreated
     | InstanceDeleted
     | RunnerStatusUpdated
+    | WeightsFetchProgress
+    | WeightsReady
     | TaskCreated
     | TaskStatusUpdated
     | TaskDeleted

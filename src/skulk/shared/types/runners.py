@@ -7,6 +7,15 @@ from pydantic import Field
 from skulk.shared.types.base import WireModel
 
 
+class RunnerFetching(WireModel):
+    """The node is fetching the weights this runner will load; no process exists yet."""
+
+    kind: Literal["fetching"] = "fetching"
+    done_bytes: int = Field(ge=0, description="Bytes fetched so far.")
+    total_bytes: int = Field(ge=0, description="Bytes in all.")
+    source: str = Field(max_length=512, description="Where from: `peer NODE` or `hub REPO`.")
+
+
 class RunnerCreated(WireModel):
     """The process exists; no model is loaded."""
 
@@ -57,7 +66,8 @@ class RunnerShutdown(WireModel):
 
 
 RunnerStatus = Annotated[
-    RunnerCreated
+    RunnerFetching
+    | RunnerCreated
     | RunnerLoading
     | RunnerLoaded
     | RunnerWarmingUp

@@ -1,0 +1,41 @@
+"""Where a rank's weights can come from, in the order to try them: pure."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from skulk.models.store.manifest import StoreEntry
+from skulk.models.store.pull import PullRequest, pull
+from skulk.shared.types.ids import ModelId
+from skulk.shared.types.model_cards import ModelFormat
+
+Progress = Callable[[int, int], None]
+
+
+class WeightSource(Protocol):
+    """Something that can put a model's files into a store, verified."""
+
+    @property
+    def label(self) -> str: ...
+
+    def fetch(self, models_dir: Path, progress: Progress) -> StoreEntry: ...
+
+
+@dataclass(frozen=True)
+class HubSource:
+    """The model hub, through `huggingface_hub` (`HF_ENDPOINT`, `HF_TOKEN`)."""
+
+    repo: str
+    model_id: ModelId
+    format: ModelFormat
+    quant: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"hub {self.repo}"
+
+    def fetch(self, models_dir: Path, progress: Progress) -> StoreEntry:
+        request = PullRequest(repo=self.repo, model_id=self.model_id, format=self.format,
+                              quant=self.quant)
+        return pull(models_dir, request, progress).entry

@@ -1,0 +1,157 @@
+"""The worker's fetch step: the weights of a rank placed on a node that lacks them.
+
+Sources are tried in order (`weight_sources.py`): peers holding the same files, nearest
+first, then the hub. The copy runs in a thread; its progress goes out as
+`WeightsFetchProgress` at most twice a second and its end as `WeightsReady`. Every file
+is checked against its sha256 before the store lists it, so a runner never loads
+unverified bytes. The plan loop never waits on a fetch: `fetching` tells `plan()` which
+ranks are under way.
+"""
+
+import hashlib
+from collections.abc import Awaitable, Callable, Set
+from pathlib import Path
+
+import anyio
+from loguru import logger
+
+from skulk.models.catalog import ModelCatalog
+from skulk.models.mlx_import import ensure_mlx_model
+from skulk.models.store.manifest import StoreEntry
+from skulk.shared.types.events import Event, WeightsFetchProgress, WeightsReady
+from skulk.shared.types.ids import InstanceId, NodeId, RunnerId
+from skulk.shared.types.instances import Instance
+from skulk.shared.types.model_cards import ModelCard, ModelFormat
+from skulk.shared.types.state import State
+from skulk.worker.engines.description import EngineDescription
+from skulk.worker.engines.registry import engine_description
+from skulk.worker.weight_sources import WeightSource
+
+PROGRESS_EVERY_SECONDS = 0.5
+
+SourcesFor = Callable[[ModelCard, ModelFormat], list[WeightSource]]
+
+
+class NoWeights(RuntimeError):
+    """No source could provide the weights; the message says what was tried."""
+
+
+def needed_format(catalog: ModelCatalog, card: ModelCard, engine_name: str
+                  ) -> ModelFormat | None:
+    """The format to fetch for `engine_name` to load `card` here, or None when nothing
+    need be fetched (the weights are here, or the engine imports them from a GGUF here)."""
+    engine = engine_description(engine_name)
+    if catalog.local_path(card, engine.weight_format) is not None:
+        return None
+    if engine.imports_weights and card.source_for("gguf") is not None:
+        return None if catalog.local_path(card, "gguf") is not None else "gguf"
+    return engine.weight_format if card.source_for(engine.weight_format) else None
+
+
+async def loadable_weights(catalog: ModelCatalog, card: ModelCard,
+                           engine: EngineDescription) -> Path | None:
+    """The weights `engine` loads; an engine that imports its weights gets them from the
+    node's GGUF on first use (in a thread: it takes seconds)."""
+    local = catalog.local_path(card, engine.weight_format)
+    if (local is not None or not engine.imports_weights
+            or catalog.local_path(card, "gguf") is None):
+        return local
+    logger.info("importing {} for {} into the model store", card.model_id, engine.name)
+    try:
+        imported: Path = await anyio.to_thread.run_sync(ensure_mlx_model, catalog, card)
+    except (OSError, ValueError) as error:
+        logger.error("could not import {} for {}: {}", card.model_id, engine.name, error)
+        return None
+    return imported
+
+
+def files_digest(entry: StoreEntry) -> str:
+    """sha256 over the sorted (name, sha256) pairs: equal wherever the same files are."""
+    digest = hashlib.sha256()
+    for file in sorted(entry.files, key=lambda f: f.name):
+        digest.update(f"{file.name}\0{file.sha256}\n".encode())
+    return digest.hexdigest()
+
+
+class WeightsFetcher:
+    """Fetches run here, one per rank; the worker asks what is missing and starts them."""
+
+    def __init__(self, *, node_id: NodeId, catalog: ModelCatalog,
+                 publish_event: Callable[[Event], Awaitable[None]],
+                 sources_for: SourcesFor) -> None:
+        self._node_id = node_id
+        self._catalog = catalog
+        self._publish_event = publish_event
+        self._sources_for = sources_for
+        self.fetching: set[RunnerId] = set()
+
+    def missing(self, state: State, given_up: Set[InstanceId]) -> set[InstanceId]:
+        """Instances with a rank here whose weights must be fetched first."""
+        missing = set()
+        for instance in state.instances.values():
+            if instance.instance_id in given_up or all(
+                    shard.node_id != self._node_id for shard in instance.shards.values()):
+                continue
+            card = self._catalog.resolve(instance.model_id)
+            if card is not None and needed_format(self._catalog, card, instance.engine):
+                missing.add(instance.instance_id)
+        return missing
+
+    async def fetch(self, instance: Instance, runner_id: RunnerId) -> None:
+        """Bring the rank's weights here; raises NoWeights when every source failed."""
+        card = self._catalog.resolve(instance.model_id)
+        format = None if card is None else needed_format(self._catalog, card,
+                                                         instance.engine)
+        if card is None or format is None:
+            return
+        sources = self._sources_for(card, format)
+        if not sources:
+            raise NoWeights(f"no peer holds the {format} weights of {card.model_id} and its "
+                            "card names no hub repository; add them on a node with "
+                            "`skulk models add` or `skulk models pull`")
+        failures = []
+        for source in sources:
+            try:
+                entry = await self._fetch_from(source, runner_id, card)
+            except (OSError, ValueError, RuntimeError) as error:
+                logger.warning("fetching {} from {} failed: {}", card.model_id, source.label,
+                               error)
+                failures.append(f"{source.label}: {error}")
+                continue
+            self._catalog.refresh()
+            await self._publish_event(WeightsReady(
+                runner_id=runner_id, model_id=card.model_id, total_bytes=entry.size_bytes,
+                files_sha256=files_digest(entry), source=source.label))
+            return
+        raise NoWeights(f"could not fetch {card.model_id} ({format}): " + "; ".join(failures))
+
+    async def _fetch_from(self, source: WeightSource, runner_id: RunnerId,
+                          card: ModelCard) -> StoreEntry:
+        done_total = [0, 0]
+
+        def progress(done: int, total: int) -> None:
+            done_total[:] = [done, total]
+
+        async def report() -> None:
+            while True:
+                await anyio.sleep(PROGRESS_EVERY_SECONDS)
+                done, total = done_total
+                await self._publish_event(WeightsFetchProgress(
+                    runner_id=runner_id, model_id=card.model_id, done_bytes=done,
+                    total_bytes=total, source=source.label))
+
+        logger.info("fetching {} from {}", card.model_id, source.label)
+        models_dir: Path = self._catalog.models_dir
+        outcome: list[StoreEntry | Exception] = []
+        async with anyio.create_task_group() as reporting:
+            reporting.start_soon(report)
+            try:
+                outcome.append(await anyio.to_thread.run_sync(
+                    source.fetch, models_dir, progress, abandon_on_cancel=True))
+            except (OSError, ValueError, RuntimeError) as error:
+                outcome.append(error)  # raised below: a task group would wrap it
+            finally:
+                reporting.cancel_scope.cancel()
+        if isinstance(outcome[0], Exception):
+            raise outcome[0]
+        return outcome[0]
