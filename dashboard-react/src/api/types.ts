@@ -74,7 +74,8 @@ export interface Instance {
 }
 
 export type RunnerKind =
-  | "created" | "loading" | "loaded" | "warming_up" | "ready" | "running" | "failed" | "shutdown";
+  | "fetching" | "created" | "loading" | "loaded" | "warming_up" | "ready" | "running" | "failed"
+  | "shutdown";
 
 export interface RunnerStatus {
   kind: RunnerKind;
@@ -207,6 +208,8 @@ export interface InstanceRank {
   start_layer: number;
   end_layer: number;
   runner_status: string;
+  // While the rank's weights are on their way to its node.
+  fetch?: { done_bytes: number; total_bytes: number; source: string } | null;
 }
 
 export interface InstanceView {

@@ -8,7 +8,7 @@ export function RankProgressList({ ranks }: { ranks: InstanceRank[] }) {
   return (
     <ol className="rank-progress" aria-label="Load progress per rank">
       {ranks.map((rank) => {
-        const progress = rankProgress(rank.runner_status);
+        const progress = rankProgress(rank.runner_status, rank.fetch);
         return (
           <li key={rank.runner_id}>
             <Meter

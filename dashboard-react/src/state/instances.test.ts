@@ -15,6 +15,19 @@ describe("rank progress", () => {
   });
 });
 
+describe("fetch progress", () => {
+  it("fills the first step byte by byte and names the source", () => {
+    const half = rankProgress("fetching", { done_bytes: 50, total_bytes: 100, source: "peer node-a" });
+    const created = rankProgress("created");
+    expect(half.label).toBe("fetching 50% from peer node-a");
+    expect(half.fraction).toBeGreaterThan(rankProgress("pending").fraction);
+    expect(half.fraction).toBeLessThan(created.fraction);
+    const all = rankProgress("fetching", { done_bytes: 100, total_bytes: 100, source: "hub org/m" });
+    expect(all.fraction).toBeGreaterThan(half.fraction);
+    expect(all.fraction).toBeLessThanOrEqual(created.fraction);
+  });
+});
+
 describe("instance rows", () => {
   it("orders ranks, attaches the requests, the drafter and the ring port", () => {
     const state = clusterState();

@@ -1,9 +1,9 @@
 // Instances with their ranks, runner progress, drafter and the requests they serve.
 
-import type { ClusterState, InstanceView, RunnerKind, Task } from "../api/types";
+import type { ClusterState, InstanceRank, InstanceView, RunnerKind, Task } from "../api/types";
 
 // A runner's life before it serves, in order; each step moves its progress bar on.
-export const RUNNER_STEPS: RunnerKind[] = ["created", "loading", "loaded", "warming_up", "ready"];
+export const RUNNER_STEPS: RunnerKind[] = ["fetching", "created", "loading", "loaded", "warming_up", "ready"];
 
 export interface RankProgress {
   fraction: number;
@@ -11,7 +11,13 @@ export interface RankProgress {
   tone: "progress" | "done" | "failed";
 }
 
-export function rankProgress(status: string): RankProgress {
+export function rankProgress(status: string, fetch?: InstanceRank["fetch"]): RankProgress {
+  if (status === "fetching" && fetch && fetch.total_bytes > 0) {
+    // The fetch fills the first step's share of the bar, byte by byte.
+    const done = Math.min(fetch.done_bytes / fetch.total_bytes, 1);
+    const percent = Math.round(done * 100);
+    return { fraction: done / (RUNNER_STEPS.length + 1), label: `fetching ${percent}% from ${fetch.source}`, tone: "progress" };
+  }
   if (status === "failed") return { fraction: 1, label: "failed", tone: "failed" };
   if (status === "shutdown") return { fraction: 1, label: "shut down", tone: "failed" };
   if (status === "ready" || status === "running") return { fraction: 1, label: status, tone: "done" };
@@ -59,7 +65,7 @@ export function instanceRows(instances: InstanceView[], state: ClusterState | nu
         drafter: stamped?.drafter ?? null,
         ringPort: stamped?.ring_port ?? null,
         requests: tasks.filter((t) => t.instance_id === instance.instance_id).map(requestRow),
-        progress: [...instance.ranks].sort((a, b) => a.rank - b.rank).map((r) => rankProgress(r.runner_status)),
+        progress: [...instance.ranks].sort((a, b) => a.rank - b.rank).map((r) => rankProgress(r.runner_status, r.fetch)),
       };
     });
 }

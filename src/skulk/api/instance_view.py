@@ -11,7 +11,7 @@ from pydantic import Field
 
 from skulk.shared.types.ids import ModelId, NodeId, RunnerId
 from skulk.shared.types.instances import Instance, ShardAssignment
-from skulk.shared.types.runners import RunnerFailed, RunnerShutdown, is_serving
+from skulk.shared.types.runners import RunnerFailed, RunnerFetching, RunnerShutdown, is_serving
 from skulk.shared.types.state import State
 
 InstanceStatus = Literal["pending", "loading", "ready", "failed"]
@@ -22,6 +22,9 @@ class RankView(ShardAssignment):
 
     runner_id: RunnerId = Field(description="The rank's runner.")
     runner_status: str = Field(description="The runner's last reported status, or `pending`.")
+    fetch: RunnerFetching | None = Field(
+        default=None, description="While the rank's weights are fetched: bytes done, bytes "
+        "in all, and from where.")
 
 
 class InstanceView(Instance):
@@ -57,9 +60,15 @@ def instance_view(state: State, instance: Instance) -> InstanceView:
     """The instance with its status and ranks, as `/instance/{id}` shows it."""
     ranks = [RankView(**dict(shard), runner_id=runner_id,
                       runner_status=state.runners[runner_id].kind
-                      if runner_id in state.runners else "pending")
+                      if runner_id in state.runners else "pending",
+                      fetch=_fetching(state, runner_id))
              for runner_id, shard in sorted(instance.shards.items(), key=lambda kv: kv[1].rank)]
     return InstanceView(**dict(instance), status=instance_status(state, instance), ranks=ranks)
+
+
+def _fetching(state: State, runner_id: RunnerId) -> RunnerFetching | None:
+    status = state.runners.get(runner_id)
+    return status if isinstance(status, RunnerFetching) else None
 
 
 def instance_body(state: State, instance: Instance) -> dict[str, object]:

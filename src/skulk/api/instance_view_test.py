@@ -3,11 +3,11 @@
 from skulk.api.instance_view import instance_body, instance_view
 from skulk.shared.types.ids import InstanceId, ModelId, NodeId, RunnerId
 from skulk.shared.types.instances import Instance, ShardAssignment
-from skulk.shared.types.runners import RunnerReady
+from skulk.shared.types.runners import RunnerFetching, RunnerReady
 from skulk.shared.types.state import State
 
 RANK_FIELDS = {"runner_id", "node_id", "rank", "world_size", "start_layer", "end_layer",
-               "runner_status"}
+               "runner_status", "fetch"}
 
 
 def split_instance() -> Instance:
@@ -39,3 +39,14 @@ def test_the_cluster_summary_shows_the_drafter_and_no_ring_addresses() -> None:
     assert body["drafter_node"] == "c" and body["status"] == "pending"
     assert isinstance(body["ranks"], list)
     assert [set(rank) for rank in body["ranks"]] == [RANK_FIELDS] * 2
+
+
+def test_a_rank_whose_weights_are_being_fetched_shows_how_far() -> None:
+    fetching = RunnerFetching(done_bytes=30, total_bytes=120, source="peer a")
+    state = State(runners={RunnerId("r1"): fetching})
+    shown = instance_view(state, split_instance()).model_dump(mode="json")
+    assert shown["status"] == "loading"
+    assert [(r["runner_status"], r["fetch"]) for r in shown["ranks"]] == [
+        ("pending", None),
+        ("fetching", {"kind": "fetching", "done_bytes": 30, "total_bytes": 120,
+                      "source": "peer a"})]

@@ -39,6 +39,14 @@ def _print_error(response: httpx.Response) -> int:
     return 1
 
 
+def fetch_text(fetch: dict[str, Any] | None) -> str:
+    """` 40.0/120.0 MB from peer a` for a rank whose weights are on their way, else ``."""
+    if not fetch:
+        return ""
+    return (f" {fetch['done_bytes'] / 1e6:.1f}/{fetch['total_bytes'] / 1e6:.1f} MB from "
+            f"{fetch['source']}")
+
+
 def status(url: str) -> int:
     response = _request("GET", f"{url}/cluster")
     if response.status_code != 200:
@@ -59,7 +67,8 @@ def status(url: str) -> int:
               f"{instance['engine']}, {instance['status']}")
         for rank in instance["ranks"]:
             print(f"    rank {rank['rank']} on {rank['node_id']}: layers "
-                  f"{rank['start_layer']}-{rank['end_layer']}, {rank['runner_status']}")
+                  f"{rank['start_layer']}-{rank['end_layer']}, {rank['runner_status']}"
+                  f"{fetch_text(rank.get('fetch'))}")
     print(f"  tasks in flight: {cluster['tasks_in_flight']}")
     return 0
 
