@@ -178,6 +178,7 @@ class Node:
                         supervisor_factory=self._supervisor_factory,
                         engine_threads=self.config.engine_threads,
                         batching=self.config.batching,
+                        node_engine_options=self.config.engine_options,
                         read_own=self._read_own_memory,
                         publish_spans=self._publish_spans,
                         remote_drafting=self._remote_drafting_options)

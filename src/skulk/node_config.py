@@ -8,6 +8,7 @@ from skulk.api.security import ApiSecurity
 from skulk.cluster.election import DEFAULT_ELECTION_TIMEOUT_SECONDS
 from skulk.master.main import TOPOLOGY_SETTLE_GRACE_SECONDS
 from skulk.shared.partition import Quorum
+from skulk.worker.engines.node_options import NodeEngineOptions
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,8 @@ class NodeConfig:
     auto_place: bool = True
     engine_threads: int | None = None
     batching: bool = True  # MLX runners batch concurrent requests
+    # `--engine-option ENGINE.NAME=VALUE`: options for every runner of that engine here.
+    engine_options: NodeEngineOptions = field(default_factory=dict)
     stream_idle_timeout: float = 60.0
     discover: bool = False
     force_master: bool = False

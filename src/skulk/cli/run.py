@@ -19,6 +19,7 @@ from skulk.paths import default_data_dir
 from skulk.routing.transport import Transport
 from skulk.trust.revocations import load_revoked
 from skulk.trust.setup import TrustError, trust_at_start
+from skulk.worker.engines.node_options import parse_node_engine_options
 
 DEFAULT_LISTEN = "tcp/127.0.0.1:0"
 
@@ -70,6 +71,11 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="MLX runners of models wholly on this node serve one request "
                              "at a time instead of batching concurrent requests together "
                              "(split models always batch: their ranks must agree)")
+    parser.add_argument("--engine-option", action="append", default=[],
+                        metavar="ENGINE.NAME=VALUE",
+                        help="an option for every runner of ENGINE on this node, e.g. "
+                             "mlx.max_draft=8 (repeatable; an unknown NAME is refused with "
+                             "the list of the engine's options)")
     parser.add_argument("--api-key", action="append", default=[],
                         help="require this API key on every request but /healthz "
                              "(repeatable; also $SKULK_API_KEY, comma-separated)")
@@ -104,6 +110,7 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         auto_place=not args.no_auto_place,
         engine_threads=args.threads,
         batching=args.batching,
+        engine_options=parse_node_engine_options(args.engine_option),
         discover=args.discover,
         force_master=args.force_master,
         insecure=args.insecure,
@@ -144,7 +151,12 @@ def is_loopback(host: str) -> bool:
 def run_node(args: argparse.Namespace) -> int:
     _configure_logging(args.verbose - args.quiet)
     try:
-        anyio.run(run_node_forever, config_from_args(args))
+        config = config_from_args(args)
+    except ValueError as error:
+        print(f"skulk run: {error}", file=sys.stderr)
+        return 2
+    try:
+        anyio.run(run_node_forever, config)
     except KeyboardInterrupt:
         pass
     return 0

@@ -35,6 +35,7 @@ from skulk.shared.types.tasks import TextGenerationTask
 from skulk.shared.types.telemetry import NodeTelemetry, WarmModel
 from skulk.shared.types.traces import RankSpans
 from skulk.worker.engines.description import EngineDescription, EngineOptionError
+from skulk.worker.engines.node_options import NodeEngineOptions
 from skulk.worker.engines.protocol import EngineConfig
 from skulk.worker.engines.registry import engine_description
 from skulk.worker.fit_guard import refusal
@@ -117,6 +118,7 @@ class Worker:
         publish_spans: Callable[[RankSpans], Awaitable[None]] | None = None,
         remote_drafting: Callable[[NodeId], Awaitable[dict[str, str]]] | None = None,
         weight_sources: SourcesFor | None = None,
+        node_engine_options: NodeEngineOptions | None = None,
     ) -> None:
         self._node_id = node_id
         self._replica = replica
@@ -131,6 +133,8 @@ class Worker:
         # Fresh readings of this node for the fit guard; None skips the guard.
         self._read_own = read_own
         self._batching = batching
+        # The operator's `--engine-option`s, by engine: over the card's, under the master's.
+        self._node_engine_options = node_engine_options or {}
         # Engine options that let a runner reach a drafting node (None: no remote drafts).
         self._remote_drafting = remote_drafting
         # Where missing weights come from (None: a rank without its weights gives up).
@@ -291,8 +295,9 @@ class Worker:
                               n_threads=self._engine_threads, start_layer=shard.start_layer,
                               end_layer=shard.end_layer, world_size=shard.world_size,
                               rank=shard.rank,
-                              options={**engine_options(instance, batching=self._batching),
-                                       **await self._drafting_options(card, instance, engine)})
+                              options={**await self._drafting_options(card, instance, engine),
+                                       **self._node_engine_options.get(instance.engine, {}),
+                                       **engine_options(instance, batching=self._batching)})
         try:
             engine.options.parse(config.options)
         except EngineOptionError as error:

@@ -228,3 +228,31 @@ def test_engine_options_carry_the_ring_every_rank_dials() -> None:
     assert engine_options(f.instance(), batching=False) == {"batching": "off"}
     assert "batching" not in engine_options(split, batching=False), \
         "a node's --no-batching cannot give one rank of a split another batch shape"
+
+
+@pytest.mark.anyio
+async def test_the_nodes_engine_options_reach_its_runners_under_the_masters(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    async def weights(*_: object) -> Path:
+        return Path("/weights")
+    monkeypatch.setattr("skulk.worker.main.loadable_weights", weights)
+    cluster = Cluster()
+    node_options = {"mlx": {"draft_adaptive": "off", "drafter": "none"},
+                    "llama_cpp": {"max_draft": "3"}}
+    split = f.instance().model_copy(update={"engine": "mlx", "ring_port": 50100})
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(Worker(
+            node_id=f.NODE, replica=cluster.replica, catalog=ModelCatalog.builtin(Path(".")),
+            publish_event=cluster.publish_event, publish_chunk=cluster.publish_chunk,
+            send_command=cluster.send_command, supervisor_factory=FakeSupervisor,
+            node_engine_options=node_options).run)
+        cluster.apply(InstanceCreated(instance=split))
+        with anyio.fail_after(5):
+            while not FakeSupervisor.created:
+                await anyio.sleep(0.01)
+        tasks.cancel_scope.cancel()
+    options = FakeSupervisor.created[0].kwargs["config"].options
+    assert options["draft_adaptive"] == "off"
+    assert options["drafter"] == "none"  # over the card's default drafter
+    assert options["ring_hosts"] == "127.0.0.1:50100"  # stamped by the master
+    assert "max_draft" not in options  # another engine's

@@ -1,0 +1,39 @@
+"""Engine options an operator sets for every runner of one node (`--engine-option
+ENGINE.NAME=VALUE`), checked when the node starts so that a typo stops `skulk run` with a
+message instead of failing each runner later.
+
+Options the master stamps on an instance (how it is split, where its ranks listen) and
+`batching` (every rank of a split instance must run the same batch shape: `--no-batching`
+is its flag) are not the node's to set.
+"""
+
+from collections.abc import Iterable
+
+from skulk.worker.engines.description import EngineOptionError
+from skulk.worker.engines.registry import engine_description
+
+NodeEngineOptions = dict[str, dict[str, str]]  # engine name -> option name -> raw value
+
+NOT_PER_NODE = frozenset({"sharding", "ring_hosts", "batching"})
+
+
+def parse_node_engine_options(entries: Iterable[str]) -> NodeEngineOptions:
+    """`mlx.draft_adaptive=off`-style entries, by engine; a ValueError names what is wrong
+    with the first bad one and what would be right."""
+    options: NodeEngineOptions = {}
+    for entry in entries:
+        target, equals, value = entry.partition("=")
+        engine_name, dot, name = target.partition(".")
+        if not equals or not dot or not engine_name or not name:
+            raise ValueError(f"--engine-option {entry!r}: write ENGINE.NAME=VALUE, "
+                             "e.g. mlx.draft_adaptive=off")
+        engine = engine_description(engine_name)
+        if name in NOT_PER_NODE:
+            raise ValueError(f"--engine-option {entry!r}: {name} is set per instance, not "
+                             "per node" + (" (use --no-batching)" if name == "batching" else ""))
+        try:
+            engine.options.parse({name: value})
+        except EngineOptionError as error:
+            raise ValueError(f"--engine-option {entry!r}: {error}") from error
+        options.setdefault(engine_name, {})[name] = value
+    return options
