@@ -12,6 +12,8 @@ from skulk.shared.types.events import (
     InstanceCreated,
     InstanceDeleted,
     MembershipAgreed,
+    ModelCardAdded,
+    ModelCardRemoved,
     NodeRevoked,
     RunnerStatusUpdated,
     StateSnapshotHydrated,
@@ -20,6 +22,11 @@ from skulk.shared.types.events import (
     TaskStatusUpdated,
     WeightsFetchProgress,
     WeightsReady,
+)
+from skulk.shared.model_card_state import (
+    forget_holder,
+    model_card_added,
+    model_card_removed,
 )
 from skulk.shared.types.runners import RunnerFetching
 from skulk.shared.types.state import State
@@ -63,6 +70,10 @@ def _apply_event(state: State, event: Event) -> State:
                 runner_id=event.runner_id, status=RunnerFetching(
                     done_bytes=event.total_bytes, total_bytes=event.total_bytes,
                     source=event.source)))
+        case ModelCardAdded():
+            return model_card_added(state, event)
+        case ModelCardRemoved():
+            return model_card_removed(state, event.model_id, event.node_id)
         case TaskCreated():
             return _task_created(state, event)
         case TaskStatusUpdated():
@@ -85,6 +96,8 @@ def _apply_event(state: State, event: Event) -> State:
 def _node_revoked(state: State, event: NodeRevoked) -> State:
     if event.node_id in state.revoked_nodes:
         return state
+    # An expelled node's store is no longer the cluster's: its announced cards go with it.
+    state = forget_holder(state, event.node_id)
     return state.model_copy(update={"revoked_nodes": [*state.revoked_nodes, event.node_id]})
 
 
