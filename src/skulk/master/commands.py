@@ -4,6 +4,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import assert_never
 
+from skulk.master.model_card_commands import add_model_card_events, remove_model_card_events
 from skulk.master.placement import (
     DEFAULT_RING_PORTS,
     ClusterView,
@@ -11,7 +12,6 @@ from skulk.master.placement import (
     place,
     wider_placement,
 )
-from skulk.master.model_card_commands import add_model_card_events, remove_model_card_events
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.types.commands import (
     AddModelCard,

@@ -5,6 +5,11 @@ Pure and exhaustive: every node that applies the same indexed events gets the sa
 
 from typing import assert_never
 
+from skulk.shared.model_card_state import (
+    forget_holder,
+    model_card_added,
+    model_card_removed,
+)
 from skulk.shared.types.events import (
     CommandRejected,
     Event,
@@ -22,11 +27,6 @@ from skulk.shared.types.events import (
     TaskStatusUpdated,
     WeightsFetchProgress,
     WeightsReady,
-)
-from skulk.shared.model_card_state import (
-    forget_holder,
-    model_card_added,
-    model_card_removed,
 )
 from skulk.shared.types.runners import RunnerFetching
 from skulk.shared.types.state import State
