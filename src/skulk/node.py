@@ -31,6 +31,7 @@ from skulk.cluster.election import Election
 from skulk.cluster.local_events import LocalEventSender
 from skulk.cluster.master_seat import MasterSeat
 from skulk.cluster.reachability import ReachabilityProber
+from skulk.cluster.store_cards import StoreWatcher
 from skulk.master.event_log import DiskEventLog
 from skulk.master.event_log_restore import note_followed_session, restore_from_log
 from skulk.models.catalog import ModelCatalog
@@ -136,6 +137,8 @@ class Node:
             node_id=self.node_id, epoch=self._epoch,
             publish=lambda local: self.router.publish(topics.LOCAL_EVENTS, local))
         catalog = ModelCatalog.builtin(self.config.data_dir / "models")
+        # Cards other nodes announced are as placeable and listable as built-in ones.
+        catalog.follow_cluster(lambda: self.replica.state.model_cards)
         event_log = DiskEventLog(self.config.data_dir / "event_log")
         self._event_log_dir = event_log.directory
         restored = restore_from_log(event_log.directory, self.node_id)
@@ -170,6 +173,12 @@ class Node:
                 tasks.start_soon(publish_readings_forever, self._own_reading, self.telemetry,
                                  lambda reading: self.router.publish(topics.TELEMETRY, reading))
                 tasks.start_soon(self._keep_in_sync)
+                # Only a worker node announces its store: its weights serve placements.
+                tasks.start_soon(StoreWatcher(
+                    node_id=self.node_id, catalog=catalog,
+                    state=lambda: self.replica.state,
+                    following=lambda: self.replica.session is not None,
+                    send_command=self.send_command, announce=self.config.run_worker).run)
                 if self.config.run_worker:
                     worker = self._worker = Worker(
                         node_id=self.node_id, replica=self.replica, catalog=catalog,

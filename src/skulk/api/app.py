@@ -30,6 +30,7 @@ from skulk.api.routers import (
     responses,
     sessions,
     state,
+    store,
     traces,
 )
 from skulk.api.security import ApiSecurity, SecurityMiddleware
@@ -50,7 +51,7 @@ def create_app(context: ApiContext, security: ApiSecurity | None = None,
                            expose_headers=[COMMAND_ID_HEADER])
     dialects = (chat, completions, responses, embeddings, anthropic, ollama, sessions, models)
     operations = (state, cluster, instances, placement_fits, events, cancel, metrics,
-                  diagnostics, traces)
+                  diagnostics, traces, store)
     for module in (*dialects, *operations):
         app.include_router(module.router)
     install_dashboard(app, dashboard_dir)  # last: it must not shadow any API route

@@ -7,8 +7,10 @@ from pathlib import Path
 
 from skulk.cli import client
 from skulk.cli.cluster import add_cluster_arguments, run_cluster
+from skulk.cli.models_add import add_add_arguments, run_add
 from skulk.cli.models_import import add_import_arguments, run_import
 from skulk.cli.models_pull import add_pull_arguments, run_pull
+from skulk.cli.models_remove import add_remove_arguments, run_remove
 from skulk.cli.run import add_run_arguments, run_node
 from skulk.models.catalog import ModelCatalog
 from skulk.paths import default_data_dir
@@ -30,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     with_url("status", "show the cluster's nodes, instances and tasks")
     add_cluster_arguments(commands.add_parser(
         "cluster", help="the cluster's join token; expel a member"))
-    models = commands.add_parser("models", help="list or import the models this node knows")
+    models = commands.add_parser(
+        "models", help="list, add, remove, pull or import the models this node knows")
     models.add_argument("--data-dir", type=Path, default=None, help="node data dir")
     model_actions = models.add_subparsers(dest="action")
     listing = model_actions.add_parser("list", help="the models and where their weights live")
@@ -39,6 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
         "import", help="turn a GGUF file or Hugging Face directory into an MLX model"))
     add_pull_arguments(model_actions.add_parser(
         "pull", help="fetch a model from the Hugging Face hub into this node's store"))
+    add_add_arguments(model_actions.add_parser(
+        "add", help="put a .gguf file or Hugging Face directory into this node's store"))
+    add_remove_arguments(model_actions.add_parser(
+        "remove", help="take a model out of this node's store"))
     place = with_url("place", "place a model on the cluster")
     place.add_argument("model")
     chat = with_url("chat", "chat with a model in the terminal")
@@ -78,6 +85,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return run_import(args)
             case "models" if args.action == "pull":
                 return run_pull(args)
+            case "models" if args.action == "add":
+                return run_add(args)
+            case "models" if args.action == "remove":
+                return run_remove(args)
             case "models":
                 return list_models(args.data_dir or default_data_dir())
             case "place":

@@ -33,6 +33,9 @@ def seed_for_new_session(replica: State, live_nodes: Set[NodeId]) -> State:
                          "retry the request"})
         tasks[task_id] = task
     # Producer marks carry so the new master drops resends of events already indexed.
+    # Announced cards carry too: a holder that left still holds its files when it returns.
     return State(instances=dict(replica.instances), runners=runners, tasks=tasks,
                  producer_marks=dict(replica.producer_marks),
+                 model_cards=dict(replica.model_cards),
+                 model_card_holders=dict(replica.model_card_holders),
                  revoked_nodes=list(replica.revoked_nodes), members=list(replica.members))

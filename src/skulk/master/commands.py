@@ -4,6 +4,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import assert_never
 
+from skulk.master.model_card_commands import add_model_card_events, remove_model_card_events
 from skulk.master.placement import (
     DEFAULT_RING_PORTS,
     ClusterView,
@@ -13,12 +14,14 @@ from skulk.master.placement import (
 )
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.types.commands import (
+    AddModelCard,
     CancelTask,
     Command,
     DeleteInstance,
     ForgetMember,
     PlaceInstance,
     RefusePlacement,
+    RemoveModelCard,
     ReplaceInstance,
     RevokeNode,
     TaskFinished,
@@ -97,6 +100,10 @@ def events_for_command(state: State, command: Command, context: CommandContext) 
                 return []
             return [MembershipAgreed(members=[n for n in state.members
                                               if n != command.node_id])]
+        case AddModelCard():
+            return add_model_card_events(state, command, context.catalog)
+        case RemoveModelCard():
+            return remove_model_card_events(state, command)
         case _:
             assert_never(command)
 

@@ -15,6 +15,7 @@ from loguru import logger
 from skulk.master.commands import CommandContext, delete_instance_events, events_for_command
 from skulk.master.local_event_order import LocalEventOrder
 from skulk.master.local_event_rules import refused_local_event
+from skulk.master.model_card_commands import refused_card_sender
 from skulk.master.reconcile import instances_on_lost_nodes, reconcile
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.apply import apply
@@ -99,6 +100,7 @@ class Master:
     ) -> None:
         self._quorum = quorum
         self.refused_local_events: Counter[str] = Counter()
+        self.refused_commands: Counter[str] = Counter()
         # Lasting commands this master accepted while its side lacked a majority.
         self.carried: list[Command] = []
         self._missing_since: dict[NodeId, float] = {}
@@ -188,7 +190,10 @@ class Master:
     def _context(self) -> CommandContext:
         live = self.live_nodes()
         nodes = {n: r for n, r in self._telemetry.live().items() if n in live}
-        return CommandContext(catalog=self._catalog, nodes=nodes, live_nodes=frozenset(live),
+        # Placement reads the cards announced in the master's own State, which is ahead of
+        # the node's replica.
+        catalog = self._catalog.seeing(self._state.model_cards)
+        return CommandContext(catalog=catalog, nodes=nodes, live_nodes=frozenset(live),
                               new_runner_id=new_runner_id, new_task_id=new_task_id)
 
     async def handle_command(self, envelope: CommandEnvelope) -> None:
@@ -200,6 +205,12 @@ class Master:
             self._seen_commands.pop(next(iter(self._seen_commands)))
         if self._indexes_nothing():
             return  # the API nodes on this side refuse what would start something
+        refused = None if envelope.origin == self.node_id else refused_card_sender(
+            self._state, envelope)
+        if refused is not None:
+            self.refused_commands[refused] += 1
+            logger.warning("refused a command from {}: {}", envelope.origin, refused)
+            return
         events = events_for_command(self._state, command, self._context())
         if events and is_lasting(command) and not self.standing().majority:
             # Accepted on a minority side: sent again to the majority's master at heal.

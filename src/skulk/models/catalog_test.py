@@ -45,3 +45,36 @@ def test_malformed_card_names_its_file(tmp_path: Path) -> None:
         assert "bad.toml" in str(error)
     else:
         raise AssertionError("a malformed card must be refused")
+
+
+def test_builtin_stored_and_announced_cards_are_combined_nearest_first(
+        tmp_path: Path) -> None:
+    from skulk.models.store.manifest import StoredFile, StoreEntry, write_entry
+    from skulk.testing import factories as f
+
+    stored_card = f.added_card("stored-one")
+    (tmp_path / "stored-one-gguf").mkdir()
+    write_entry(tmp_path / "stored-one-gguf", StoreEntry(
+        directory="stored-one-gguf", model_id=stored_card.model_id, format="gguf",
+        files=[StoredFile(name="tiny.gguf", size_bytes=1000, sha256="0" * 64)],
+        card=stored_card))
+    announced: dict[ModelId, ModelCard] = {}
+    catalog = ModelCatalog.builtin(tmp_path)
+    catalog.follow_cluster(lambda: announced)
+    assert catalog.resolve("stored-one") == stored_card
+    assert catalog.resolve("tiny-added") is None
+
+    # An announced card shows up on the next lookup, with no refresh of the store.
+    announced = {ModelId("tiny-added"): f.added_card(),
+                 ModelId("stored-one"): f.added_card("stored-one", n_layers=9),
+                 ModelId("smollm2-135m"): f.added_card("smollm2-135m")}
+    ids: list[str] = [c.model_id for c in catalog.cards()]
+    assert ids.count("tiny-added") == ids.count("stored-one") == ids.count("smollm2-135m") == 1
+    assert catalog.resolve("tiny-added") == f.added_card()
+    assert catalog.resolve("stored-one") == stored_card  # this node's own files win
+    smol = catalog.resolve("smollm2-135m")
+    assert smol is not None and smol.n_layers == 30  # a built-in card is never shadowed
+    assert catalog.builtin_card("tiny-added") is None
+    assert catalog.seeing({}).resolve("tiny-added") is None
+    announced = {}
+    assert catalog.resolve("tiny-added") is None

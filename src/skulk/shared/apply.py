@@ -5,6 +5,11 @@ Pure and exhaustive: every node that applies the same indexed events gets the sa
 
 from typing import assert_never
 
+from skulk.shared.model_card_state import (
+    forget_holder,
+    model_card_added,
+    model_card_removed,
+)
 from skulk.shared.types.events import (
     CommandRejected,
     Event,
@@ -12,6 +17,8 @@ from skulk.shared.types.events import (
     InstanceCreated,
     InstanceDeleted,
     MembershipAgreed,
+    ModelCardAdded,
+    ModelCardRemoved,
     NodeRevoked,
     RunnerStatusUpdated,
     StateSnapshotHydrated,
@@ -63,6 +70,10 @@ def _apply_event(state: State, event: Event) -> State:
                 runner_id=event.runner_id, status=RunnerFetching(
                     done_bytes=event.total_bytes, total_bytes=event.total_bytes,
                     source=event.source)))
+        case ModelCardAdded():
+            return model_card_added(state, event)
+        case ModelCardRemoved():
+            return model_card_removed(state, event.model_id, event.node_id)
         case TaskCreated():
             return _task_created(state, event)
         case TaskStatusUpdated():
@@ -85,6 +96,8 @@ def _apply_event(state: State, event: Event) -> State:
 def _node_revoked(state: State, event: NodeRevoked) -> State:
     if event.node_id in state.revoked_nodes:
         return state
+    # An expelled node's store is no longer the cluster's: its announced cards go with it.
+    state = forget_holder(state, event.node_id)
     return state.model_copy(update={"revoked_nodes": [*state.revoked_nodes, event.node_id]})
 
 

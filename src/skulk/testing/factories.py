@@ -7,6 +7,8 @@ from skulk.shared.types.events import (
     InstanceCreated,
     InstanceDeleted,
     MembershipAgreed,
+    ModelCardAdded,
+    ModelCardRemoved,
     NodeRevoked,
     RunnerStatusUpdated,
     StateSnapshotHydrated,
@@ -18,6 +20,7 @@ from skulk.shared.types.events import (
 )
 from skulk.shared.types.ids import CommandId, InstanceId, ModelId, NodeId, RunnerId, TaskId
 from skulk.shared.types.instances import Instance, ShardAssignment
+from skulk.shared.types.model_cards import ModelCard, ModelSource
 from skulk.shared.types.runners import RunnerFailed, RunnerReady
 from skulk.shared.types.state import State
 from skulk.shared.types.tasks import ChatMessage, GenerationParams, TextGenerationTask
@@ -41,6 +44,16 @@ def instance(
         },
         context_token_limit=2048,
     )
+
+
+def added_card(model_id: str = "tiny-added", n_layers: int = 2,
+               filename: str = "tiny-added-gguf/tiny.gguf") -> ModelCard:
+    """A card as `skulk models add` derives it, for a model no built-in card names."""
+    return ModelCard(
+        model_id=ModelId(model_id), family="llama", n_layers=n_layers, hidden_size=64,
+        num_attention_heads=4, num_key_value_heads=2, context_length=256,
+        capabilities=["text", "chat"], chat_template_source="gguf",
+        sources=[ModelSource(format="gguf", filename=filename, size_bytes=1000)])
 
 
 def params(text: str = "hello") -> GenerationParams:
@@ -85,6 +98,8 @@ def one_of_each_event() -> list[Event]:
                      files_sha256="0" * 64, source="peer node-b"),
         RunnerStatusUpdated(runner_id=RunnerId("run-1"), status=RunnerReady()),
         TaskCreated(task=task()),
+        ModelCardAdded(card=added_card(), node_id=NODE),
+        ModelCardRemoved(model_id=ModelId("tiny-added"), node_id=NODE),
         TaskStatusUpdated(task_id=TaskId("task-1"), status="running"),
         CommandRejected(
             command_id=CommandId("cmd-x"), error_kind="invalid_request", message="no"

@@ -17,6 +17,8 @@ def _model_body(context: ApiContext, card: ModelCard) -> dict[str, object]:
     return {"id": card.model_id, "object": "model", "created": _CREATED, "owned_by": "skulk",
             "aliases": card.aliases, "context_length": card.context_length,
             "available_formats": formats,
+            # Nodes whose store holds an added model (none for a built-in card).
+            "stored_on": list(context.replica.state.model_card_holders.get(card.model_id, [])),
             "running_instances": len(context.replica.state.instances_of(card.model_id))}
 
 

@@ -34,6 +34,11 @@ class StoreEntry(WireModel):
     card: ModelCard | None = Field(
         default=None, description="Card derived from the files, for a model no built-in "
         "card describes.")
+    linked_from: str | None = Field(
+        default=None, description="Added with `--link`: the absolute path of the file or "
+        "directory the weights stay in. The store directory then holds symbolic links to "
+        "those files (so every reader finds them the usual way); moving or changing them "
+        "breaks the entry, and removing the entry leaves them alone.")
 
     @property
     def size_bytes(self) -> int:

@@ -7,7 +7,7 @@ from pydantic import Field
 from skulk.shared.types.base import WireModel
 from skulk.shared.types.ids import CommandId, InstanceId, ModelId, NodeId
 from skulk.shared.types.instances import Sharding
-from skulk.shared.types.model_cards import EngineName
+from skulk.shared.types.model_cards import EngineName, ModelCard
 from skulk.shared.types.tasks import GenerationParams
 
 
@@ -100,6 +100,25 @@ class ForgetMember(WireModel):
     node_id: NodeId = Field(description="The member to forget.")
 
 
+class AddModelCard(WireModel):
+    """A node announces the card of a model its store holds, so every node knows it. Only
+    the node itself may announce its store (the master checks the sender)."""
+
+    kind: Literal["AddModelCard"] = "AddModelCard"
+    command_id: CommandId = Field(description="Unique id of this command.")
+    node_id: NodeId = Field(description="The node whose store holds the weights.")
+    card: ModelCard = Field(description="The card derived from the stored weights.")
+
+
+class RemoveModelCard(WireModel):
+    """A node's store no longer holds a model it announced."""
+
+    kind: Literal["RemoveModelCard"] = "RemoveModelCard"
+    command_id: CommandId = Field(description="Unique id of this command.")
+    node_id: NodeId = Field(description="The node whose store held the weights.")
+    model_id: ModelId = Field(description="The model removed from that store.")
+
+
 Command = Annotated[
     PlaceInstance
     | DeleteInstance
@@ -109,7 +128,9 @@ Command = Annotated[
     | CancelTask
     | TaskFinished
     | RevokeNode
-    | ForgetMember,
+    | ForgetMember
+    | AddModelCard
+    | RemoveModelCard,
     Field(discriminator="kind"),
 ]
 

@@ -17,6 +17,7 @@ from skulk.shared.types.ids import (
     TaskId,
 )
 from skulk.shared.types.instances import Instance
+from skulk.shared.types.model_cards import ModelCard
 from skulk.shared.types.runners import RunnerStatus
 from skulk.shared.types.state import State
 from skulk.shared.types.tasks import Task, TaskStatus
@@ -66,6 +67,24 @@ class WeightsReady(WireModel):
     files_sha256: str = Field(max_length=64, description="sha256 over the sorted (file name, "
                               "sha256) pairs: equal on ranks that load the same files.")
     source: str = Field(max_length=512, description="Where they came from.")
+
+
+class ModelCardAdded(WireModel):
+    """A node's store holds a model no built-in card describes; its card is now known to
+    every node, so any of them can list and place it."""
+
+    kind: Literal["ModelCardAdded"] = "ModelCardAdded"
+    card: ModelCard = Field(description="The card, derived from the stored weights.")
+    node_id: NodeId = Field(description="The node whose store holds the weights.")
+
+
+class ModelCardRemoved(WireModel):
+    """A node's store no longer holds an added model; the card is forgotten once no node
+    holds it."""
+
+    kind: Literal["ModelCardRemoved"] = "ModelCardRemoved"
+    model_id: ModelId = Field(description="The model removed from the store.")
+    node_id: NodeId = Field(description="The node whose store held it.")
 
 
 class TaskCreated(WireModel):
@@ -128,6 +147,8 @@ Event = Annotated[
     | RunnerStatusUpdated
     | WeightsFetchProgress
     | WeightsReady
+    | ModelCardAdded
+    | ModelCardRemoved
     | TaskCreated
     | TaskStatusUpdated
     | TaskDeleted

@@ -8,6 +8,7 @@ from skulk.shared.types.base import WireModel
 from skulk.shared.types.event_source import EventSource
 from skulk.shared.types.ids import CommandId, InstanceId, ModelId, NodeId, RunnerId, TaskId
 from skulk.shared.types.instances import Instance
+from skulk.shared.types.model_cards import ModelCard
 from skulk.shared.types.runners import RunnerStatus
 from skulk.shared.types.tasks import Task
 
@@ -34,6 +35,12 @@ class State(WireModel):
     revoked_nodes: list[NodeId] = Field(
         default_factory=list, description="Expelled members, whose messages and "
         "certificates every node refuses.")
+    model_cards: Mapping[ModelId, ModelCard] = Field(
+        default_factory=dict, description="Cards of models added to a node's store (not "
+        "built in), announced by that node so every node can list and place them.")
+    model_card_holders: Mapping[ModelId, list[NodeId]] = Field(
+        default_factory=dict, description="Per announced card, the nodes whose store holds "
+        "its weights; a card no node holds any more is forgotten.")
     last_event_applied_idx: int = Field(
         default=-1, description="Index of the last applied event; -1 before any."
     )

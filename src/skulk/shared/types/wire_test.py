@@ -6,12 +6,14 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.types.chunks import Chunk, DataChunk
 from skulk.shared.types.commands import (
+    AddModelCard,
     CancelTask,
     Command,
     CommandEnvelope,
     DeleteInstance,
     PlaceInstance,
     RefusePlacement,
+    RemoveModelCard,
     ReplaceInstance,
     TaskFinished,
     TextGeneration,
@@ -53,6 +55,8 @@ def wire_values() -> list[BaseModel]:
         TextGeneration(command_id=CMD, owner_node=NODE, params=f.params()),
         CancelTask(command_id=CMD, target_command_id=CommandId("c2")),
         TaskFinished(command_id=CMD, target_command_id=CommandId("c2")),
+        AddModelCard(command_id=CMD, node_id=NODE, card=f.added_card()),
+        RemoveModelCard(command_id=CMD, node_id=NODE, model_id=ModelId("tiny-added")),
     ]
     values += [CommandEnvelope(origin=NODE, command=c) for c in commands]
     values += [DataChunk(command_id=CMD, owner_node=NODE, sequence=i, chunk=c)
