@@ -1,0 +1,163 @@
+"""`WeightServer`: a node's store served to cluster members, one thread per connection.
+
+The server runs in its own threads, never on the node's event loop: sending weights is
+blocking file and socket I/O. The TLS handshake happens in the connection's thread (a slow
+client cannot stall the accept loop), connections beyond `max_connections` are closed at
+once (the fetcher moves on to another source), and `stop` closes the listening socket and
+every open connection, then waits for their threads.
+"""
+
+import socket
+import ssl
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from cryptography import x509
+from loguru import logger
+
+from skulk.models.peers.handler import StoreServer, WeightsHandler
+from skulk.models.peers.tls import client_node, server_context
+from skulk.routing.tls import TlsFiles
+from skulk.shared.types.ids import NodeId
+from skulk.trust.authority import UntrustedCertificate
+
+HANDSHAKE_TIMEOUT_SECONDS = 20.0
+# A stalled peer holds its connection slot no longer than this without sending or reading.
+IDLE_TIMEOUT_SECONDS = 60.0
+DEFAULT_MAX_CONNECTIONS = 16
+
+_REVOKED_BODY = b"this node was expelled from the cluster\n"
+_REVOKED_ANSWER = (b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+                   b"Content-Length: %d\r\n\r\n%s" % (len(_REVOKED_BODY), _REVOKED_BODY))
+
+
+class _HttpServer(StoreServer):
+    daemon_threads = False
+    block_on_close = True
+
+    def __init__(self, address: tuple[str, int], models_dir: Path, tls: TlsFiles | None,
+                 is_revoked: Callable[[NodeId], bool], max_connections: int) -> None:
+        super().__init__(address, WeightsHandler)
+        self.models_dir = models_dir
+        self._context = None if tls is None else server_context(tls)
+        self._ca = None if tls is None else x509.load_pem_x509_certificate(
+            tls.ca_certificate.read_bytes())
+        self._is_revoked = is_revoked
+        self._slots = threading.BoundedSemaphore(max_connections)
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+        self.refused_busy = 0
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.refused_busy += 1
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        raw: socket.socket = request
+        raw.settimeout(HANDSHAKE_TIMEOUT_SECONDS)
+        with self._open_lock:
+            self._open.add(raw)
+        try:
+            connection = raw if self._context is None else self._admit(raw)
+            if connection is not None:
+                connection.settimeout(IDLE_TIMEOUT_SECONDS)
+                super().finish_request(connection, client_address)
+        except (OSError, ssl.SSLError) as error:
+            logger.debug("weights connection from {} ended: {}", client_address, error)
+        finally:
+            with self._open_lock:
+                self._open.discard(raw)
+
+    def _admit(self, raw: socket.socket) -> ssl.SSLSocket | None:
+        """The TLS connection of a member that is not revoked, or None (refused)."""
+        assert self._context is not None and self._ca is not None
+        connection = self._context.wrap_socket(raw, server_side=True)
+        try:
+            node = client_node(connection, self._ca)
+        except UntrustedCertificate as error:
+            logger.warning("weights: refused a client certificate: {}", error)
+            return None
+        if self._is_revoked(node):
+            logger.warning("weights: refused {}, which was expelled from the cluster", node)
+            connection.sendall(_REVOKED_ANSWER)
+            return None
+        return connection
+
+    def close_connections(self) -> None:
+        with self._open_lock:
+            for connection in self._open:
+                try:
+                    connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass  # already closed by its peer
+
+
+class WeightServer:
+    """Serves `GET`/`HEAD /weights/<store directory>/<file>` and `/manifests/<store
+    directory>` from `models_dir`; with `tls` None (an insecure cluster) plain HTTP."""
+
+    def __init__(self, models_dir: Path, *, tls: TlsFiles | None,
+                 is_revoked: Callable[[NodeId], bool] = lambda node: False,
+                 host: str = "0.0.0.0", port: int = 0,
+                 max_connections: int = DEFAULT_MAX_CONNECTIONS) -> None:
+        self._settings = (models_dir, tls, is_revoked, max_connections)
+        self._address = (host, port)
+        self._server: _HttpServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "the weight server is not started"
+        port: int = self._server.server_address[1]
+        return port
+
+    @property
+    def scheme(self) -> str:
+        return "http" if self._settings[1] is None else "https"
+
+    @property
+    def refused_busy(self) -> int:
+        """Connections closed because every slot was taken."""
+        return 0 if self._server is None else self._server.refused_busy
+
+    def start(self) -> int:
+        """Bind and serve in a background thread; returns the bound port."""
+        models_dir, tls, is_revoked, max_connections = self._settings
+        if tls is None:
+            logger.warning("serving stored weights over plain HTTP on port {} (an insecure "
+                           "cluster: anyone who reaches it can read them)", self._address[1])
+        self._server = _HttpServer(self._address, models_dir, tls, is_revoked, max_connections)
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        kwargs={"poll_interval": 0.2},
+                                        name="weight-server", daemon=True)
+        self._thread.start()
+        return self.port
+
+    def stop(self) -> None:
+        """Stop accepting, close open connections and wait for their threads."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.shutdown()
+        server.close_connections()
+        server.server_close()
+        if self._thread is not None:
+            self._thread.join()
+
+    def __enter__(self) -> "WeightServer":
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
