@@ -16,6 +16,8 @@ class StoreServer(ThreadingHTTPServer):
     """The server a handler answers for: it knows the store's directory."""
 
     models_dir: Path
+    # Connections of expelled members: each request on them is answered 403.
+    refused: set[object]
 
 
 class WeightsHandler(BaseHTTPRequestHandler):
@@ -34,6 +36,11 @@ class WeightsHandler(BaseHTTPRequestHandler):
     def _answer(self, *, send_body: bool) -> None:
         assert isinstance(self.server, StoreServer)
         models_dir = self.server.models_dir
+        if self.request in self.server.refused:
+            self.close_connection = True
+            self._send_bytes(b"this node was expelled from the cluster\n", "text/plain",
+                             send_body, HTTPStatus.FORBIDDEN)
+            return
         path = self.path.split("?", 1)[0]
         manifest = served_manifest(models_dir, path)
         if manifest is not None:

@@ -28,10 +28,6 @@ HANDSHAKE_TIMEOUT_SECONDS = 20.0
 IDLE_TIMEOUT_SECONDS = 60.0
 DEFAULT_MAX_CONNECTIONS = 16
 
-_REVOKED_BODY = b"this node was expelled from the cluster\n"
-_REVOKED_ANSWER = (b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\n"
-                   b"Content-Length: %d\r\n\r\n%s" % (len(_REVOKED_BODY), _REVOKED_BODY))
-
 
 class _HttpServer(StoreServer):
     daemon_threads = False
@@ -46,8 +42,9 @@ class _HttpServer(StoreServer):
             tls.ca_certificate.read_bytes())
         self._is_revoked = is_revoked
         self._slots = threading.BoundedSemaphore(max_connections)
-        self._open: set[socket.socket] = set()
+        self._open: set[socket.socket | None] = set()
         self._open_lock = threading.Lock()
+        self.refused: set[object] = set()
         self.refused_busy = 0
 
     def process_request(self, request: Any, client_address: Any) -> None:
@@ -64,39 +61,54 @@ class _HttpServer(StoreServer):
             self._slots.release()
 
     def finish_request(self, request: Any, client_address: Any) -> None:
-        raw: socket.socket = request
-        raw.settimeout(HANDSHAKE_TIMEOUT_SECONDS)
-        with self._open_lock:
-            self._open.add(raw)
+        connection: socket.socket = request
+        connection.settimeout(HANDSHAKE_TIMEOUT_SECONDS)
+        self._track(connection)
         try:
-            connection = raw if self._context is None else self._admit(raw)
-            if connection is not None:
-                connection.settimeout(IDLE_TIMEOUT_SECONDS)
-                super().finish_request(connection, client_address)
-        except (OSError, ssl.SSLError) as error:
+            if self._context is not None:
+                plain, connection = connection, self._context.wrap_socket(
+                    connection, server_side=True, do_handshake_on_connect=False)
+                self._track(connection, instead_of=plain)
+                assert isinstance(connection, ssl.SSLSocket)
+                connection.do_handshake()
+                if not self._admit(connection):
+                    return
+            connection.settimeout(IDLE_TIMEOUT_SECONDS)
+            super().finish_request(connection, client_address)
+        except OSError as error:  # ssl.SSLError included: a refused or broken handshake
             logger.debug("weights connection from {} ended: {}", client_address, error)
         finally:
-            with self._open_lock:
-                self._open.discard(raw)
+            self._track(None, instead_of=connection)
+            self.refused.discard(connection)
+            connection.close()
 
-    def _admit(self, raw: socket.socket) -> ssl.SSLSocket | None:
-        """The TLS connection of a member that is not revoked, or None (refused)."""
-        assert self._context is not None and self._ca is not None
-        connection = self._context.wrap_socket(raw, server_side=True)
+    def _track(self, connection: socket.socket | None, *,
+               instead_of: socket.socket | None = None) -> None:
+        """Keep the set of open connections `stop` must end."""
+        with self._open_lock:
+            self._open.discard(instead_of)
+            if connection is not None:
+                self._open.add(connection)
+
+    def _admit(self, connection: ssl.SSLSocket) -> bool:
+        """Whether a handshaken client may be served at all: its certificate must name a
+        node. A revoked node's requests are answered 403 (it hears why, then is dropped)."""
+        assert self._ca is not None
         try:
             node = client_node(connection, self._ca)
         except UntrustedCertificate as error:
             logger.warning("weights: refused a client certificate: {}", error)
-            return None
+            return False
         if self._is_revoked(node):
             logger.warning("weights: refused {}, which was expelled from the cluster", node)
-            connection.sendall(_REVOKED_ANSWER)
-            return None
-        return connection
+            self.refused.add(connection)
+        return True
 
     def close_connections(self) -> None:
         with self._open_lock:
             for connection in self._open:
+                if connection is None:
+                    continue
                 try:
                     connection.shutdown(socket.SHUT_RDWR)
                 except OSError:

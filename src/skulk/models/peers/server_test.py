@@ -128,12 +128,16 @@ def test_an_insecure_cluster_serves_plain_http(store: Store, tmp_path: Path) -> 
     assert path.read_bytes() == store.contents["model.gguf"]
 
 
+@pytest.mark.parametrize("secure", [False, True])
 def test_connections_beyond_the_bound_are_closed_and_stop_ends_open_ones(
-        store: Store, tmp_path: Path) -> None:
-    server = WeightServer(store.models_dir, tls=None, host="127.0.0.1", max_connections=1)
+        store: Store, cluster: tuple[Member, Member], secure: bool) -> None:
+    server_member, client_member = cluster
+    server = WeightServer(store.models_dir, tls=server_member.tls if secure else None,
+                          host="127.0.0.1", max_connections=1)
     server.start()
-    url = f"http://127.0.0.1:{server.port}/weights/{ENTRY_DIR}/model.gguf"
-    with httpx.Client() as holder, httpx.Client() as second:
+    url = f"{server.scheme}://127.0.0.1:{server.port}/weights/{ENTRY_DIR}/model.gguf"
+    verify = client_context(client_member.tls, check_node=False) if secure else False
+    with httpx.Client(verify=verify) as holder, httpx.Client(verify=verify) as second:
         assert holder.get(url).status_code == 200  # keeps its connection open
         with pytest.raises(httpx.TransportError):
             second.get(url)
