@@ -35,6 +35,7 @@ class _HttpServer(StoreServer):
 
     def __init__(self, address: tuple[str, int], models_dir: Path, tls: TlsFiles | None,
                  is_revoked: Callable[[NodeId], bool], max_connections: int) -> None:
+        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         super().__init__(address, WeightsHandler)
         self.models_dir = models_dir
         self._context = None if tls is None else server_context(tls)
