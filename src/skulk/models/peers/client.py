@@ -1,6 +1,7 @@
 """Downloads from a peer's weights endpoint: resumable, verified, TLS with the node's
 own certificate."""
 
+import hashlib
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -84,10 +85,12 @@ def fetch_from_peer(url_base: str, tls: TlsFiles | None, entry_dir: str,
         have = 0
     require_space(target_dir, entry_dir, file.size_bytes - have)
     if have < file.size_bytes:
-        _download(f"{url_base}{WEIGHTS_PREFIX}{quote(entry_dir, safe='')}/"
-                  f"{quote(file.name)}", tls, part, have, file.size_bytes, on_bytes,
-                  peer_node)
-    actual = file_sha256(part)
+        digest = _download(f"{url_base}{WEIGHTS_PREFIX}{quote(entry_dir, safe='')}/"
+                           f"{quote(file.name)}", tls, part, have, file.size_bytes, on_bytes,
+                           peer_node)
+        actual = digest.hexdigest()
+    else:
+        actual = file_sha256(part)
     if actual != file.sha256:
         part.unlink()
         raise CorruptFile(f"{file.name} from {url_base}: its sha256 is {actual}, but the "
@@ -98,7 +101,9 @@ def fetch_from_peer(url_base: str, tls: TlsFiles | None, entry_dir: str,
 
 
 def _download(url: str, tls: TlsFiles | None, part: Path, have: int, size: int,
-              on_bytes: Callable[[int], None], peer_node: NodeId | None) -> None:
+              on_bytes: Callable[[int], None], peer_node: NodeId | None) -> "hashlib._Hash":
+    """Append the rest of the file to `part`; returns the sha256 of the whole part, hashed
+    as the bytes arrive (the kept prefix first), so the file is not read back to check it."""
     headers = {"Range": f"bytes={have}-"} if have else {}
     with peer_client(tls, peer_node=peer_node) as client, \
             client.stream("GET", url, headers=headers,
@@ -111,13 +116,26 @@ def _download(url: str, tls: TlsFiles | None, part: Path, have: int, size: int,
                                       f"for a resume that needs {expected}")
         else:
             have = 0  # the peer sent the whole file: start the part over
+        digest = _prefix_sha256(part, have)
         with part.open("ab" if have else "wb") as out:
-            for chunk in response.iter_bytes(CHUNK_BYTES):
+            for chunk in response.iter_raw():
                 have += len(chunk)
                 if have > size:
                     raise CorruptFile(f"{url} sent more than the {size} bytes it advertised")
                 out.write(chunk)
+                digest.update(chunk)
                 on_bytes(len(chunk))
     if have != size:
         raise PeerUnavailable(f"{url} ended after {have} of {size} bytes; the part is kept "
                               "and the next attempt resumes it")
+    return digest
+
+
+def _prefix_sha256(part: Path, length: int) -> "hashlib._Hash":
+    digest = hashlib.sha256()
+    if length:
+        with part.open("rb") as handle:
+            while block := handle.read(min(CHUNK_BYTES, length)):
+                digest.update(block)
+                length -= len(block)
+    return digest
