@@ -70,7 +70,7 @@ def main() -> int:
     if shutil.which("curl") is None:
         print("curl is not installed", file=sys.stderr)
         return 1
-    size = args.size_mb * 1_000_000
+    size: int = args.size_mb * 1_000_000
     with tempfile.TemporaryDirectory(prefix="skulk-bench-fetch-") as scratch:
         root = Path(scratch)
         anyio.run(make_member, root / "authority", root / "server")
@@ -109,6 +109,7 @@ def main() -> int:
 
     def rate(seconds: float) -> float:
         return size / seconds / 1e6
+
     print(f"{args.size_mb} MB over loopback, mutual TLS 1.3, median of {args.repeats}")
     print("| | skulk fetch_from_peer | curl | ratio (skulk / curl throughput) |")
     print("|---|---|---|---|")
