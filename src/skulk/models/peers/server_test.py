@@ -145,3 +145,21 @@ def test_connections_beyond_the_bound_are_closed_and_stop_ends_open_ones(
         server.stop()  # returns although `holder` still holds its connection
         with pytest.raises(httpx.TransportError):
             holder.get(url)
+
+
+def test_a_range_past_the_end_is_answered_416_with_the_size(store: Store) -> None:
+    with WeightServer(store.models_dir, tls=None, host="127.0.0.1") as server:
+        response = httpx.get(f"http://127.0.0.1:{server.port}/weights/{ENTRY_DIR}/"
+                             "sub/tokenizer.json", headers={"Range": "bytes=2-"})
+    assert response.status_code == 416
+    assert response.headers["Content-Range"] == "bytes */2"
+
+
+def test_a_peer_that_ignores_the_range_restarts_the_part(
+        store: Store, tmp_path: Path) -> None:
+    # A part longer than the file cannot be resumed: it is dropped and fetched whole.
+    (tmp_path / "model.gguf.part").write_bytes(b"x" * (len(store.contents["model.gguf"]) + 1))
+    with WeightServer(store.models_dir, tls=None, host="127.0.0.1") as server:
+        path = fetch_from_peer(f"http://127.0.0.1:{server.port}", None, ENTRY_DIR,
+                               store.entry.files[0], tmp_path, lambda size: None)
+    assert path.read_bytes() == store.contents["model.gguf"]
