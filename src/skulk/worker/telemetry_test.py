@@ -1,9 +1,10 @@
 import json
-from pathlib import Path
 import subprocess
 import sys
+from pathlib import Path
 
-from skulk.shared.types.ids import NodeId
+from skulk.models.store.manifest import StoredFile, StoreEntry, write_entry
+from skulk.shared.types.ids import ModelId, NodeId
 from skulk.worker.telemetry import probe_backends, read_telemetry
 
 
@@ -32,8 +33,6 @@ def test_mlx_is_claimed_by_platform_without_being_imported() -> None:
 
 
 def test_readings_list_the_stores_complete_models(tmp_path: Path) -> None:
-    from skulk.models.store.manifest import StoredFile, StoreEntry, write_entry
-    from skulk.shared.types.ids import ModelId
     complete, partial = tmp_path / "tiny-gguf", tmp_path / "half-gguf"
     complete.mkdir()
     partial.mkdir()  # no manifest: not a stored model yet
