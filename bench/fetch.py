@@ -1,7 +1,9 @@
 """Weights from a peer: `fetch_from_peer` vs `curl` on the same URL, same client
 certificate, same link (loopback), one after the other against one `WeightServer`.
 
-A file of `--size-mb` random bytes is put in a store and served over mutual TLS. Each
+A file of `--size-mb` random bytes is put in a store and served over mutual TLS by a
+server in a process of its own (as a peer's would be: it does not share the client's
+GIL). Each
 repeat downloads it (a) with Skulk's client, which also checks its sha256 before keeping
 it, and (b) with `curl` presenting the same node certificate, then (c) curl's bytes hashed
 with the same sha256 routine, so the comparison that matters (a vs b+c) does the same
@@ -19,7 +21,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
@@ -62,7 +65,32 @@ def timed(action: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
+def serve(models_dir: Path, data_dir: Path) -> int:
+    """The serving peer: prints its port, serves until its stdin closes."""
+    with WeightServer(models_dir, tls=TrustFiles(data_dir).tls_files(),
+                      host="127.0.0.1") as server:
+        print(server.port, flush=True)
+        sys.stdin.read()
+    return 0
+
+
+@contextmanager
+def serving_process(models_dir: Path, data_dir: Path) -> Iterator[int]:
+    server = subprocess.Popen([sys.executable, __file__, "--serve", str(models_dir),
+                               str(data_dir)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert server.stdout is not None and server.stdin is not None
+        yield int(server.stdout.readline())
+    finally:
+        if server.stdin is not None:
+            server.stdin.close()
+        server.wait(timeout=30)
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["--serve"]:
+        return serve(Path(sys.argv[2]), Path(sys.argv[3]))
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size-mb", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=3)
@@ -75,7 +103,6 @@ def main() -> int:
         root = Path(scratch)
         anyio.run(make_member, root / "authority", root / "server")
         anyio.run(make_member, root / "authority", root / "client")
-        server_tls = TrustFiles(root / "server").tls_files()
         client_tls = TrustFiles(root / "client").tls_files()
         server_node = load_or_create_identity(root / "server").node_id
         file = make_store(root / "server" / "models", size)
@@ -83,14 +110,13 @@ def main() -> int:
         skulk_times: list[float] = []
         curl_times: list[float] = []
         hash_times: list[float] = []
-        with WeightServer(root / "server" / "models", tls=server_tls,
-                          host="127.0.0.1") as server:
-            url_base = f"https://127.0.0.1:{server.port}"
+        with serving_process(root / "server" / "models", root / "server") as port:
+            url_base = f"https://127.0.0.1:{port}"
             curl = ["curl", "--silent", "--show-error", "--fail", "--tlsv1.3",
                     "--cacert", str(client_tls.ca_certificate),
                     "--cert", str(client_tls.certificate), "--key", str(client_tls.private_key),
-                    "--resolve", f"{server_node}:{server.port}:127.0.0.1",
-                    f"https://{server_node}:{server.port}/weights/{ENTRY_DIR}/{FILE_NAME}",
+                    "--resolve", f"{server_node}:{port}:127.0.0.1",
+                    f"https://{server_node}:{port}/weights/{ENTRY_DIR}/{FILE_NAME}",
                     "--output", str(target / "curl.bin")]
             for _ in range(args.repeats):
                 shutil.rmtree(target, ignore_errors=True)
