@@ -147,10 +147,10 @@ class WeightServer:
     def start(self) -> int:
         """Bind and serve in a background thread; returns the bound port."""
         models_dir, tls, is_revoked, max_connections = self._settings
+        self._server = _HttpServer(self._address, models_dir, tls, is_revoked, max_connections)
         if tls is None:
             logger.warning("serving stored weights over plain HTTP on port {} (an insecure "
-                           "cluster: anyone who reaches it can read them)", self._address[1])
-        self._server = _HttpServer(self._address, models_dir, tls, is_revoked, max_connections)
+                           "cluster: anyone who reaches it can read them)", self.port)
         self._thread = threading.Thread(target=self._server.serve_forever,
                                         kwargs={"poll_interval": 0.2},
                                         name="weight-server", daemon=True)
