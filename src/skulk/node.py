@@ -64,7 +64,7 @@ from skulk.shared.types.model_cards import ModelCard, ModelFormat
 from skulk.shared.types.telemetry import NodeTelemetry
 from skulk.shared.types.traces import RankSpans
 from skulk.trust.enrollment import admit_members
-from skulk.trust.revocations import save_revoked
+from skulk.trust.revocations import load_revoked, save_revoked
 from skulk.trust.setup import NodeTrust, record_admission_port, trust_at_start
 from skulk.worker.draft_service import ADVERTISED_DRAFTERS, DraftService
 from skulk.worker.main import SupervisorFactory, Worker
@@ -337,9 +337,12 @@ class Node:
         own: sending weights never runs on this event loop)."""
         assert self.trust is not None
         host = endpoint_host(self.config.listen[0]) if self.config.listen else "0.0.0.0"
-        server = WeightServer(self.config.data_dir / "models", tls=self.trust.tls,
-                              is_revoked=lambda node: node in self.replica.state.revoked_nodes,
-                              host=host)
+        # Expelled members as this node last knew them, until its replica has synced.
+        revoked_at_start = set(load_revoked(self.config.data_dir))
+        server = WeightServer(
+            self.config.data_dir / "models", tls=self.trust.tls, host=host,
+            is_revoked=lambda node: node in revoked_at_start
+            or node in self.replica.state.revoked_nodes)
         self.weights_port = await anyio.to_thread.run_sync(server.start)
         logger.info("serving stored weights to members on {}:{}", host, self.weights_port)
         task_status.started()
