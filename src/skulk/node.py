@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import anyio
-from anyio.abc import TaskGroup
+from anyio.abc import TaskGroup, TaskStatus
 from loguru import logger
 from pydantic import BaseModel
 
@@ -35,12 +35,16 @@ from skulk.cluster.store_cards import StoreWatcher
 from skulk.master.event_log import DiskEventLog
 from skulk.master.event_log_restore import note_followed_session, restore_from_log
 from skulk.models.catalog import ModelCatalog
+from skulk.models.peers.holders import peers_holding
+from skulk.models.peers.server import WeightServer
+from skulk.models.peers.source import PeerSource
 from skulk.node_config import NodeConfig
 from skulk.node_identity import load_or_create_identity
 from skulk.routing import topics
 from skulk.routing.dropped import DroppedMessages
 from skulk.routing.held_open import Closable, open_in
 from skulk.routing.router import Router
+from skulk.routing.tls import endpoint_host
 from skulk.routing.transport import Transport
 from skulk.shared.partition import refuse_on_a_strict_minority
 from skulk.shared.replica import StateReplica
@@ -57,16 +61,18 @@ from skulk.shared.types.ids import (
     new_command_id,
     new_instance_id,
 )
+from skulk.shared.types.model_cards import ModelCard, ModelFormat
 from skulk.shared.types.telemetry import NodeTelemetry
 from skulk.shared.types.traces import RankSpans
 from skulk.trust.enrollment import admit_members
-from skulk.trust.revocations import save_revoked
+from skulk.trust.revocations import load_revoked, save_revoked
 from skulk.trust.setup import NodeTrust, record_admission_port, trust_at_start
 from skulk.worker.draft_service import ADVERTISED_DRAFTERS, DraftService
 from skulk.worker.main import SupervisorFactory, Worker
 from skulk.worker.remote_drafting import remote_drafting_options
 from skulk.worker.runner.supervisor import RunnerSupervisor
 from skulk.worker.telemetry import probe_backends, publish_readings_forever, read_telemetry
+from skulk.worker.weight_sources import WeightSource
 
 T = TypeVar("T", bound=BaseModel)
 U = TypeVar("U")
@@ -112,6 +118,7 @@ class Node:
         self._backends: list[str] = []  # engines this machine can run, probed in `run`
         self._event_log_dir: Path | None = None
         self._tasks: TaskGroup | None = None
+        self.weights_port: int | None = None  # where this node serves its store to peers
 
     @property
     def router(self) -> Router:
@@ -180,6 +187,7 @@ class Node:
                     following=lambda: self.replica.session is not None,
                     send_command=self.send_command, announce=self.config.run_worker).run)
                 if self.config.run_worker:
+                    await tasks.start(self._serve_weights)
                     worker = self._worker = Worker(
                         node_id=self.node_id, replica=self.replica, catalog=catalog,
                         publish_event=self.publish_local_event,
@@ -190,7 +198,8 @@ class Node:
                         node_engine_options=self.config.engine_options,
                         read_own=self._read_own_memory,
                         publish_spans=self._publish_spans,
-                        remote_drafting=self._remote_drafting_options)
+                        remote_drafting=self._remote_drafting_options,
+                        weight_sources=self._weight_sources)
                     tasks.start_soon(worker.run)
                     # Any worker node drafts for other nodes' runners (prompt lookup).
                     self.router.answer(DRAFT_SERVICE, self._draft_service.handle)
@@ -333,6 +342,34 @@ class Node:
         return await remote_drafting_options(self._transport, self.router, drafter_node,
                                              data_dir)
 
+    async def _serve_weights(self, *, task_status: TaskStatus[None]) -> None:
+        """Serve this node's store to members until the node stops (in threads of its
+        own: sending weights never runs on this event loop)."""
+        assert self.trust is not None
+        host = endpoint_host(self.config.listen[0]) if self.config.listen else "0.0.0.0"
+        # Expelled members as this node last knew them, until its replica has synced.
+        revoked_at_start = set(load_revoked(self.config.data_dir))
+        server = WeightServer(
+            self.config.data_dir / "models", tls=self.trust.tls, host=host,
+            is_revoked=lambda node: node in revoked_at_start
+            or node in self.replica.state.revoked_nodes)
+        self.weights_port = await anyio.to_thread.run_sync(server.start)
+        logger.info("serving stored weights to members on {}:{}", host, self.weights_port)
+        task_status.started()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            self.weights_port = None
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(server.stop)
+
+    def _weight_sources(self, card: ModelCard, format: ModelFormat) -> list[WeightSource]:
+        """Where a rank's missing weights come from: the members holding them, nearest
+        first. (The hub comes after them once cards name a hub repository.)"""
+        tls = None if self.trust is None else self.trust.tls
+        return [PeerSource(holding, tls) for holding in peers_holding(
+            self.telemetry.live(), card.model_id, format, self.node_id, secure=tls is not None)]
+
     def _own_reading(self) -> NodeTelemetry:
         worker = self.config.run_worker
         return read_telemetry(
@@ -340,6 +377,8 @@ class Node:
             api_url=self._api_url(), data_dir=self.config.data_dir,
             warm=[] if self._worker is None else self._worker.warm_models(),
             drafters=ADVERTISED_DRAFTERS if worker else [],
+            models_dir=self.config.data_dir / "models" if worker else None,
+            weights_port=self.weights_port,
             reachability=self.prober.reachability() if self.prober is not None else None)
 
     async def _apply_telemetry(self, readings: AsyncIterator[NodeTelemetry]) -> None:

@@ -10,9 +10,16 @@ from pathlib import Path
 import anyio
 import psutil
 
+from skulk.models.store.manifest import stored_entries
 from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.ids import NodeId
-from skulk.shared.types.telemetry import NodeTelemetry, Reachability, WarmModel
+from skulk.shared.types.telemetry import (
+    HeldFile,
+    HeldModel,
+    NodeTelemetry,
+    Reachability,
+    WarmModel,
+)
 from skulk.worker.engines.registry import ENGINES
 
 
@@ -23,11 +30,23 @@ def probe_backends(platform: str = sys.platform) -> list[str]:
             if (tag := engine.probe_backend(platform)) is not None]
 
 
+def held_models(models_dir: Path) -> list[HeldModel]:
+    """The complete models in this node's store, for peers to fetch from it: names, sizes
+    and sha256 only (the cards stay in the manifests, keeping readings small)."""
+    return [HeldModel(model_id=entry.model_id, format=entry.format, directory=entry.directory,
+                      files=[HeldFile(name=f.name, size_bytes=f.size_bytes, sha256=f.sha256)
+                             for f in entry.files])
+            for entry in stored_entries(models_dir)]
+
+
 def read_telemetry(node_id: NodeId, *, has_worker: bool, backends: list[str],
                    api_url: str | None = None, data_dir: Path | None = None,
                    warm: list[WarmModel] | None = None,
                    reachability: Reachability | None = None,
-                   drafters: list[str] | None = None) -> NodeTelemetry:
+                   drafters: list[str] | None = None,
+                   models_dir: Path | None = None,
+                   weights_port: int | None = None) -> NodeTelemetry:
+    """This node's readings now; `models_dir` given, the models its store holds too."""
     memory = psutil.virtual_memory()
     disk = shutil.disk_usage(data_dir or Path.home())
     return NodeTelemetry(
@@ -44,6 +63,8 @@ def read_telemetry(node_id: NodeId, *, has_worker: bool, backends: list[str],
         warm=warm or [],
         drafters=drafters or [],
         reachability=reachability or Reachability(),
+        held_models=[] if models_dir is None else held_models(models_dir),
+        weights_port=weights_port,
     )
 
 

@@ -1,8 +1,10 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
-from skulk.shared.types.ids import NodeId
+from skulk.models.store.manifest import StoredFile, StoreEntry, write_entry
+from skulk.shared.types.ids import ModelId, NodeId
 from skulk.worker.telemetry import probe_backends, read_telemetry
 
 
@@ -28,3 +30,18 @@ def test_mlx_is_claimed_by_platform_without_being_imported() -> None:
     assert "mlx-cpu" in linux and "mlx-metal" not in linux
     assert "mlx-metal" in darwin and "mlx-cpu" not in darwin
     assert imported == []
+
+
+def test_readings_list_the_stores_complete_models(tmp_path: Path) -> None:
+    complete, partial = tmp_path / "tiny-gguf", tmp_path / "half-gguf"
+    complete.mkdir()
+    partial.mkdir()  # no manifest: not a stored model yet
+    stored = StoredFile(name="m.gguf", size_bytes=3, sha256="b" * 64)
+    write_entry(complete, StoreEntry(directory="tiny-gguf", model_id=ModelId("tiny"),
+                                     format="gguf", files=[stored]))
+    reading = read_telemetry(NodeId("n"), has_worker=True, backends=[], models_dir=tmp_path,
+                             weights_port=4321)
+    assert reading.weights_port == 4321
+    assert [(h.model_id, h.directory, h.format) for h in reading.held_models] == [
+        ("tiny", "tiny-gguf", "gguf")]
+    assert reading.held_models[0].files[0].model_dump() == stored.model_dump()

@@ -4,6 +4,7 @@ from pydantic import Field
 
 from skulk.shared.types.base import WireModel
 from skulk.shared.types.ids import InstanceId, ModelId, NodeId
+from skulk.shared.types.model_cards import ModelFormat
 
 
 class WarmModel(WireModel):
@@ -49,6 +50,24 @@ class Reachability(WireModel):
         default_factory=list, description="Peers this node reached in its latest probe round.")
 
 
+class HeldFile(WireModel):
+    """One verified file of a model in a node's store (mirrors the store manifest's
+    `StoredFile`: shared types do not reach into the store package)."""
+
+    name: str = Field(max_length=1024, description="Path inside the model's store directory.")
+    size_bytes: int = Field(ge=0, description="Size on disk.")
+    sha256: str = Field(min_length=64, max_length=64, description="sha256 of the bytes, hex.")
+
+
+class HeldModel(WireModel):
+    """A complete model in a node's store, which the node serves to its peers."""
+
+    model_id: ModelId = Field(description="The model these weights are.")
+    format: ModelFormat = Field(description="The weights' format.")
+    directory: str = Field(max_length=255, description="The model's directory in the store.")
+    files: list[HeldFile] = Field(max_length=4096, description="Every file, verified.")
+
+
 class NodeTelemetry(WireModel):
     """One node's readings at one moment."""
 
@@ -72,3 +91,9 @@ class NodeTelemetry(WireModel):
     reachability: Reachability = Field(
         default_factory=Reachability,
         description="Addresses and ports peers can probe, and the edges this node observed.")
+    held_models: list[HeldModel] = Field(
+        default_factory=list, max_length=1024,
+        description="Models complete in this node's store, with their files' sha256.")
+    weights_port: int | None = Field(
+        default=None, description="TCP port this node serves its stored weights on to "
+        "members (TLS with the cluster's certificates, plain HTTP on insecure clusters).")
