@@ -140,3 +140,30 @@ def test_a_model_placed_where_its_weights_are_not_is_fetched_from_the_peer_and_s
         assert f"fetching smollm2-135m from peer {a_id}" in b.log()
     fetched = read_entry(tmp_path / "b" / "models" / store_dir)
     assert fetched is not None and fetched == read_entry(tmp_path / "a" / "models" / store_dir)
+
+
+def test_a_model_pulled_on_one_node_is_placed_on_the_other_fetched_and_answers_through_both(
+        two_nodes: tuple[NodeProcess, NodeProcess]) -> None:
+    """The newcomer's two machines: a model pulled on A (a card no built-in describes) is
+    announced to the cluster, placed on B, fetched from A, and answers through either API."""
+    from openai import OpenAI
+
+    a, b = two_nodes
+    a_id, _ = wait_until_b_sees_a_holding(a, b, MODEL)
+    b.wait_until(lambda: MODEL in {m["id"] for m in b.get("/v1/models").json()["data"]}, 30,
+                 "B to list the model A pulled")
+    placed = httpx.post(f"{b.url}/place_instance", timeout=60,
+                        json={"model_id": MODEL, "excluded_nodes": [a_id]})
+    assert placed.status_code == 201, placed.text
+    b.wait_model_ready(timeout=120)
+    answers = []
+    for node in (a, b):
+        client = OpenAI(base_url=f"{node.url}/v1", api_key="unused", timeout=60)
+        reply = client.chat.completions.create(
+            model=MODEL, max_tokens=8, temperature=0.0,
+            messages=[{"role": "user", "content": "Say hello."}])
+        answers.append(reply.choices[0].message.content)
+    assert answers[0] and answers[0] == answers[1]
+    assert f"fetching {MODEL} from peer {a_id}" in b.log()
+    assert read_entry(b.data_dir / "models" / STORE_DIR) == read_entry(
+        a.data_dir / "models" / STORE_DIR)
