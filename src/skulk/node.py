@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import anyio
-from anyio.abc import TaskGroup, TaskStatus
+from anyio.abc import TaskGroup
 from loguru import logger
 from pydantic import BaseModel
 
@@ -35,11 +35,9 @@ from skulk.cluster.store_cards import StoreWatcher
 from skulk.master.event_log import DiskEventLog
 from skulk.master.event_log_restore import note_followed_session, restore_from_log
 from skulk.models.catalog import ModelCatalog
-from skulk.models.peers.holders import peers_holding
-from skulk.models.peers.server import WeightServer
-from skulk.models.peers.source import PeerSource
 from skulk.node_config import NodeConfig
 from skulk.node_identity import load_or_create_identity
+from skulk.node_weights import NodeWeights
 from skulk.routing import topics
 from skulk.routing.dropped import DroppedMessages
 from skulk.routing.held_open import Closable, open_in
@@ -61,7 +59,6 @@ from skulk.shared.types.ids import (
     new_command_id,
     new_instance_id,
 )
-from skulk.shared.types.model_cards import ModelCard, ModelFormat
 from skulk.shared.types.telemetry import NodeTelemetry
 from skulk.shared.types.traces import RankSpans
 from skulk.trust.enrollment import admit_members
@@ -72,7 +69,6 @@ from skulk.worker.main import SupervisorFactory, Worker
 from skulk.worker.remote_drafting import remote_drafting_options
 from skulk.worker.runner.supervisor import RunnerSupervisor
 from skulk.worker.telemetry import probe_backends, publish_readings_forever, read_telemetry
-from skulk.worker.weight_sources import WeightSource
 
 T = TypeVar("T", bound=BaseModel)
 U = TypeVar("U")
@@ -118,7 +114,7 @@ class Node:
         self._backends: list[str] = []  # engines this machine can run, probed in `run`
         self._event_log_dir: Path | None = None
         self._tasks: TaskGroup | None = None
-        self.weights_port: int | None = None  # where this node serves its store to peers
+        self._weights: NodeWeights | None = None  # a worker node's store, served to peers
 
     @property
     def router(self) -> Router:
@@ -187,7 +183,8 @@ class Node:
                     following=lambda: self.replica.session is not None,
                     send_command=self.send_command, announce=self.config.run_worker).run)
                 if self.config.run_worker:
-                    await tasks.start(self._serve_weights)
+                    weights = self._weights = self._node_weights(trust)
+                    await tasks.start(weights.serve)
                     worker = self._worker = Worker(
                         node_id=self.node_id, replica=self.replica, catalog=catalog,
                         publish_event=self.publish_local_event,
@@ -199,7 +196,7 @@ class Node:
                         read_own=self._read_own_memory,
                         publish_spans=self._publish_spans,
                         remote_drafting=self._remote_drafting_options,
-                        weight_sources=self._weight_sources)
+                        weight_sources=weights.sources_for)
                     tasks.start_soon(worker.run)
                     # Any worker node drafts for other nodes' runners (prompt lookup).
                     self.router.answer(DRAFT_SERVICE, self._draft_service.handle)
@@ -342,33 +339,14 @@ class Node:
         return await remote_drafting_options(self._transport, self.router, drafter_node,
                                              data_dir)
 
-    async def _serve_weights(self, *, task_status: TaskStatus[None]) -> None:
-        """Serve this node's store to members until the node stops (in threads of its
-        own: sending weights never runs on this event loop)."""
-        assert self.trust is not None
-        host = endpoint_host(self.config.listen[0]) if self.config.listen else "0.0.0.0"
+    def _node_weights(self, trust: NodeTrust) -> NodeWeights:
         # Expelled members as this node last knew them, until its replica has synced.
-        revoked_at_start = set(load_revoked(self.config.data_dir))
-        server = WeightServer(
-            self.config.data_dir / "models", tls=self.trust.tls, host=host,
-            is_revoked=lambda node: node in revoked_at_start
-            or node in self.replica.state.revoked_nodes)
-        self.weights_port = await anyio.to_thread.run_sync(server.start)
-        logger.info("serving stored weights to members on {}:{}", host, self.weights_port)
-        task_status.started()
-        try:
-            await anyio.sleep_forever()
-        finally:
-            self.weights_port = None
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(server.stop)
-
-    def _weight_sources(self, card: ModelCard, format: ModelFormat) -> list[WeightSource]:
-        """Where a rank's missing weights come from: the members holding them, nearest
-        first. (The hub comes after them once cards name a hub repository.)"""
-        tls = None if self.trust is None else self.trust.tls
-        return [PeerSource(holding, tls) for holding in peers_holding(
-            self.telemetry.live(), card.model_id, format, self.node_id, secure=tls is not None)]
+        revoked_at_start = frozenset(load_revoked(self.config.data_dir))
+        return NodeWeights(
+            node_id=self.node_id, models_dir=self.config.data_dir / "models", tls=trust.tls,
+            host=endpoint_host(self.config.listen[0]) if self.config.listen else "0.0.0.0",
+            revoked=lambda: revoked_at_start.union(self.replica.state.revoked_nodes),
+            readings=self.telemetry.live)
 
     def _own_reading(self) -> NodeTelemetry:
         worker = self.config.run_worker
@@ -378,7 +356,7 @@ class Node:
             warm=[] if self._worker is None else self._worker.warm_models(),
             drafters=ADVERTISED_DRAFTERS if worker else [],
             models_dir=self.config.data_dir / "models" if worker else None,
-            weights_port=self.weights_port,
+            weights_port=None if self._weights is None else self._weights.port,
             reachability=self.prober.reachability() if self.prober is not None else None)
 
     async def _apply_telemetry(self, readings: AsyncIterator[NodeTelemetry]) -> None:

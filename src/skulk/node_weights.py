@@ -1,0 +1,55 @@
+"""A worker node's share of the cluster's model store: it serves its verified store to the
+other members, and it says where a rank's missing weights come from (the members that
+hold them, nearest first, then the hub)."""
+
+from collections.abc import Callable, Mapping, Set
+from pathlib import Path
+
+import anyio
+from anyio.abc import TaskStatus
+from loguru import logger
+
+from skulk.models.peers.holders import peers_holding
+from skulk.models.peers.server import WeightServer
+from skulk.models.peers.source import PeerSource
+from skulk.routing.tls import TlsFiles
+from skulk.shared.types.ids import NodeId
+from skulk.shared.types.model_cards import ModelCard, ModelFormat
+from skulk.shared.types.telemetry import NodeTelemetry
+from skulk.worker.weight_sources import WeightSource
+
+
+class NodeWeights:
+    def __init__(self, *, node_id: NodeId, models_dir: Path, tls: TlsFiles | None,
+                 host: str, revoked: Callable[[], Set[NodeId]],
+                 readings: Callable[[], Mapping[NodeId, NodeTelemetry]]) -> None:
+        self._node_id = node_id
+        self._models_dir = models_dir
+        self._tls = tls  # None: an --insecure cluster, plain HTTP
+        self._host = host
+        self._revoked = revoked
+        self._readings = readings
+        self.port: int | None = None  # where members fetch from, while serving
+
+    async def serve(self, *, task_status: TaskStatus[None]) -> None:
+        """Serve the store to members until cancelled (in threads of the server's own:
+        sending weights never runs on the node's event loop)."""
+        server = WeightServer(self._models_dir, tls=self._tls, host=self._host,
+                              is_revoked=lambda node: node in self._revoked())
+        self.port = await anyio.to_thread.run_sync(server.start)
+        logger.info("serving stored weights to members on {}:{}", self._host, self.port)
+        task_status.started()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            self.port = None
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(server.stop)
+
+    def sources_for(self, card: ModelCard, format: ModelFormat) -> list[WeightSource]:
+        """Where a rank's missing weights come from, in the order to try them: the members
+        holding them, nearest first. (The hub comes after them once cards name a hub
+        repository.)"""
+        holders = peers_holding(self._readings(), card.model_id, format, self._node_id,
+                                secure=self._tls is not None)
+        return [PeerSource(holding, self._tls) for holding in holders]
