@@ -3,6 +3,7 @@
 same greedy text as each alone; and two runners splitting a tiny model over a loopback
 ring, agreeing on warm-up, joins and a one-sided cancel."""
 
+import hashlib
 from collections.abc import AsyncIterator
 from functools import partial
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 
 from skulk.shared.types.chunks import TokenChunk
 from skulk.shared.types.ids import InstanceId, RunnerId, TaskId
-from skulk.shared.types.runners import RunnerReady
+from skulk.shared.types.runners import RunnerFailed, RunnerReady
 from skulk.shared.types.tasks import ChatMessage, TextGenerationTask
 from skulk.testing import factories as f
 from skulk.testing.ports import free_port
@@ -182,3 +183,38 @@ async def test_two_pipeline_runners_agree_and_only_rank_zero_speaks(
         assert recorder.task_statuses("long") == ["running", "cancelled"]
     assert recorders[1].chunks == []
     assert [t for c in chunks_of(recorders[0], "p") for t in c.token_ids] == expected
+
+
+def failed(supervisor: RunnerSupervisor) -> bool:
+    return isinstance(supervisor.status, RunnerFailed)
+
+
+@pytest.mark.anyio
+async def test_two_ranks_holding_different_weights_refuse_to_load(tmp_path: Path) -> None:
+    """The worker gives each rank the digest of its files; ranks whose digests differ
+    both fail their load naming the two digests, instead of serving nonsense."""
+    model_dir = write_tiny_model(tmp_path / "tiny")
+    hosts = ",".join(f"127.0.0.1:{free_port()}" for _ in range(2))
+    digests = [hashlib.sha256(b"one copy").hexdigest(),
+               hashlib.sha256(b"another copy").hexdigest()]
+    supervisors = [RunnerSupervisor(
+        runner_id=RunnerId(f"rank-{rank}"), instance_id=InstanceId("inst-odd"),
+        engine_name="mlx", on_event=Recorder().on_event, on_chunk=Recorder().on_chunk,
+        config=EngineConfig(model_path=str(model_dir), context_token_limit=512, n_threads=1,
+                            start_layer=rank, end_layer=rank + 1, world_size=2, rank=rank,
+                            options={"ring_hosts": hosts, "sharding": "pipeline",
+                                     "weights_sha256": digests[rank]}))
+        for rank in range(2)]
+    async with anyio.create_task_group() as tasks:
+        for supervisor in supervisors:
+            tasks.start_soon(supervisor.run)
+            await wait_until(partial(started, supervisor))
+            supervisor.send(messages.LoadModel())
+        for supervisor in supervisors:
+            await wait_until(partial(failed, supervisor), timeout=SECONDS)
+        tasks.cancel_scope.cancel()
+    for supervisor in supervisors:
+        assert isinstance(supervisor.status, RunnerFailed)
+        error = supervisor.status.error
+        assert "hold different weights" in error, error
+        assert digests[0][:12] in error and digests[1][:12] in error

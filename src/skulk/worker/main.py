@@ -57,6 +57,7 @@ from skulk.worker.runner import messages
 from skulk.worker.runner.crash_window import CrashWindow
 from skulk.worker.runner.flight_recorder import FlightRecorder
 from skulk.worker.runner.supervisor import RunnerSupervisor
+from skulk.worker.weights_digest import weights_digest
 from skulk.worker.weights_fetch import (
     NoWeights,
     SourcesFor,
@@ -297,7 +298,8 @@ class Worker:
                               rank=shard.rank,
                               options={**await self._drafting_options(card, instance, engine),
                                        **self._node_engine_options.get(instance.engine, {}),
-                                       **engine_options(instance, batching=self._batching)})
+                                       **engine_options(instance, batching=self._batching),
+                                       **await _agreement_options(instance, path)})
         try:
             engine.options.parse(config.options)
         except EngineOptionError as error:
@@ -383,6 +385,15 @@ class Worker:
             RunnerStatusUpdated(runner_id=runner_id, status=RunnerFailed(error=reason)))
         await self._send_command(
             DeleteInstance(command_id=new_command_id(), instance_id=instance_id))
+
+
+async def _agreement_options(instance: Instance, path: Path) -> dict[str, str]:
+    """The digest of the weights a rank of a split instance loads: its ranks check they
+    agree before serving (a whole instance has nobody to disagree with)."""
+    if len(instance.shards) < 2:
+        return {}
+    digest = await anyio.to_thread.run_sync(weights_digest, path)
+    return {} if digest is None else {"weights_sha256": digest}
 
 
 def engine_options(instance: Instance, batching: bool = True) -> dict[str, str]:

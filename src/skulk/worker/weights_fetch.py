@@ -8,7 +8,6 @@ unverified bytes. The plan loop never waits on a fetch: `fetching` tells `plan()
 ranks are under way.
 """
 
-import hashlib
 from collections.abc import Awaitable, Callable, Set
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from skulk.shared.types.state import State
 from skulk.worker.engines.description import EngineDescription
 from skulk.worker.engines.registry import engine_description
 from skulk.worker.weight_sources import WeightSource
+from skulk.worker.weights_digest import files_digest
 
 PROGRESS_EVERY_SECONDS = 0.5
 
@@ -63,14 +63,6 @@ async def loadable_weights(catalog: ModelCatalog, card: ModelCard,
         logger.error("could not import {} for {}: {}", card.model_id, engine.name, error)
         return None
     return imported
-
-
-def files_digest(entry: StoreEntry) -> str:
-    """sha256 over the sorted (name, sha256) pairs: equal wherever the same files are."""
-    digest = hashlib.sha256()
-    for file in sorted(entry.files, key=lambda f: f.name):
-        digest.update(f"{file.name}\0{file.sha256}\n".encode())
-    return digest.hexdigest()
 
 
 class WeightsFetcher:

@@ -43,6 +43,9 @@ class EngineOptions(BaseModel):
     """How a split instance divides the model (stamped by the master)."""
     ring_hosts: CommaSeparated = Field(default_factory=list)
     """`ip:port` where each rank of a split instance listens, in rank order."""
+    weights_sha256: str | None = Field(default=None, pattern="^[0-9a-f]{64}$")
+    """The digest of the files this rank loads (the worker's, for split instances): the
+    ranks check they agree before they serve."""
 
     @classmethod
     def parse(cls, raw: Mapping[str, str]) -> Self:

@@ -14,7 +14,7 @@ from skulk.worker.engines.registry import engine_description
 
 NodeEngineOptions = dict[str, dict[str, str]]  # engine name -> option name -> raw value
 
-NOT_PER_NODE = frozenset({"sharding", "ring_hosts", "batching"})
+NOT_PER_NODE = frozenset({"sharding", "ring_hosts", "batching", "weights_sha256"})
 
 
 def parse_node_engine_options(entries: Iterable[str]) -> NodeEngineOptions:

@@ -31,6 +31,7 @@ from skulk.worker.engines.mlx.requests import (
 from skulk.worker.engines.mlx.shard import ModelShard, WholeModelShard
 from skulk.worker.engines.mlx.shard_loader import load_shard
 from skulk.worker.engines.mlx.speculation.speculator import Speculator
+from skulk.worker.engines.mlx.weights_agreement import check_ranks_agree
 from skulk.worker.engines.protocol import (
     ContextOverflow,
     EngineConfig,
@@ -105,6 +106,7 @@ class MlxEngine:
             raise InvalidRequest(f"a split MLX instance needs ring_hosts with one address per "
                                  f"rank ({config.world_size}); got {hosts}")
         group = connect_ring(config.rank, hosts, options.ring_connect_seconds)
+        check_ranks_agree(group, options.weights_sha256)
         return load_shard(self._model_dir, group, config.start_layer, config.end_layer,
                           options.sharding)
 
