@@ -42,6 +42,8 @@ class PullRequest:
     model_id: str | None = None
     format: ModelFormat | None = None
     quant: str | None = None
+    # A catalogue card's GGUF file name or pattern: narrows the quantization's files.
+    pattern: str | None = None
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,8 @@ def store_directory(model_id: str, format: ModelFormat, quant: str | None) -> st
 def pull(models_dir: Path, request: PullRequest, progress: Progress) -> PullResult:
     """Fetch the request's weights into `models_dir`; see the module docstring."""
     listing = list_repository(request.repo)
-    format, quant, files = choose_files(listing, request.format, request.quant)
+    format, quant, files = choose_files(listing, request.format, request.quant,
+                                        request.pattern)
     model_id = ModelId(request.model_id) if request.model_id else default_model_id(request.repo)
     name = store_directory(model_id, format, quant)
     target = models_dir / name
@@ -86,7 +89,8 @@ def pull(models_dir: Path, request: PullRequest, progress: Progress) -> PullResu
                     f"partial files were removed. It needs {total / 1e9:.2f} GB") from error
             raise
         entry = StoreEntry(directory=name, model_id=model_id, format=format,
-                           repo=listing.repo, revision=listing.revision, files=stored,
+                           repo=listing.repo, revision=listing.revision, quant=quant,
+                           files=stored,
                            card=_card(model_id, format, name, staging, stored))
         shutil.rmtree(staging / ".cache", ignore_errors=True)
         write_entry(staging, entry)
