@@ -5,10 +5,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from skulk.models.store.card_hub import hub_source
 from skulk.models.store.manifest import StoreEntry
 from skulk.models.store.pull import PullRequest, pull
 from skulk.shared.types.ids import ModelId
-from skulk.shared.types.model_cards import ModelFormat
+from skulk.shared.types.model_cards import ModelCard, ModelFormat
 
 Progress = Callable[[int, int], None]
 
@@ -39,3 +40,13 @@ class HubSource:
         request = PullRequest(repo=self.repo, model_id=self.model_id, format=self.format,
                               quant=self.quant)
         return pull(models_dir, request, progress).entry
+
+
+def hub_sources(card: ModelCard, format: ModelFormat) -> list[WeightSource]:
+    """The hub source of a card's weights in `format` (its default quantization), or none
+    when the card names no hub repository for it: a `SourcesFor` for the worker."""
+    found = hub_source(card, format)
+    if found is None:
+        return []
+    repo, quant = found
+    return [HubSource(repo=repo, model_id=card.model_id, format=format, quant=quant)]

@@ -20,17 +20,23 @@ _ARCHITECTURE = ("n_layers", "hidden_size", "num_attention_heads", "num_key_valu
 def corrected_card(card: ModelCard, entries: Iterable[StoreEntry]) -> ModelCard:
     """`card` with the figures of every store entry pulled from the hub under its id put
     in (weights added from disk or imported correct nothing: they may be a variant)."""
-    for entry in entries:
-        if (entry.model_id == card.model_id and entry.card is not None
-                and entry.repo is not None):
-            card = _with_entry(card, entry, entry.card)
+    pulled = [entry for entry in entries if entry.model_id == card.model_id
+              and entry.card is not None and entry.repo is not None]
+    for entry in pulled:
+        assert entry.card is not None  # filtered above
+        card = _with_entry(card, entry, entry.card)
+    if pulled and all(s.repo is None or any(_is_held(s, e) for e in pulled)
+                      for s in card.sources):
+        sources_checked = {"sources.size_bytes", "sources.repo", "sources.filename"}
+        card = card.model_copy(update={
+            "unverified": [f for f in card.unverified if f not in sources_checked]})
     return card
 
 
 def _with_entry(card: ModelCard, entry: StoreEntry, derived: ModelCard) -> ModelCard:
-    held = derived.source_for(entry.format)
-    size = held.size_bytes if held is not None else entry.size_bytes
-    sources = _sources_with_held_first(card.sources, entry, size)
+    stored = derived.source_for(entry.format) or ModelSource(
+        format=entry.format, filename=entry.directory, size_bytes=entry.size_bytes)
+    sources = _sources_with_held_first(card.sources, entry, stored)
     update: dict[str, object] = {"sources": sources}
     for field in _ARCHITECTURE:
         value = getattr(derived, field)
@@ -39,22 +45,19 @@ def _with_entry(card: ModelCard, entry: StoreEntry, derived: ModelCard) -> Model
     if entry.format == "mlx" and derived.model_type is not None:
         update["model_type"] = derived.model_type
     corrected = set(update) - {"sources"}
-    if all(_is_held(s, entry) or s.repo is None for s in sources):
-        corrected |= {"sources.size_bytes", "sources.repo", "sources.filename"}
     update["unverified"] = [f for f in card.unverified if f not in corrected]
     return card.model_copy(update=update)
 
 
 def _sources_with_held_first(sources: list[ModelSource], entry: StoreEntry,
-                             size: int) -> list[ModelSource]:
+                             stored: ModelSource) -> list[ModelSource]:
     """The source the entry holds gets the real size and goes first among its format's
-    (placement sizes a format by its first source); a held quantization the card does
-    not list is added."""
-    held = next((s for s in sources if _is_held(s, entry)), None)
-    if held is None:
-        held = ModelSource(format=entry.format, repo=entry.repo, quant=entry.quant,
-                           filename=entry.directory, size_bytes=size)
-    held = held.model_copy(update={"size_bytes": size})
+    (placement sizes a format by its first source); weights the card does not list (a
+    quantization it does not name, another repository) are added as the store holds
+    them."""
+    listed = next((s for s in sources if _is_held(s, entry)), None)
+    held = (listed.model_copy(update={"size_bytes": stored.size_bytes}) if listed is not None
+            else stored.model_copy(update={"repo": entry.repo, "quant": entry.quant}))
     rest = [s for s in sources if not _is_held(s, entry)]
     first_of_format = next((i for i, s in enumerate(rest) if s.format == entry.format),
                            len(rest))
