@@ -24,6 +24,8 @@ def pull_request_for(name: str, card: ModelCard | None, *, model_id: str | None 
     Raises NoSuchWeights when NAME is a card with no hub weights and no repository."""
     if card is not None:
         chosen = format or default_hub_format(card)
+        if chosen == "mlx" and quant is not None:
+            _require_listed_mlx_quant(card, quant)
         found = None if chosen is None else hub_source(card, chosen, quant)
         if chosen is not None and found is not None:
             repo, chosen_quant = found
@@ -38,3 +40,13 @@ def pull_request_for(name: str, card: ModelCard | None, *, model_id: str | None 
         raise NoSuchWeights(f"{name!r} is neither a catalogue id (see `skulk models list`) "
                             "nor a hub repository (owner/name)")
     return PullRequest(repo=name, model_id=model_id, format=format, quant=quant)
+
+
+def _require_listed_mlx_quant(card: ModelCard, quant: str) -> None:
+    """An MLX quantization is a repository of its own: only those the card lists are
+    known (another is pulled by its repository's name)."""
+    listed = [s.quant for s in card.sources if s.format == "mlx" and s.repo and s.quant]
+    if quant.lower() not in (q.lower() for q in listed):
+        raise NoSuchWeights(f"the card of {card.model_id} lists MLX weights in "
+                            f"{', '.join(listed) or 'no quantization'}, not {quant}; pull "
+                            "another quantization by its repository's name")

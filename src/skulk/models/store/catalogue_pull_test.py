@@ -47,3 +47,10 @@ def test_a_name_that_is_neither_is_refused_saying_what_would_do() -> None:
         pull_request_for("nonsense", None)
     with pytest.raises(NoSuchWeights, match="names no hub repository for its mlx weights"):
         pull_request_for("m-instruct", _card(GGUF), format="mlx")
+
+
+def test_an_mlx_quant_the_card_does_not_list_is_refused_not_swapped() -> None:
+    card = _card(GGUF, MLX)
+    assert pull_request_for("m-instruct", card, format="mlx", quant="4BIT").repo == MLX.repo
+    with pytest.raises(NoSuchWeights, match="lists MLX weights in 4bit, not 8bit"):
+        pull_request_for("m-instruct", card, format="mlx", quant="8bit")

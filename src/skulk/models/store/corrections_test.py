@@ -105,3 +105,33 @@ def test_pulling_a_catalogue_id_stores_it_under_the_card_id_with_the_hubs_figure
     assert after.attention_head_dim == 576 // 9
     assert catalog.local_path(after, "gguf") == result.path / "qwen2.5-0.5b-instruct-q4_k_m.gguf"
     assert after.aliases == before.aliases and after.capabilities == before.capabilities
+
+
+def test_an_mlx_pull_corrects_the_card_from_config_json_fetched_before_the_weights(
+        hub: FakeHub, tmp_path: Path) -> None:
+    published = tmp_path / "published"
+    published.mkdir()
+    # Figures that differ from the card's, as a hub might correct them.
+    (published / "config.json").write_text(
+        '{"model_type": "qwen3", "num_hidden_layers": 4, "hidden_size": 64, '
+        '"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32, '
+        '"max_position_embeddings": 4096}')
+    (published / "model.safetensors").write_bytes(bytes(2 << 20))
+    hub.add_directory("mlx-community/Qwen2.5-0.5B-Instruct-4bit", published)
+    models_dir = tmp_path / "models"
+    card = ModelCatalog.builtin(models_dir).resolve(CARD_ID)
+
+    result = pull(models_dir, pull_request_for(CARD_ID, card, format="mlx"),
+                  lambda done, total: None)
+
+    fetched = [path.rsplit("/", 1)[-1] for method, path, _ in hub.requests
+               if method == "GET" and "/resolve/" in path]
+    assert fetched == ["config.json", "model.safetensors"]
+    assert result.path == models_dir / f"{CARD_ID}-mlx"
+    after = ModelCatalog.builtin(models_dir).resolve(CARD_ID)
+    assert after is not None
+    mlx = after.source_for("mlx")
+    assert mlx is not None and mlx.size_bytes == 2 << 20
+    assert (after.model_type, after.n_layers, after.hidden_size, after.head_dim,
+            after.context_length) == ("qwen3", 4, 64, 32, 4096)
+    assert after.family == "qwen2"  # the card's own: the GGUF architecture name
