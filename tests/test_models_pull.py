@@ -144,3 +144,29 @@ def test_a_pulled_gguf_is_served_under_its_own_id(hub: FakeHub, tmp_path: Path) 
         assert reply.choices[0].message.content
     finally:
         node.stop()
+
+
+def test_a_catalogue_id_is_pulled_under_the_cards_id_with_the_hubs_sizes(
+        hub: FakeHub, tmp_path: Path) -> None:
+    gguf = bundled_gguf()
+    # The stand-in serves the bundled model under the catalogue card's GGUF repository.
+    hub.add_file("Qwen/Qwen2.5-0.5B-Instruct-GGUF", "qwen2.5-0.5b-instruct-q4_k_m.gguf", gguf)
+    pulled = subprocess.run(
+        [sys.executable, "-m", "skulk.cli.main", "models", "pull", "qwen2.5-0.5b-instruct",
+         "--data-dir", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert pulled.returncode == 0, pulled.stderr
+    assert ("qwen2.5-0.5b-instruct: gguf Q4_K_M from Qwen/Qwen2.5-0.5B-Instruct-GGUF"
+            in pulled.stderr)
+    assert "pulled qwen2.5-0.5b-instruct (gguf" in pulled.stdout
+    stored = tmp_path / "models" / "qwen2.5-0.5b-instruct-gguf-q4_k_m"
+    assert file_sha256(stored / "qwen2.5-0.5b-instruct-q4_k_m.gguf") == file_sha256(gguf)
+    listed = subprocess.run([sys.executable, "-m", "skulk.cli.main", "models", "list",
+                             "--data-dir", str(tmp_path)], capture_output=True, text=True,
+                            timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    [line] = [row for row in listed.stdout.splitlines()
+              if row.startswith("qwen2.5-0.5b-instruct ")]
+    # The hub's size replaced the card's guess, and the weights are held here.
+    size_mb = f"{gguf.stat().st_size / 1e6:.0f} MB"
+    assert f"gguf {size_mb}" in line and line.endswith("gguf")
+    assert str(stored / "qwen2.5-0.5b-instruct-q4_k_m.gguf") in listed.stdout

@@ -16,7 +16,7 @@ from skulk.routing.tls import TlsFiles
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.model_cards import ModelCard, ModelFormat
 from skulk.shared.types.telemetry import NodeTelemetry
-from skulk.worker.weight_sources import WeightSource
+from skulk.worker.weight_sources import WeightSource, hub_sources
 
 
 class NodeWeights:
@@ -48,8 +48,9 @@ class NodeWeights:
 
     def sources_for(self, card: ModelCard, format: ModelFormat) -> list[WeightSource]:
         """Where a rank's missing weights come from, in the order to try them: the members
-        holding them, nearest first. (The hub comes after them once cards name a hub
-        repository.)"""
+        holding them, nearest first, then the hub repository the card names (weights
+        cross the internet once per cluster)."""
         holders = peers_holding(self._readings(), card.model_id, format, self._node_id,
                                 secure=self._tls is not None)
-        return [PeerSource(holding, self._tls) for holding in holders]
+        peers: list[WeightSource] = [PeerSource(holding, self._tls) for holding in holders]
+        return peers + hub_sources(card, format)

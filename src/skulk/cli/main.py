@@ -9,10 +9,10 @@ from skulk.cli import client
 from skulk.cli.cluster import add_cluster_arguments, run_cluster
 from skulk.cli.models_add import add_add_arguments, run_add
 from skulk.cli.models_import import add_import_arguments, run_import
+from skulk.cli.models_list import list_models
 from skulk.cli.models_pull import add_pull_arguments, run_pull
 from skulk.cli.models_remove import add_remove_arguments, run_remove
 from skulk.cli.run import add_run_arguments, run_node
-from skulk.models.catalog import ModelCatalog
 from skulk.paths import default_data_dir
 
 DEFAULT_URL = "http://127.0.0.1:52415"
@@ -36,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
         "models", help="list, add, remove, pull or import the models this node knows")
     models.add_argument("--data-dir", type=Path, default=None, help="node data dir")
     model_actions = models.add_subparsers(dest="action")
-    listing = model_actions.add_parser("list", help="the models and where their weights live")
+    listing = model_actions.add_parser(
+        "list", help="the catalogue: each model, its formats and sizes, what this node holds")
     listing.add_argument("--data-dir", type=Path, default=argparse.SUPPRESS, help="node data dir")
     add_import_arguments(model_actions.add_parser(
         "import", help="turn a GGUF file or Hugging Face directory into an MLX model"))
@@ -53,18 +54,6 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--max-tokens", type=int, default=512)
     chat.add_argument("--temperature", type=float, default=0.7)
     return parser
-
-
-def list_models(data_dir: Path) -> int:
-    """Every known model card and where its weights live on this machine."""
-    catalog = ModelCatalog.builtin(data_dir / "models")
-    for card in catalog.cards():
-        for source in card.sources:
-            path = catalog.local_path(card, source.format)
-            where = str(path) if path else f"not on this machine ({source.filename})"
-            print(f"{card.model_id:<20} {source.format:<5} {source.size_bytes / 1e6:7.1f} MB  "
-                  f"{where}")
-    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,4 +1,6 @@
-"""`skulk models pull REPO`: weights from the hub into this node's store, with progress."""
+"""`skulk models pull NAME`: weights from the hub into this node's store, with progress.
+NAME is a catalogue id or alias (`qwen2.5-0.5b-instruct`: the card's repository for the
+chosen format and quantization, stored under the card's id) or a hub repository."""
 
 import argparse
 import sys
@@ -10,10 +12,13 @@ from skulk.paths import default_data_dir
 
 
 def add_pull_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("repo", help="a Hugging Face repository, e.g. "
-                                     "Qwen/Qwen2.5-0.5B-Instruct-GGUF")
+    parser.add_argument("repo", metavar="NAME",
+                        help="a catalogue id or alias (see `skulk models list`), e.g. "
+                             "qwen2.5-0.5b-instruct, or a Hugging Face repository, e.g. "
+                             "Qwen/Qwen2.5-0.5B-Instruct-GGUF")
     parser.add_argument("--model-id", default=None,
-                        help="the id to serve it under (default: from the repository name)")
+                        help="the id to serve it under (default: the catalogue id, or "
+                             "from the repository name)")
     parser.add_argument("--quant", default=None,
                         help="which GGUF quantization, e.g. Q4_K_M (default: Q4_K_M when "
                              "offered, else the only one)")
@@ -52,13 +57,21 @@ def progress_text(done: int, total: int, elapsed: float) -> str:
 
 def run_pull(args: argparse.Namespace) -> int:
     """Carry out `skulk models pull`; errors go to stderr with exit status 1."""
-    from skulk.models.store.pull import PullRequest, pull
+    from skulk.models.catalog import ModelCatalog
+    from skulk.models.store.catalogue_pull import pull_request_for
+    from skulk.models.store.pull import pull
 
     data_dir: Path = getattr(args, "data_dir", None) or default_data_dir()
-    request = PullRequest(repo=args.repo, model_id=args.model_id, format=args.format,
-                          quant=args.quant)
+    models_dir = data_dir / "models"
     try:
-        result = pull(data_dir / "models", request, ProgressLine(sys.stderr))
+        card = ModelCatalog.builtin(models_dir).resolve(args.repo)
+        request = pull_request_for(args.repo, card, model_id=args.model_id,
+                                   format=args.format, quant=args.quant)
+        if card is not None and request.repo != args.repo:
+            quant = f" {request.quant}" if request.quant else ""
+            print(f"{card.model_id}: {request.format}{quant} from {request.repo}",
+                  file=sys.stderr)
+        result = pull(models_dir, request, ProgressLine(sys.stderr))
     except (ValueError, OSError, RuntimeError) as error:
         print(f"\nskulk: pull failed: {error}", file=sys.stderr)
         return 1

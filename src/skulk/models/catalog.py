@@ -11,6 +11,7 @@ import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from skulk.models.store.corrections import corrected_card
 from skulk.models.store.manifest import StoreEntry, stored_entries
 from skulk.shared.types.ids import ModelId
 from skulk.shared.types.model_cards import ModelCard, ModelFormat, ModelSource
@@ -70,7 +71,8 @@ class ModelCatalog:
     def _index(self, stored: list[StoreEntry]) -> None:
         self._stored = stored
         self._seen_cluster = self._cluster_cards()
-        self._cards = list(self._builtin)
+        # A built-in card of a model pulled here is served as the hub corrected it.
+        self._cards = [corrected_card(card, stored) for card in self._builtin]
         known = {card.model_id for card in self._cards}
         # A stored model no built-in card describes is served from the card derived
         # from its files; where a built-in card exists, that card wins.

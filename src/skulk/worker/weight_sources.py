@@ -5,10 +5,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from skulk.models.store.card_hub import hub_source
+from skulk.models.store.catalogue_pull import pull_request_for
 from skulk.models.store.manifest import StoreEntry
 from skulk.models.store.pull import PullRequest, pull
-from skulk.shared.types.ids import ModelId
-from skulk.shared.types.model_cards import ModelFormat
+from skulk.shared.types.model_cards import ModelCard, ModelFormat
 
 Progress = Callable[[int, int], None]
 
@@ -24,18 +25,22 @@ class WeightSource(Protocol):
 
 @dataclass(frozen=True)
 class HubSource:
-    """The model hub, through `huggingface_hub` (`HF_ENDPOINT`, `HF_TOKEN`)."""
+    """The model hub, through `huggingface_hub` (`HF_ENDPOINT`, `HF_TOKEN`): the same pull
+    `skulk models pull` makes."""
 
-    repo: str
-    model_id: ModelId
-    format: ModelFormat
-    quant: str | None = None
+    request: PullRequest
 
     @property
     def label(self) -> str:
-        return f"hub {self.repo}"
+        return f"hub {self.request.repo}"
 
     def fetch(self, models_dir: Path, progress: Progress) -> StoreEntry:
-        request = PullRequest(repo=self.repo, model_id=self.model_id, format=self.format,
-                              quant=self.quant)
-        return pull(models_dir, request, progress).entry
+        return pull(models_dir, self.request, progress).entry
+
+
+def hub_sources(card: ModelCard, format: ModelFormat) -> list[WeightSource]:
+    """The hub source of a card's weights in `format` (its default quantization), or none
+    when the card names no hub repository for it."""
+    if hub_source(card, format) is None:
+        return []
+    return [HubSource(pull_request_for(card.model_id, card, format=format))]

@@ -16,6 +16,7 @@ from loguru import logger
 
 from skulk.models.catalog import ModelCatalog
 from skulk.models.mlx_import import ensure_mlx_model
+from skulk.models.store.card_hub import hub_source
 from skulk.models.store.manifest import StoreEntry
 from skulk.shared.types.events import Event, WeightsFetchProgress, WeightsReady
 from skulk.shared.types.ids import InstanceId, NodeId, RunnerId
@@ -43,7 +44,10 @@ def needed_format(catalog: ModelCatalog, card: ModelCard, engine_name: str
     engine = engine_description(engine_name)
     if catalog.local_path(card, engine.weight_format) is not None:
         return None
-    if engine.imports_weights and card.source_for("gguf") is not None:
+    # An engine that imports its weights from a GGUF does so only when its own format is
+    # not on the hub: a quantized hub copy beats converting a quantized GGUF.
+    if (engine.imports_weights and card.source_for("gguf") is not None
+            and hub_source(card, engine.weight_format) is None):
         return None if catalog.local_path(card, "gguf") is not None else "gguf"
     return engine.weight_format if card.source_for(engine.weight_format) else None
 

@@ -7,6 +7,7 @@ import anyio
 import pytest
 
 from skulk.models.catalog import ModelCatalog
+from skulk.models.store.pull import PullRequest
 from skulk.shared.types.commands import DeleteInstance
 from skulk.shared.types.events import InstanceCreated, WeightsReady
 from skulk.shared.types.ids import ModelId
@@ -46,6 +47,8 @@ def reset_fakes() -> None:
     FakeSupervisor.created = []
     FakeSupervisor.crash = False
 
+HUB = HubSource(PullRequest(REPO, MODEL, "gguf"))
+
 
 def _worker(cluster: Cluster, models_dir: Path, sources: list[WeightSource]) -> Worker:
     def sources_for(card: ModelCard, format: ModelFormat) -> list[WeightSource]:
@@ -71,7 +74,7 @@ async def test_a_rank_without_its_weights_fetches_them_then_starts_its_runner(
     cluster.publish_event = recording  # type: ignore[method-assign]
     placed = f.instance().model_copy(update={"model_id": MODEL})
     async with anyio.create_task_group() as tasks:
-        tasks.start_soon(_worker(cluster, tmp_path, [HubSource(REPO, MODEL, "gguf")]).run)
+        tasks.start_soon(_worker(cluster, tmp_path, [HUB]).run)
         cluster.apply(InstanceCreated(instance=placed))
         with anyio.fail_after(30):
             while not FakeSupervisor.created:
@@ -92,7 +95,7 @@ async def test_when_no_source_has_the_weights_the_instance_is_given_up_saying_wh
     cluster = Cluster()
     placed = f.instance().model_copy(update={"model_id": MODEL})
     async with anyio.create_task_group() as tasks:
-        tasks.start_soon(_worker(cluster, tmp_path, [HubSource(REPO, MODEL, "gguf")]).run)
+        tasks.start_soon(_worker(cluster, tmp_path, [HUB]).run)
         cluster.apply(InstanceCreated(instance=placed))
         with anyio.fail_after(60):
             while not cluster.commands:

@@ -69,7 +69,7 @@ def to_generation_params(session: Session, request: Generate) -> GenerationParam
 
 
 def _kv_bytes(card: ModelCard, tokens: int) -> int:
-    head_dim = card.hidden_size // card.num_attention_heads
+    head_dim = card.attention_head_dim
     per_token = 2 * card.n_layers * card.num_key_value_heads * head_dim * _KV_BYTES_PER_VALUE
     return per_token * tokens
 

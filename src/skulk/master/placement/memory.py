@@ -98,7 +98,7 @@ def shard_share(card: ModelCard, sharding: str, shard: ShardAssignment) -> Shard
 
 def kv_reservation_bytes(card: ModelCard, engine: EngineName, share: ShardShare) -> int:
     """KV cache for the context ceiling: keys and values, per layer, per KV head."""
-    head_dim = card.hidden_size // card.num_attention_heads
+    head_dim = card.attention_head_dim
     kv_bytes = engine_description(engine).kv_bytes_per_value
     per_token = 2 * share.layers * share.kv_heads * head_dim * kv_bytes
     return per_token * context_token_limit(card)

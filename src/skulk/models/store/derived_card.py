@@ -31,6 +31,8 @@ def card_from_gguf(model_id: ModelId, gguf_path: Path, source: ModelSource) -> M
         num_key_value_heads=(gguf.integer(f"{arch}.attention.head_count_kv")
                              if gguf.has(f"{arch}.attention.head_count_kv") else heads),
         context_length=gguf.integer(f"{arch}.context_length"),
+        head_dim=(gguf.integer(f"{arch}.attention.key_length")
+                  if gguf.has(f"{arch}.attention.key_length") else None),
         capabilities=capabilities, sources=[source], chat_template_source="gguf")
 
 
@@ -47,6 +49,8 @@ def card_from_config(model_id: ModelId, directory: Path, source: ModelSource) ->
             num_attention_heads=heads,
             num_key_value_heads=int(text.get("num_key_value_heads", heads)),
             context_length=int(text.get("max_position_embeddings", 2048)),
+            head_dim=int(text["head_dim"]) if text.get("head_dim") else None,
+            model_type=str(config["model_type"]),
             capabilities=["text", "chat"] if _has_chat_template(directory) else ["text"],
             sources=[source], chat_template_source="tokenizer_config")
     except KeyError as missing:

@@ -61,10 +61,14 @@ def formats_in(listing: RepoListing) -> list[ModelFormat]:
     return offered
 
 
-def choose_files(listing: RepoListing, format: ModelFormat | None, quant: str | None
+def choose_files(listing: RepoListing, format: ModelFormat | None, quant: str | None,
+                 pattern: str | None = None
                  ) -> tuple[ModelFormat, str | None, list[RemoteFile]]:
     """The format, quantization and files to fetch, small files first (config and
-    sizes before any weight). Raises NoSuchWeights naming what the repository offers."""
+    sizes before any weight). A GGUF `pattern` (a catalogue card's `*Q4_K_M*.gguf`)
+    narrows the quantization's files when some match it; the quantization decides, since
+    a card's file names are written before the hub is asked. Raises NoSuchWeights naming
+    what the repository offers."""
     offered = formats_in(listing)
     if not offered:
         raise NoSuchWeights(f"{listing.repo} has neither .gguf files nor config.json with "
@@ -75,6 +79,7 @@ def choose_files(listing: RepoListing, format: ModelFormat | None, quant: str | 
     chosen = format or offered[0]
     if chosen == "gguf":
         quant, files = _gguf_files(listing, quant)
+        files = matching(files, pattern) or files
     else:
         quant, files = None, [f for f in listing.files if _is_safetensors_part(f.name)]
     return chosen, quant, sorted(files, key=lambda f: (f.size_bytes, f.name))
@@ -99,6 +104,14 @@ def _gguf_files(listing: RepoListing, quant: str | None) -> tuple[str, list[Remo
             return preferred, by_quant[preferred]
     raise NoSuchWeights(f"{listing.repo} offers several GGUF files; choose one with --quant: "
                         f"{', '.join(sorted(by_quant))}")
+
+
+def matching(files: list[RemoteFile], pattern: str | None) -> list[RemoteFile]:
+    """The files whose base name matches `pattern`, case-insensitively (none: [])."""
+    if pattern is None:
+        return []
+    wanted = pattern.lower()
+    return [f for f in files if fnmatch(f.name.rsplit("/", 1)[-1].lower(), wanted)]
 
 
 def _is_safetensors_part(name: str) -> bool:

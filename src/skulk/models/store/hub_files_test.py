@@ -58,3 +58,13 @@ def test_asking_for_a_format_the_repository_lacks_says_what_it_has() -> None:
         choose_files(_listing("m-q8_0.gguf"), "mlx", None)
     with pytest.raises(NoSuchWeights, match="neither .gguf"):
         choose_files(_listing("README.md"), None, None)
+
+
+def test_a_card_pattern_narrows_a_quant_to_its_files_and_a_wrong_guess_is_harmless() -> None:
+    listing = _listing("Model-Q4_K_M.gguf", "other/Model-alt-Q4_K_M.gguf", "Model-Q8_0.gguf")
+    _, quant, files = choose_files(listing, "gguf", "Q4_K_M", "model-q4_k_m*.gguf")
+    assert quant == "Q4_K_M" and [f.name for f in files] == ["Model-Q4_K_M.gguf"]
+    # A card written before the hub was asked may guess the file name wrong: the quant
+    # still decides.
+    _, _, files = choose_files(listing, "gguf", "Q4_K_M", "guessed-Q4_K_M*.gguf")
+    assert sorted(f.name for f in files) == ["Model-Q4_K_M.gguf", "other/Model-alt-Q4_K_M.gguf"]

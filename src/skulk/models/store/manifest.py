@@ -30,10 +30,12 @@ class StoreEntry(WireModel):
     format: ModelFormat = Field(description="The weights' format.")
     repo: str | None = Field(default=None, description="Hub repository they came from.")
     revision: str | None = Field(default=None, description="Hub commit they came from.")
+    quant: str | None = Field(default=None, description="GGUF quantization, e.g. `Q4_K_M`.")
     files: list[StoredFile] = Field(description="Every file, verified.")
     card: ModelCard | None = Field(
-        default=None, description="Card derived from the files, for a model no built-in "
-        "card describes.")
+        default=None, description="Card derived from the files: the card of a model no "
+        "built-in card describes, and the hub's corrections to one that does (real sizes, "
+        "config figures).")
     linked_from: str | None = Field(
         default=None, description="Added with `--link`: the absolute path of the file or "
         "directory the weights stay in. The store directory then holds symbolic links to "

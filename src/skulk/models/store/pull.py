@@ -42,6 +42,8 @@ class PullRequest:
     model_id: str | None = None
     format: ModelFormat | None = None
     quant: str | None = None
+    # A catalogue card's GGUF file name or pattern: narrows the quantization's files.
+    pattern: str | None = None
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,8 @@ def store_directory(model_id: str, format: ModelFormat, quant: str | None) -> st
 def pull(models_dir: Path, request: PullRequest, progress: Progress) -> PullResult:
     """Fetch the request's weights into `models_dir`; see the module docstring."""
     listing = list_repository(request.repo)
-    format, quant, files = choose_files(listing, request.format, request.quant)
+    format, quant, files = choose_files(listing, request.format, request.quant,
+                                        request.pattern)
     model_id = ModelId(request.model_id) if request.model_id else default_model_id(request.repo)
     name = store_directory(model_id, format, quant)
     target = models_dir / name
@@ -86,8 +89,11 @@ def pull(models_dir: Path, request: PullRequest, progress: Progress) -> PullResu
                     f"partial files were removed. It needs {total / 1e9:.2f} GB") from error
             raise
         entry = StoreEntry(directory=name, model_id=model_id, format=format,
-                           repo=listing.repo, revision=listing.revision, files=stored,
-                           card=_card(model_id, format, name, staging, stored))
+                           repo=listing.repo, revision=listing.revision, quant=quant,
+                           files=stored,
+                           card=_card(model_id, format, name, staging, stored,
+                                      ModelSource(format=format, filename=name, size_bytes=0,
+                                                  repo=listing.repo, quant=quant)))
         shutil.rmtree(staging / ".cache", ignore_errors=True)
         write_entry(staging, entry)
         sync_tree(staging)
@@ -161,13 +167,14 @@ def verify(path: Path, file: RemoteFile) -> StoredFile:
 
 
 def _card(model_id: ModelId, format: ModelFormat, name: str, staging: Path,
-          stored: list[StoredFile]) -> ModelCard:
+          stored: list[StoredFile], hub: ModelSource) -> ModelCard:
+    """The card derived from the pulled files; its source names the hub repository and
+    quantization, so a node that lacks the files can fetch them there too."""
     if format == "gguf":
         first = sorted(f.name for f in stored if f.name.endswith(".gguf"))[0]
-        source = ModelSource(format="gguf", filename=f"{name}/{first}",
-                             size_bytes=sum(f.size_bytes for f in stored))
+        source = hub.model_copy(update={"filename": f"{name}/{first}",
+                                        "size_bytes": sum(f.size_bytes for f in stored)})
         return card_from_gguf(model_id, staging / first, source)
-    source = ModelSource(format="mlx", filename=name,
-                         size_bytes=sum(f.size_bytes for f in stored
-                                        if f.name.endswith(".safetensors")))
+    source = hub.model_copy(update={"size_bytes": sum(
+        f.size_bytes for f in stored if f.name.endswith(".safetensors"))})
     return card_from_config(model_id, staging, source)

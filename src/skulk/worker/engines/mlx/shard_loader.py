@@ -31,7 +31,6 @@ def load_shard(
     model in one process.
     """
     config = read_config(model_dir)
-    family = family_for_config(config)
     n_layers = int(config["num_hidden_layers"])
     if sharding == "tensor" and (start_layer, end_layer) != (0, n_layers):
         raise ValueError(f"a tensor split holds every layer: expected [0, {n_layers}), "
@@ -41,6 +40,7 @@ def load_shard(
             raise ValueError(f"a single rank runs every layer: expected [0, {n_layers}), "
                              f"got [{start_layer}, {end_layer})")
         return WholeModelShard(mlx_api.load_model(model_dir), group)
+    family = family_for_config(config)  # only a split needs Skulk's knowledge of the family
     if sharding == "pipeline":
         return family.load_pipeline(model_dir, config, group, start_layer, end_layer)
     return family.load_tensor(model_dir, config, group)

@@ -1,0 +1,39 @@
+from pathlib import Path
+
+from skulk.cli.models_list import catalogue_lines
+from skulk.models.catalog import ModelCatalog, builtin_cards_dir, load_cards
+from skulk.shared.types.ids import ModelId
+from skulk.shared.types.model_cards import ModelCard, ModelSource
+
+
+def _card(model_id: str, size: int, unverified: list[str]) -> ModelCard:
+    return ModelCard(model_id=ModelId(model_id), family="llama", n_layers=2, hidden_size=8,
+                     num_attention_heads=2, num_key_value_heads=1, context_length=64,
+                     capabilities=["text"], chat_template_source="gguf",
+                     parameters=7_600_000_000, unverified=unverified,
+                     sources=[ModelSource(format="gguf", filename=f"{model_id}.gguf",
+                                          size_bytes=size)])
+
+
+def test_each_model_has_a_line_and_a_held_one_its_path(tmp_path: Path) -> None:
+    catalog = ModelCatalog([_card("m-14b", 9_000_000_000, ["sources.size_bytes"]),
+                            _card("m-7b", 4_680_000_000, ["sources.size_bytes"])], tmp_path)
+    (tmp_path / "m-7b.gguf").write_bytes(b"GGUF")
+    # 7b before 14b: numbers in ids compare as numbers.
+    header, seven, path, fourteen, footnote = catalogue_lines(catalog)
+    assert header.split() == ["MODEL", "PARAMS", "FORMATS", "(size)", "HERE"]
+    assert fourteen.split() == ["m-14b", "7.6B", "gguf", "~9.0", "GB", "-"]
+    # Held here: its size is no guess (a pulled card is corrected), and its path follows.
+    assert seven.split() == ["m-7b", "7.6B", "gguf", "4.7", "GB", "gguf"]
+    assert path.split() == ["gguf", str(tmp_path / "m-7b.gguf")]
+    assert footnote.startswith("~ size as the card guesses it")
+
+
+def test_the_shipped_catalogue_lists_in_natural_order(tmp_path: Path) -> None:
+    catalog = ModelCatalog(load_cards(builtin_cards_dir()), tmp_path)
+    ids = [line.split()[0] for line in catalogue_lines(catalog)[1:-1]
+           if not line.startswith(" ")]
+    qwen = [i for i in ids if i.startswith("qwen2.5-")]
+    assert qwen == [f"qwen2.5-{s}-instruct" for s in ("0.5b", "1.5b", "3b", "7b", "14b",
+                                                      "32b", "72b")]
+    assert "smollm2-135m" in ids
