@@ -10,6 +10,7 @@ from skulk.testing.random_llama import (
 )
 from skulk.worker.engines.mlx.collectives import SoloGroup
 from skulk.worker.engines.mlx.families.registry import UnknownModelFamily
+from skulk.worker.engines.mlx.multi_rank_test import ThreadGroup
 from skulk.worker.engines.mlx.shard import WholeModelShard
 from skulk.worker.engines.mlx.shard_loader import load_shard
 
@@ -34,10 +35,17 @@ def test_a_tensor_split_must_cover_every_layer(tmp_path: Path) -> None:
         load_shard(model_dir, SoloGroup(), 1, 2, "tensor")
 
 
-def test_unknown_families_are_refused_before_loading(tmp_path: Path) -> None:
+def test_unknown_families_are_refused_before_a_split_loads(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "mamba",
                                                       "num_hidden_layers": 4}))
     with pytest.raises(UnknownModelFamily, match="'mamba'"):
+        load_shard(tmp_path, ThreadGroup(0, 2, {}), 0, 2, "pipeline")
+
+
+def test_a_whole_model_of_any_family_goes_to_mlx_lm(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "mamba",
+                                                      "num_hidden_layers": 4}))
+    with pytest.raises(FileNotFoundError, match="No safetensors"):  # mlx-lm's own words
         load_shard(tmp_path, SoloGroup(), 0, 4, "pipeline")
 
 
