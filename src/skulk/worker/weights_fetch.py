@@ -114,6 +114,11 @@ class WeightsFetcher:
                                error)
                 failures.append(f"{source.label}: {error}")
                 continue
+            except Exception as error:  # a source's own bug: the next source, not a crash
+                logger.exception("fetching {} from {} failed unexpectedly", card.model_id,
+                                 source.label)
+                failures.append(f"{source.label}: {type(error).__name__}: {error}")
+                continue
             self._catalog.refresh()
             await self._publish_event(WeightsReady(
                 runner_id=runner_id, model_id=card.model_id, total_bytes=entry.size_bytes,
@@ -144,7 +149,7 @@ class WeightsFetcher:
             try:
                 outcome.append(await anyio.to_thread.run_sync(
                     source.fetch, models_dir, progress, abandon_on_cancel=True))
-            except (OSError, ValueError, RuntimeError) as error:
+            except Exception as error:
                 outcome.append(error)  # raised below: a task group would wrap it
             finally:
                 reporting.cancel_scope.cancel()

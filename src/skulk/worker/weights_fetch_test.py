@@ -7,6 +7,7 @@ import anyio
 import pytest
 
 from skulk.models.catalog import ModelCatalog
+from skulk.models.store.manifest import StoreEntry
 from skulk.models.store.pull import PullRequest
 from skulk.shared.types.commands import DeleteInstance
 from skulk.shared.types.events import InstanceCreated, WeightsReady
@@ -48,6 +49,15 @@ def reset_fakes() -> None:
     FakeSupervisor.crash = False
 
 HUB = HubSource(PullRequest(REPO, MODEL, "gguf"))
+
+
+class BrokenSource:
+    """A source with a bug of its own: it raises what no fetch expects."""
+
+    label = "broken"
+
+    def fetch(self, models_dir: Path, progress: object) -> StoreEntry:
+        raise KeyError("a bug")
 
 
 def _worker(cluster: Cluster, models_dir: Path, sources: list[WeightSource]) -> Worker:
@@ -95,7 +105,8 @@ async def test_when_no_source_has_the_weights_the_instance_is_given_up_saying_wh
     cluster = Cluster()
     placed = f.instance().model_copy(update={"model_id": MODEL})
     async with anyio.create_task_group() as tasks:
-        tasks.start_soon(_worker(cluster, tmp_path, [HUB]).run)
+        # A source's own bug is one more failed source, not the end of the worker.
+        tasks.start_soon(_worker(cluster, tmp_path, [BrokenSource(), HUB]).run)
         cluster.apply(InstanceCreated(instance=placed))
         with anyio.fail_after(60):
             while not cluster.commands:
@@ -106,5 +117,6 @@ async def test_when_no_source_has_the_weights_the_instance_is_given_up_saying_wh
     [runner_id] = f.instance().shards
     status = cluster.replica.state.runners[runner_id]
     assert isinstance(status, RunnerFailed)
-    assert status.error.startswith(f"could not fetch {MODEL} (gguf): hub {REPO}: cannot list")
+    assert status.error.startswith(f"could not fetch {MODEL} (gguf): broken: KeyError: "
+                                   f"'a bug'; hub {REPO}: cannot list"), status.error
     assert not FakeSupervisor.created

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 from huggingface_hub import HfApi, hf_hub_url
 from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
 from huggingface_hub.file_download import http_get
@@ -22,6 +21,11 @@ from tqdm.auto import tqdm
 from skulk.models.store.hub_files import RemoteFile, RepoListing
 
 ByteCounter = Callable[[int], None]
+
+
+# huggingface_hub raises the errors of whichever HTTP library it runs on (2.4: `httpx2`, not
+# `httpx`) besides its own; this module is its one boundary, so every failure of a hub call
+# becomes HubUnavailable here, naming the error, and never escapes as a crash.
 
 
 class HubUnavailable(RuntimeError):
@@ -40,7 +44,7 @@ def list_repository(repo: str) -> RepoListing:
     except RepositoryNotFoundError as error:
         raise UnknownRepository(f"the hub has no repository {repo!r} (if it is private or "
                                 "gated, set HF_TOKEN)") from error
-    except (HfHubHTTPError, httpx.HTTPError, OSError) as error:
+    except Exception as error:  # whatever the hub library's HTTP layer raises (see above)
         raise HubUnavailable(f"cannot list {repo} on the hub: {error}") from error
     if info.sha is None:
         raise HubUnavailable(f"the hub returned no commit for {repo}")
@@ -72,7 +76,12 @@ def download_file(listing: RepoListing, file: RemoteFile, directory: Path,
             http_get(url, sink, resume_size=resume, headers=build_hf_headers(),
                      expected_size=file.size_bytes, displayed_filename=file.name,
                      tqdm_class=_counting_bar(on_bytes))
-        except (HfHubHTTPError, httpx.HTTPError) as error:
+        except HfHubHTTPError as error:
+            raise HubUnavailable(f"cannot fetch {file.name} of {listing.repo}: {error}"
+                                 ) from error
+        except OSError:
+            raise  # this disk's (a full one is told apart by the pull)
+        except Exception as error:  # whatever the hub library's HTTP layer raises
             raise HubUnavailable(f"cannot fetch {file.name} of {listing.repo}: {error}"
                                  ) from error
     partial.replace(target)

@@ -100,3 +100,11 @@ def test_an_unreachable_hub_is_reported_as_such(hub: FakeHub, tmp_path: Path) ->
     hub.down = True
     with pytest.raises(HubUnavailable, match="cannot list org/Tiny-Qwen"):
         pull(tmp_path / "models", PullRequest("org/Tiny-Qwen"), lambda d, t: None)
+
+
+@pytest.mark.parametrize("endpoint", ["http://127.0.0.1:9", "http://no-such-host.invalid"])
+def test_a_hub_nobody_answers_at_is_reported_not_raised_as_the_http_librarys_error(
+        endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_ENDPOINT", endpoint)  # a closed port; a name that never resolves
+    with pytest.raises(HubUnavailable, match="cannot list org/Tiny-Qwen"):
+        pull(tmp_path / "models", PullRequest("org/Tiny-Qwen"), lambda d, t: None)
