@@ -41,7 +41,7 @@ describe("RankProgressList", () => {
     const bars = screen.getAllByRole("progressbar");
     expect(bars.map((b) => b.getAttribute("aria-label"))).toEqual([
       "Rank 0 on node-a, layers 0–16", "Rank 1 on node-b, layers 17–29"]);
-    expect(bars.map((b) => b.getAttribute("aria-valuenow"))).toEqual(["100", "33"]);
+    expect(bars.map((b) => b.getAttribute("aria-valuenow"))).toEqual(["100", "43"]);  // loading: 3 of 7 steps
   });
 });
 
