@@ -12,7 +12,7 @@ from skulk.models.catalog import ModelCatalog
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.instances import Instance
 from skulk.shared.types.model_cards import EngineName
-from skulk.shared.types.telemetry import NodeTelemetry
+from skulk.shared.types.telemetry import HeldModel, NodeTelemetry
 from skulk.testing.placement import GIB, RunnerIds, command, node, nodes, smollm2
 
 
@@ -198,3 +198,15 @@ def test_a_ring_over_nodes_that_never_saw_each_other_is_refused() -> None:
     assert isinstance(result, PlacementError)
     assert "no observed reachability" in result.message
     assert set(result.per_node) == {"a", "b"}
+
+
+def test_a_whole_instance_goes_where_its_weights_are_when_that_node_fits() -> None:
+    held = HeldModel(model_id=smollm2().model_id, format="gguf", directory="d", files=[])
+    holder = node("a", 2 * GIB).model_copy(update={"held_models": [held]})
+    assert layout(placed(nodes(holder, node("b", 6 * GIB)))) == [("a", 0, 30)]
+    # An importing engine (MLX) starts from the held GGUF too.
+    assert layout(placed(nodes(holder, node("b", 6 * GIB)), engine="mlx")) == [("a", 0, 30)]
+    # A holder too small for it is passed over for the roomiest.
+    tiny = holder.model_copy(update={"memory_available_bytes": whole_need() // 4,
+                                     "memory_total_bytes": whole_need() // 4})
+    assert layout(placed(nodes(tiny, node("b", 6 * GIB)))) == [("b", 0, 30)]

@@ -8,8 +8,9 @@ from skulk.master.placement.memory import usable_bytes
 from skulk.master.placement.ring import DEFAULT_RING_PORTS
 from skulk.shared.types.ids import InstanceId, NodeId
 from skulk.shared.types.instances import Instance
-from skulk.shared.types.model_cards import EngineName
+from skulk.shared.types.model_cards import EngineName, ModelCard
 from skulk.shared.types.telemetry import NodeTelemetry
+from skulk.worker.engines.registry import engine_description
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,18 @@ def workers(cluster: ClusterView, excluded: list[NodeId]
         else:
             usable.append(node)
     return usable, refusals
+
+
+def holders_first(nodes: list[NodeTelemetry], card: ModelCard, engine: EngineName
+                  ) -> list[NodeTelemetry]:
+    """The nodes whose store holds `card`'s weights for `engine` (its own format, or the
+    GGUF an importing engine converts), roomiest first: a whole instance placed on one of
+    them starts without copying anything."""
+    description = engine_description(engine)
+    formats = {description.weight_format} | ({"gguf"} if description.imports_weights else set())
+    holding = [n for n in nodes if runs_engine(n, engine) and any(
+        held.model_id == card.model_id and held.format in formats for held in n.held_models)]
+    return sorted(holding, key=lambda n: (-usable_bytes(n), n.node_id))
 
 
 def roomiest(nodes: list[NodeTelemetry], engine: EngineName, width: int

@@ -1,9 +1,10 @@
-"""Choosing a plan: the fewest nodes that fit, the preferred engine at each width."""
+"""Choosing a plan: the fewest nodes that fit, the preferred engine at each width; a
+whole instance goes to a node that already holds the weights when one fits."""
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from skulk.master.placement.cluster import ClusterView, roomiest, workers
+from skulk.master.placement.cluster import ClusterView, holders_first, roomiest, workers
 from skulk.master.placement.engines import engines_of, runs_engine
 from skulk.master.placement.errors import PlacementError
 from skulk.master.placement.plans import Plan, plan_for
@@ -79,6 +80,11 @@ def _shape_miss(refusal: str, command: PlaceInstance, able: list[EngineDescripti
 def _try(card: ModelCard, command: PlaceInstance, nodes: list[NodeTelemetry],
          width: int, engine: EngineName, misses: _Misses) -> Plan | None:
     misses.backends(nodes, engine)
+    if width == 1:
+        for holder in holders_first(nodes, card, engine):
+            whole = plan_for(card, engine, command.sharding, [holder])
+            if isinstance(whole, Plan) and whole.fits:
+                return whole  # its weights are there already: no fetch
     chosen = roomiest(nodes, engine, width)
     if chosen is None:
         return None
