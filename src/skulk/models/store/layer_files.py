@@ -51,6 +51,14 @@ def weight_map_of(index_json: bytes) -> dict[str, str]:
     return weight_map
 
 
+def covers(held: Layers | None, wanted: Layers | None) -> bool:
+    """Whether a copy of layers `held` (None: the whole model) serves a load of `wanted`
+    (None: the whole model)."""
+    if held is None:
+        return True
+    return wanted is not None and held[0] <= wanted[0] and wanted[1] <= held[1]
+
+
 def is_weight_file(name: str) -> bool:
     return name.endswith(".safetensors")
 

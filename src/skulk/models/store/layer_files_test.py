@@ -3,6 +3,7 @@ import json
 import pytest
 
 from skulk.models.store.layer_files import (
+    covers,
     files_for_layers,
     layer_of,
     layers_directory,
@@ -63,3 +64,10 @@ def test_a_partial_copy_is_named_after_the_whole_copy_and_its_layers() -> None:
     assert layers_directory("qwen-mlx", (0, 14)) == "qwen-mlx-layers-0-14"
     assert layers_directory("qwen-mlx-layers-0-14", (14, 28)) == "qwen-mlx-layers-14-28"
     assert layers_directory("qwen-mlx-layers-0-14", None) == "qwen-mlx"
+
+
+def test_a_whole_copy_covers_everything_and_a_stage_copy_only_ranges_inside_it() -> None:
+    assert covers(None, None) and covers(None, (3, 5))
+    assert covers((0, 8), (0, 8)) and covers((0, 8), (2, 5))
+    assert not covers((0, 8), None)
+    assert not covers((0, 8), (6, 9)) and not covers((4, 8), (2, 6))

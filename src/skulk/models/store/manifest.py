@@ -7,6 +7,7 @@ from pathlib import Path
 from pydantic import Field
 
 from skulk.durable_files import write_file_atomically
+from skulk.models.store.layer_files import covers
 from skulk.shared.types.base import WireModel
 from skulk.shared.types.ids import ModelId
 from skulk.shared.types.model_cards import ModelCard, ModelFormat
@@ -61,9 +62,7 @@ class StoreEntry(WireModel):
 
     def covers(self, layers: tuple[int, int] | None) -> bool:
         """Whether this copy serves a load of `layers` (None: the whole model)."""
-        if self.layers is None:
-            return True
-        return layers is not None and self.layers[0] <= layers[0] and layers[1] <= self.layers[1]
+        return covers(self.layers, layers)
 
 
 def read_entry(directory: Path) -> StoreEntry | None:
