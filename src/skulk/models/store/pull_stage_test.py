@@ -15,6 +15,7 @@ from skulk.testing.fake_hub import FakeHub
 from skulk.testing.sharded_llama import shard_name, write_sharded_llama
 from skulk.worker.engines.mlx.families.llama.pipeline import load_llama_stage
 from skulk.worker.engines.mlx.families.llama.weights import stage_spec
+from skulk.worker.weights_digest import files_digest
 
 REPO = "someone/tiny-llama-mlx"
 FIRST, MIDDLE, LAST = (shard_name(i, 3) for i in range(3))
@@ -70,6 +71,13 @@ def test_a_stage_pull_fetches_only_its_layers_files_and_loads_as_that_stage(
     assert all(mx.array_equal(stage[name], expected[name]).item() for name in expected)
     with pytest.raises(ValueError):  # the middle layers are not here
         _stage_parameters(result.path, 1, 2, 6)
+
+    # A rank holding the whole model and one holding this stage agree on the weights.
+    whole = pull(tmp_path / "elsewhere", PullRequest(REPO, model_id="tiny"),
+                 lambda done, total: None).entry
+    assert files_digest(whole) == files_digest(entry)
+    assert files_digest(whole.model_copy(update={"files": whole.files[1:]})) != \
+        files_digest(entry)
 
 
 def test_the_last_stage_also_fetches_the_tied_embeddings_file(
