@@ -89,3 +89,24 @@ def test_a_holder_whose_stage_copy_lacks_the_files_is_refused(
     # ...but layers 2-4 live in the middle file.
     with pytest.raises(PeerDisagrees, match=MIDDLE):
         lacking.fetch(tmp_path / "client" / "models", lambda done, total: None)
+
+
+def test_a_stage_copy_serves_a_stage_inside_it_to_the_next_node(
+        serving: tuple[StoreEntry, PeerHolding, Member], cluster: tuple[Member, Member],
+        tmp_path: Path) -> None:
+    whole, holding, client = serving
+    server_member = cluster[0]
+    relay_dir = tmp_path / "client" / "models"
+    relayed = PeerSource(holding, client.tls, layers=(0, 4)).fetch(
+        relay_dir, lambda done, total: None)
+    with WeightServer(relay_dir, tls=client.tls, host="127.0.0.1") as relay:
+        from_stage = PeerHolding(client.node_id, _held(relayed),
+                                 (f"https://127.0.0.1:{relay.port}",))
+        entry = PeerSource(from_stage, server_member.tls, layers=(0, 2)).fetch(
+            tmp_path / "third" / "models", lambda done, total: None)
+
+    assert entry.layers == (0, 2) and entry.directory == "tiny-mlx-layers-0-2"
+    assert sorted(f.name for f in entry.files) == sorted(["config.json", INDEX_FILE, FIRST,
+                                                          LAST])
+    assert entry.model_files == whole.files
+    assert files_digest(entry) == files_digest(whole)
