@@ -1,5 +1,5 @@
-"""A tiny random-weight Llama saved as a sharded checkpoint (several safetensors files and
-`model.safetensors.index.json`), the way large models are published: for tests of
+"""Tiny Llama checkpoints cut into several safetensors files with
+`model.safetensors.index.json`, the way large models are published: for tests of
 fetching and loading a pipeline stage's files only."""
 
 import json
@@ -16,15 +16,14 @@ def shard_name(index: int, count: int) -> str:
     return f"model-{index + 1:05d}-of-{count:05d}.safetensors"
 
 
-def write_sharded_llama(directory: Path, *, n_layers: int = 6, shards: int = 3,
-                        config: dict[str, Any] | None = None) -> Path:
-    """Write the model into `directory` (created) and return it. Layers are split evenly
-    over the files in order; the embeddings go in the first, the final norm (and lm_head)
-    in the last, as checkpoints are usually cut."""
-    whole = directory / ".whole"
-    write_random_llama(whole, config or tiny_llama_config(n_layers=n_layers))
-    loaded = mx.load(str(whole / "model.safetensors"))
+def shard_checkpoint(directory: Path, shards: int) -> Path:
+    """Cut `directory`'s model.safetensors into `shards` files and an index, in place.
+    Layers are split evenly over the files in order; the embeddings go in the first, the
+    final norm (and lm_head) in the last, as checkpoints are usually cut."""
+    whole = directory / "model.safetensors"
+    loaded = mx.load(str(whole))
     assert isinstance(loaded, dict)
+    n_layers = 1 + max(layer for name in loaded if (layer := layer_of(name)) is not None)
     per_file = -(-n_layers // shards)
     parts: list[dict[str, mx.array]] = [{} for _ in range(shards)]
     weight_map = {}
@@ -37,11 +36,16 @@ def write_sharded_llama(directory: Path, *, n_layers: int = 6, shards: int = 3,
     for part, tensors in enumerate(parts):
         mx.save_safetensors(str(directory / shard_name(part, shards)), tensors,
                             metadata={"format": "mlx"})
-    (directory / "config.json").write_bytes((whole / "config.json").read_bytes())
     (directory / INDEX_FILE).write_text(json.dumps(
         {"metadata": {"total_size": sum(a.nbytes for a in loaded.values())},
          "weight_map": weight_map}, indent=1))
-    (whole / "model.safetensors").unlink()
-    (whole / "config.json").unlink()
-    whole.rmdir()
+    whole.unlink()
     return directory
+
+
+def write_sharded_llama(directory: Path, *, n_layers: int = 6, shards: int = 3,
+                        config: dict[str, Any] | None = None) -> Path:
+    """A random-weight Llama of `n_layers` (no tokenizer) in `shards` files, written into
+    `directory` (created)."""
+    write_random_llama(directory, config or tiny_llama_config(n_layers=n_layers))
+    return shard_checkpoint(directory, shards)
