@@ -12,6 +12,7 @@ from loguru import logger
 from skulk.models.peers.holders import peers_holding
 from skulk.models.peers.server import WeightServer
 from skulk.models.peers.source import PeerSource
+from skulk.models.store.layer_files import Layers
 from skulk.routing.tls import TlsFiles
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.model_cards import ModelCard, ModelFormat
@@ -46,11 +47,14 @@ class NodeWeights:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(server.stop)
 
-    def sources_for(self, card: ModelCard, format: ModelFormat) -> list[WeightSource]:
+    def sources_for(self, card: ModelCard, format: ModelFormat,
+                    layers: Layers | None = None) -> list[WeightSource]:
         """Where a rank's missing weights come from, in the order to try them: the members
-        holding them, nearest first, then the hub repository the card names (weights
-        cross the internet once per cluster)."""
+        holding them (for a pipeline stage's `layers`, a copy covering them will do),
+        nearest first, then the hub repository the card names (weights cross the
+        internet once per cluster)."""
         holders = peers_holding(self._readings(), card.model_id, format, self._node_id,
-                                secure=self._tls is not None)
-        peers: list[WeightSource] = [PeerSource(holding, self._tls) for holding in holders]
-        return peers + hub_sources(card, format)
+                                secure=self._tls is not None, layers=layers)
+        peers: list[WeightSource] = [PeerSource(holding, self._tls, layers)
+                                     for holding in holders]
+        return peers + hub_sources(card, format, layers)

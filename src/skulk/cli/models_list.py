@@ -18,7 +18,8 @@ def list_models(data_dir: Path) -> int:
 
 def catalogue_lines(catalog: ModelCatalog) -> list[str]:
     """A header, a line per card (id, parameters, each format's size, the formats held
-    here) and under it the path of each format held; a footnote for guessed sizes."""
+    here, a pipeline stage's copy with its layers) and under it the path of each; a
+    footnote for guessed sizes."""
     cards = sorted(catalog.cards(), key=_natural_order)
     width = max([len("MODEL"), *(len(card.model_id) for card in cards)])
     lines = [f"{'MODEL':<{width}}  {'PARAMS':>6}  {'FORMATS (size)':<30}  HERE"]
@@ -34,10 +35,14 @@ def catalogue_lines(catalog: ModelCatalog) -> list[str]:
             guessed |= approximate
             mark = APPROXIMATE if approximate else ""
             sizes.append(f"{format} {mark}{_size(source.size_bytes)}")
-        here = ", ".join(held) or "-"
+        stages = {f"{e.format} layers {e.layers[0]}-{e.layers[1]}": catalog.models_dir
+                  / e.directory for e in catalog.stored()
+                  if e.model_id == card.model_id and e.layers is not None}
+        here = ", ".join([*held, *stages]) or "-"
         lines.append(f"{card.model_id:<{width}}  {_parameters(card):>6}  "
                      f"{', '.join(sizes):<30}  {here}")
         lines.extend(f"    {format:<5} {path}" for format, path in held.items())
+        lines.extend(f"    {stage} {path}" for stage, path in stages.items())
     if guessed:
         lines.append(f"{APPROXIMATE} size as the card guesses it; the hub gives the real one "
                      "at the first pull (skulk models pull MODEL)")

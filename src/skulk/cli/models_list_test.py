@@ -2,6 +2,7 @@ from pathlib import Path
 
 from skulk.cli.models_list import catalogue_lines
 from skulk.models.catalog import ModelCatalog, builtin_cards_dir, load_cards
+from skulk.models.store.manifest import StoredFile, StoreEntry, stored_entries, write_entry
 from skulk.shared.types.ids import ModelId
 from skulk.shared.types.model_cards import ModelCard, ModelSource
 
@@ -37,3 +38,16 @@ def test_the_shipped_catalogue_lists_in_natural_order(tmp_path: Path) -> None:
     assert qwen == [f"qwen2.5-{s}-instruct" for s in ("0.5b", "1.5b", "3b", "7b", "14b",
                                                       "32b", "72b")]
     assert "smollm2-135m" in ids
+
+
+def test_a_stage_copy_is_listed_with_its_layers(tmp_path: Path) -> None:
+    card = _card("m-7b", 4_680_000_000, [])
+    stage = StoreEntry(directory="m-7b-mlx-layers-0-16", model_id=ModelId("m-7b"),
+                       format="mlx", layers=(0, 16),
+                       files=[StoredFile(name="config.json", size_bytes=2, sha256="c" * 64)])
+    (tmp_path / stage.directory).mkdir()
+    write_entry(tmp_path / stage.directory, stage)
+    catalog = ModelCatalog([card], tmp_path, stored_entries(tmp_path))
+    _, line, path = catalogue_lines(catalog)
+    assert line.split()[-3:] == ["mlx", "layers", "0-16"]
+    assert path.split() == ["mlx", "layers", "0-16", str(tmp_path / stage.directory)]

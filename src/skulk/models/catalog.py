@@ -142,10 +142,27 @@ class ModelCatalog:
                 return candidate
         return self._stored_path(card, format)
 
-    def _stored_path(self, card: ModelCard, format: ModelFormat) -> Path | None:
-        """A store copy of a built-in card's weights (pulled under the card's id)."""
+    def stage_path(self, card: ModelCard, format: ModelFormat,
+                   layers: tuple[int, int] | None) -> Path | None:
+        """The weights of `card` in `format` that serve a pipeline stage of `layers`
+        [start, end) here: a whole copy, else a stage's copy that covers them (None
+        `layers`: a whole copy only, as `local_path`)."""
+        whole = self.local_path(card, format)
+        if whole is not None or layers is None:
+            return whole
         for entry in self._stored:
-            if entry.model_id == card.model_id and entry.format == format and entry.card:
+            if (entry.model_id == card.model_id and entry.format == format
+                    and entry.layers is not None and entry.covers(layers)
+                    and (self._models_dir / entry.directory).is_dir()):
+                return self._models_dir / entry.directory
+        return None
+
+    def _stored_path(self, card: ModelCard, format: ModelFormat) -> Path | None:
+        """A whole store copy of a built-in card's weights (pulled under the card's id);
+        a stage's copy serves only its stage (`stage_path`)."""
+        for entry in self._stored:
+            if (entry.model_id == card.model_id and entry.format == format and entry.card
+                    and entry.layers is None):
                 stored = entry.card.source_for(format)
                 if stored is not None and (self._models_dir / stored.filename).exists():
                     return self._models_dir / stored.filename

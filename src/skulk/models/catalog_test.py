@@ -1,6 +1,7 @@
 from pathlib import Path
 
 from skulk.models.catalog import ModelCatalog, load_cards
+from skulk.models.store.manifest import StoredFile, StoreEntry, stored_entries, write_entry
 from skulk.shared.types.ids import ModelId
 from skulk.shared.types.model_cards import ModelCard, ModelSource
 
@@ -78,3 +79,33 @@ def test_builtin_stored_and_announced_cards_are_combined_nearest_first(
     assert catalog.seeing({}).resolve("tiny-added") is None
     announced = {}
     assert catalog.resolve("tiny-added") is None
+
+
+def test_a_stage_copy_serves_only_stages_inside_its_layers_and_never_a_whole_load(
+        tmp_path: Path) -> None:
+    source = ModelSource(format="mlx", filename="tiny-mlx", size_bytes=4, repo="o/tiny")
+    card = ModelCard(
+        model_id=ModelId("tiny"), family="llama", n_layers=8, hidden_size=8,
+        num_attention_heads=2, num_key_value_heads=1, context_length=64,
+        capabilities=["text"], chat_template_source="tokenizer_config", sources=[source])
+    def store(directory: str, layers: tuple[int, int] | None) -> Path:
+        (tmp_path / directory).mkdir()
+        write_entry(tmp_path / directory, StoreEntry(
+            directory=directory, model_id=ModelId("tiny"), format="mlx", layers=layers,
+            files=[StoredFile(name="config.json", size_bytes=2, sha256="c" * 64)],
+            card=card, repo="o/tiny"))
+        return tmp_path / directory
+
+    stage = store("tiny-mlx-layers-0-4", (0, 4))
+    catalog = ModelCatalog([card], tmp_path, stored_entries(tmp_path))
+    assert catalog.local_path(card, "mlx") is None
+    assert catalog.stage_path(card, "mlx", None) is None
+    assert catalog.stage_path(card, "mlx", (0, 2)) == stage
+    assert catalog.stage_path(card, "mlx", (0, 4)) == stage
+    assert catalog.stage_path(card, "mlx", (2, 6)) is None
+
+    whole = store("tiny-mlx", None)
+    catalog.refresh()
+    assert catalog.local_path(card, "mlx") == whole
+    assert catalog.stage_path(card, "mlx", (2, 6)) == whole
+    assert catalog.stage_path(card, "mlx", (0, 2)) == whole  # a whole copy first

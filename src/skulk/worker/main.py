@@ -63,6 +63,7 @@ from skulk.worker.weights_fetch import (
     SourcesFor,
     WeightsFetcher,
     loadable_weights,
+    stage_layers,
 )
 
 
@@ -285,7 +286,8 @@ class Worker:
             if why is not None:
                 await self._refuse(instance.instance_id, runner_id, why)
                 return
-        path = None if card is None else await loadable_weights(self._catalog, card, engine)
+        path = None if card is None else await loadable_weights(
+            self._catalog, card, engine, stage_layers(instance, shard))
         if path is None:
             await self._give_up(instance.instance_id, runner_id,
                                 f"weights of {instance.model_id} for {instance.engine} are not "

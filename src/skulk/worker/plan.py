@@ -91,7 +91,7 @@ def plan(
     runners: Mapping[RunnerId, LocalRunner],
     given_up: Set[InstanceId] = frozenset(),
     dispatched: Set[TaskId] = frozenset(),
-    missing_weights: Set[InstanceId] = frozenset(),
+    missing_weights: Set[RunnerId] = frozenset(),
     fetching: Set[RunnerId] = frozenset(),
 ) -> Step | None:
     """The single most urgent step for this node, or None when all is in order.
@@ -99,7 +99,7 @@ def plan(
     `given_up` holds instances whose runners crashed too often here; `dispatched` holds
     every task this worker already handed to a runner (its acknowledgement may still be on
     its way through the master, so State can still say "pending"). A rank placed here
-    whose instance is in `missing_weights` gets its weights fetched before its runner is
+    that is in `missing_weights` gets its weights fetched before its runner is
     created (create → fetch → load → warm up → serve); `fetching` holds the ranks whose
     fetch runs in the background, which wait without holding up anything else.
     """
@@ -139,7 +139,7 @@ def _cancel(state: State, runners: Mapping[RunnerId, LocalRunner]) -> Step | Non
 
 
 def _create(node_id: NodeId, state: State, runners: Mapping[RunnerId, LocalRunner],
-            given_up: Set[InstanceId], missing_weights: Set[InstanceId],
+            given_up: Set[InstanceId], missing_weights: Set[RunnerId],
             fetching: Set[RunnerId]) -> Step | None:
     for instance in state.instances.values():
         if instance.instance_id in given_up:
@@ -147,7 +147,7 @@ def _create(node_id: NodeId, state: State, runners: Mapping[RunnerId, LocalRunne
         for runner_id, shard in instance.shards.items():
             if shard.node_id != node_id or runner_id in runners or runner_id in fetching:
                 continue
-            if instance.instance_id in missing_weights:
+            if runner_id in missing_weights:
                 return FetchWeights(instance.instance_id, runner_id)
             return CreateRunner(instance.instance_id, runner_id)
     return None

@@ -64,12 +64,12 @@ def test_a_shard_on_another_node_is_not_ours() -> None:
 
 
 def test_a_rank_without_its_weights_fetches_them_first_without_blocking_the_rest() -> None:
-    assert plan(ME, state_with(PLACED), {}, missing_weights={I1}) == FetchWeights(I1, R1)
+    assert plan(ME, state_with(PLACED), {}, missing_weights={R1}) == FetchWeights(I1, R1)
     # While its fetch runs, nothing is created for it and other work goes on.
-    assert plan(ME, state_with(PLACED), {}, missing_weights={I1}, fetching={R1}) is None
+    assert plan(ME, state_with(PLACED), {}, missing_weights={R1}, fetching={R1}) is None
     other = f.instance(instance_id="inst-2", runner_id="run-2")
     both = state_with(PLACED, InstanceCreated(instance=other))
-    assert plan(ME, both, {}, missing_weights={I1}, fetching={R1}) == CreateRunner(
+    assert plan(ME, both, {}, missing_weights={R1}, fetching={R1}) == CreateRunner(
         InstanceId("inst-2"), RunnerId("run-2"))
     # Once the weights are here, the runner is created.
     assert plan(ME, state_with(PLACED), {}, fetching=set()) == CreateRunner(I1, R1)

@@ -34,6 +34,7 @@ def held_models(models_dir: Path) -> list[HeldModel]:
     """The complete models in this node's store, for peers to fetch from it: names, sizes
     and sha256 only (the cards stay in the manifests, keeping readings small)."""
     return [HeldModel(model_id=entry.model_id, format=entry.format, directory=entry.directory,
+                      layers=entry.layers,
                       files=[HeldFile(name=f.name, size_bytes=f.size_bytes, sha256=f.sha256)
                              for f in entry.files])
             for entry in stored_entries(models_dir)]

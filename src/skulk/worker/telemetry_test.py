@@ -45,3 +45,15 @@ def test_readings_list_the_stores_complete_models(tmp_path: Path) -> None:
     assert [(h.model_id, h.directory, h.format) for h in reading.held_models] == [
         ("tiny", "tiny-gguf", "gguf")]
     assert reading.held_models[0].files[0].model_dump() == stored.model_dump()
+
+
+def test_a_stage_copy_is_held_with_its_layers(tmp_path: Path) -> None:
+    stored = StoredFile(name="config.json", size_bytes=2, sha256="c" * 64)
+    for directory, layers in [("tiny-mlx", None), ("tiny-mlx-layers-0-4", (0, 4))]:
+        (tmp_path / directory).mkdir()
+        write_entry(tmp_path / directory, StoreEntry(
+            directory=directory, model_id=ModelId("tiny"), format="mlx", files=[stored],
+            layers=layers))
+    reading = read_telemetry(NodeId("n"), has_worker=True, backends=[], models_dir=tmp_path)
+    assert [(h.directory, h.layers) for h in reading.held_models] == [
+        ("tiny-mlx", None), ("tiny-mlx-layers-0-4", (0, 4))]

@@ -1,12 +1,13 @@
 """Where a rank's weights can come from, in the order to try them: pure."""
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
 from skulk.models.store.card_hub import hub_source
 from skulk.models.store.catalogue_pull import pull_request_for
+from skulk.models.store.layer_files import Layers
 from skulk.models.store.manifest import StoreEntry
 from skulk.models.store.pull import PullRequest, pull
 from skulk.shared.types.model_cards import ModelCard, ModelFormat
@@ -38,9 +39,12 @@ class HubSource:
         return pull(models_dir, self.request, progress).entry
 
 
-def hub_sources(card: ModelCard, format: ModelFormat) -> list[WeightSource]:
-    """The hub source of a card's weights in `format` (its default quantization), or none
-    when the card names no hub repository for it."""
+def hub_sources(card: ModelCard, format: ModelFormat, layers: Layers | None = None
+                ) -> list[WeightSource]:
+    """The hub source of a card's weights in `format` (its default quantization; only a
+    pipeline stage's files given `layers`), or none when the card names no hub repository
+    for it."""
     if hub_source(card, format) is None:
         return []
-    return [HubSource(pull_request_for(card.model_id, card, format=format))]
+    return [HubSource(replace(pull_request_for(card.model_id, card, format=format),
+                              layers=layers))]

@@ -17,8 +17,12 @@ HASHED_FILE_LIMIT = 1 << 30
 
 
 def files_digest(entry: StoreEntry) -> str:
-    """sha256 over the sorted (name, sha256) pairs: equal wherever the same files are."""
-    return _pairs_digest((f.name, f.sha256) for f in entry.files)
+    """sha256 over the sorted (name, sha256) pairs of the whole model's files: equal
+    wherever the same files are. A pipeline stage's copy holds some of them and records
+    the rest as its source advertised them (`StoreEntry.model_files`), so the ranks of a
+    split instance agree whether each holds the whole model or only its stage, and ranks
+    whose files differ anywhere in the model do not."""
+    return _pairs_digest((f.name, f.sha256) for f in entry.whole_model_files)
 
 
 def weights_digest(path: Path) -> str | None:

@@ -6,6 +6,10 @@ first, then the hub. The copy runs in a thread; its progress goes out as
 is checked against its sha256 before the store lists it, so a runner never loads
 unverified bytes. The plan loop never waits on a fetch: `fetching` tells `plan()` which
 ranks are under way.
+
+A rank of a pipeline split of an MLX instance needs only its layers: it loads a whole
+copy when the store has one, else a stage copy covering its layers, and fetches a stage
+copy (`stage_layers`). Tensor-parallel ranks and whole instances need the whole model.
 """
 
 from collections.abc import Awaitable, Callable, Set
@@ -17,10 +21,11 @@ from loguru import logger
 from skulk.models.catalog import ModelCatalog
 from skulk.models.mlx_import import ensure_mlx_model
 from skulk.models.store.card_hub import hub_source
+from skulk.models.store.layer_files import Layers
 from skulk.models.store.manifest import StoreEntry
 from skulk.shared.types.events import Event, WeightsFetchProgress, WeightsReady
 from skulk.shared.types.ids import InstanceId, NodeId, RunnerId
-from skulk.shared.types.instances import Instance
+from skulk.shared.types.instances import Instance, ShardAssignment
 from skulk.shared.types.model_cards import ModelCard, ModelFormat
 from skulk.shared.types.state import State
 from skulk.worker.engines.description import EngineDescription
@@ -30,19 +35,30 @@ from skulk.worker.weights_digest import files_digest
 
 PROGRESS_EVERY_SECONDS = 0.5
 
-SourcesFor = Callable[[ModelCard, ModelFormat], list[WeightSource]]
+# (card, format, a pipeline stage's layers or None for the whole model) → sources in order.
+SourcesFor = Callable[[ModelCard, ModelFormat, Layers | None], list[WeightSource]]
 
 
 class NoWeights(RuntimeError):
     """No source could provide the weights; the message says what was tried."""
 
 
-def needed_format(catalog: ModelCatalog, card: ModelCard, engine_name: str
-                  ) -> ModelFormat | None:
-    """The format to fetch for `engine_name` to load `card` here, or None when nothing
-    need be fetched (the weights are here, or the engine imports them from a GGUF here)."""
+def stage_layers(instance: Instance, shard: ShardAssignment) -> Layers | None:
+    """The layers [start, end) a rank loads when it needs only those files: a rank of a
+    pipeline split of an engine loading safetensors (MLX). None: the whole model."""
+    if (shard.world_size > 1 and instance.sharding == "pipeline"
+            and engine_description(instance.engine).weight_format == "mlx"):
+        return shard.start_layer, shard.end_layer
+    return None
+
+
+def needed_format(catalog: ModelCatalog, card: ModelCard, engine_name: str,
+                  layers: Layers | None = None) -> ModelFormat | None:
+    """The format to fetch for `engine_name` to load `card` (a pipeline stage's `layers`
+    of it) here, or None when nothing need be fetched (the weights are here, or the
+    engine imports them from a GGUF here)."""
     engine = engine_description(engine_name)
-    if catalog.local_path(card, engine.weight_format) is not None:
+    if catalog.stage_path(card, engine.weight_format, layers) is not None:
         return None
     # An engine that imports its weights from a GGUF does so only when its own format is
     # not on the hub: a quantized hub copy beats converting a quantized GGUF.
@@ -53,10 +69,12 @@ def needed_format(catalog: ModelCatalog, card: ModelCard, engine_name: str
 
 
 async def loadable_weights(catalog: ModelCatalog, card: ModelCard,
-                           engine: EngineDescription) -> Path | None:
-    """The weights `engine` loads; an engine that imports its weights gets them from the
-    node's GGUF on first use (in a thread: it takes seconds)."""
-    local = catalog.local_path(card, engine.weight_format)
+                           engine: EngineDescription, layers: Layers | None = None
+                           ) -> Path | None:
+    """The weights `engine` loads (a stage copy will do for a pipeline stage's `layers`);
+    an engine that imports its weights gets them from the node's GGUF on first use (in a
+    thread: it takes seconds)."""
+    local = catalog.stage_path(card, engine.weight_format, layers)
     if (local is not None or not engine.imports_weights
             or catalog.local_path(card, "gguf") is None):
         return local
@@ -81,26 +99,29 @@ class WeightsFetcher:
         self._sources_for = sources_for
         self.fetching: set[RunnerId] = set()
 
-    def missing(self, state: State, given_up: Set[InstanceId]) -> set[InstanceId]:
-        """Instances with a rank here whose weights must be fetched first."""
+    def missing(self, state: State, given_up: Set[InstanceId]) -> set[RunnerId]:
+        """The ranks here whose weights must be fetched first (two ranks of one pipeline
+        on this node may need different layers)."""
         missing = set()
         for instance in state.instances.values():
-            if instance.instance_id in given_up or all(
-                    shard.node_id != self._node_id for shard in instance.shards.values()):
+            if instance.instance_id in given_up:
                 continue
             card = self._catalog.resolve(instance.model_id)
-            if card is not None and needed_format(self._catalog, card, instance.engine):
-                missing.add(instance.instance_id)
+            for runner_id, shard in instance.shards.items():
+                if shard.node_id == self._node_id and card is not None and needed_format(
+                        self._catalog, card, instance.engine, stage_layers(instance, shard)):
+                    missing.add(runner_id)
         return missing
 
     async def fetch(self, instance: Instance, runner_id: RunnerId) -> None:
         """Bring the rank's weights here; raises NoWeights when every source failed."""
         card = self._catalog.resolve(instance.model_id)
+        layers = stage_layers(instance, instance.shards[runner_id])
         format = None if card is None else needed_format(self._catalog, card,
-                                                         instance.engine)
+                                                         instance.engine, layers)
         if card is None or format is None:
             return
-        sources = self._sources_for(card, format)
+        sources = self._sources_for(card, format, layers)
         if not sources:
             raise NoWeights(f"no peer holds the {format} weights of {card.model_id} and its "
                             "card names no hub repository; add them on a node with "

@@ -61,7 +61,8 @@ class BrokenSource:
 
 
 def _worker(cluster: Cluster, models_dir: Path, sources: list[WeightSource]) -> Worker:
-    def sources_for(card: ModelCard, format: ModelFormat) -> list[WeightSource]:
+    def sources_for(card: ModelCard, format: ModelFormat,
+                    layers: tuple[int, int] | None) -> list[WeightSource]:
         return sources
     return Worker(node_id=f.NODE, replica=cluster.replica,
                   catalog=ModelCatalog([_card()], models_dir),

@@ -11,8 +11,9 @@ router = APIRouter(tags=["models"])
 @router.get("/models/store", summary="The models in this node's store")
 async def get_store(context: Context) -> dict[str, object]:
     """Each stored model: its directory, format, size, files, where it came from (hub
-    repository and commit, or the outside path it was linked from) and whether its card
-    is announced to the cluster from this node."""
+    repository and commit, or the outside path it was linked from), the layers a
+    pipeline stage's copy holds (null: the whole model) and whether its card is announced
+    to the cluster from this node."""
     state = context.replica.state
     entries = []
     for entry in context.catalog.stored():
@@ -23,6 +24,7 @@ async def get_store(context: Context) -> dict[str, object]:
             "size_bytes": entry.size_bytes,
             "files": [f.model_dump(mode="json") for f in entry.files],
             "repo": entry.repo, "revision": entry.revision, "linked_from": entry.linked_from,
+            "layers": entry.layers,
             "announced": context.node_id in holders})
     return {"node_id": context.node_id, "models_dir": str(context.catalog.models_dir),
             "models": entries}

@@ -4,6 +4,7 @@ import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from skulk.models.store.layer_files import covers
 from skulk.shared.types.ids import ModelId, NodeId
 from skulk.shared.types.model_cards import ModelFormat
 from skulk.shared.types.telemetry import HeldModel, NodeTelemetry
@@ -21,10 +22,12 @@ class PeerHolding:
 
 
 def peers_holding(readings: Mapping[NodeId, NodeTelemetry], model_id: ModelId,
-                  format: ModelFormat, exclude: NodeId, *, secure: bool
-                  ) -> list[PeerHolding]:
+                  format: ModelFormat, exclude: NodeId, *, secure: bool,
+                  layers: tuple[int, int] | None = None) -> list[PeerHolding]:
     """Peers other than `exclude` (this node) whose store holds `model_id` in `format` and
-    that serve it (a `weights_port`), nearest first.
+    that serve it (a `weights_port`), nearest first. Given a pipeline stage's `layers`, a
+    peer's stage copy that covers them will do (its whole copy preferred); else only a
+    whole copy.
 
     Nearest means the lowest round-trip time this node's own reachability probe measured
     to the peer (`readings[exclude].reachability.peers`); peers it has not observed come
@@ -36,8 +39,9 @@ def peers_holding(readings: Mapping[NodeId, NodeTelemetry], model_id: ModelId,
     scheme = "https" if secure else "http"
     found: list[tuple[float, PeerHolding]] = []
     for node_id, reading in readings.items():
-        held = next((h for h in reading.held_models
-                     if h.model_id == model_id and h.format == format), None)
+        held = next((h for h in sorted(reading.held_models, key=lambda h: h.layers is not None)
+                     if h.model_id == model_id and h.format == format
+                     and covers(h.layers, layers)), None)
         if node_id == exclude or held is None or reading.weights_port is None:
             continue
         edge = edges.get(node_id)

@@ -60,3 +60,27 @@ def test_only_peers_holding_that_model_and_format_and_serving_it_are_listed() ->
     holders = peers_holding(readings, ModelId("tiny"), "gguf", SELF, secure=False)
     assert [(h.node_id, h.base_urls) for h in holders] == [
         ("holder", ("http://10.0.0.6:9000",))]
+
+
+def test_a_stage_is_served_by_a_whole_copy_or_a_stage_copy_covering_its_layers() -> None:
+    whole = TINY.model_copy(update={"format": "mlx", "directory": "tiny-mlx"})
+    first_half = whole.model_copy(update={"directory": "tiny-mlx-layers-0-4",
+                                          "layers": (0, 4)})
+    second_half = whole.model_copy(update={"directory": "tiny-mlx-layers-4-8",
+                                           "layers": (4, 8)})
+    readings = {NodeId(r.node_id): r for r in [
+        reading("self", held=[], addresses=["10.0.0.1"]),
+        reading("whole", held=[first_half, whole], addresses=["10.0.0.2"]),
+        reading("first", held=[first_half], addresses=["10.0.0.3"]),
+        reading("second", held=[second_half], addresses=["10.0.0.4"]),
+    ]}
+
+    def holding(layers: tuple[int, int] | None) -> list[tuple[str, str]]:
+        return [(h.node_id, h.held.directory) for h in peers_holding(
+            readings, ModelId("tiny"), "mlx", SELF, secure=False, layers=layers)]
+
+    # A peer holding both copies offers its whole one.
+    assert holding((0, 2)) == [("first", "tiny-mlx-layers-0-4"), ("whole", "tiny-mlx")]
+    assert holding((4, 8)) == [("second", "tiny-mlx-layers-4-8"), ("whole", "tiny-mlx")]
+    assert holding((2, 6)) == [("whole", "tiny-mlx")]
+    assert holding(None) == [("whole", "tiny-mlx")]

@@ -7,6 +7,7 @@ from pathlib import Path
 from pydantic import Field
 
 from skulk.durable_files import write_file_atomically
+from skulk.models.store.layer_files import covers
 from skulk.shared.types.base import WireModel
 from skulk.shared.types.ids import ModelId
 from skulk.shared.types.model_cards import ModelCard, ModelFormat
@@ -32,6 +33,14 @@ class StoreEntry(WireModel):
     revision: str | None = Field(default=None, description="Hub commit they came from.")
     quant: str | None = Field(default=None, description="GGUF quantization, e.g. `Q4_K_M`.")
     files: list[StoredFile] = Field(description="Every file, verified.")
+    layers: tuple[int, int] | None = Field(
+        default=None, description="A pipeline stage's copy: it holds the files of layers "
+        "[start, end) and of every tensor outside the layers (see `layer_files.py`). None: "
+        "the whole model. Only a whole copy serves a whole load.")
+    model_files: list[StoredFile] | None = Field(
+        default=None, description="A stage's copy: every file of the whole model as its "
+        "source advertised them (the held ones verified), so ranks holding different "
+        "stages of the same model can check they agree.")
     card: ModelCard | None = Field(
         default=None, description="Card derived from the files: the card of a model no "
         "built-in card describes, and the hub's corrections to one that does (real sizes, "
@@ -45,6 +54,15 @@ class StoreEntry(WireModel):
     @property
     def size_bytes(self) -> int:
         return sum(f.size_bytes for f in self.files)
+
+    @property
+    def whole_model_files(self) -> list[StoredFile]:
+        """The whole model's files: those held, or for a stage's copy those advertised."""
+        return self.files if self.model_files is None else self.model_files
+
+    def covers(self, layers: tuple[int, int] | None) -> bool:
+        """Whether this copy serves a load of `layers` (None: the whole model)."""
+        return covers(self.layers, layers)
 
 
 def read_entry(directory: Path) -> StoreEntry | None:

@@ -6,6 +6,10 @@ match without complaint: the check is ours). The card is derived from the weight
 manifest written last, and the directory renamed into the store in one step. A pull
 killed midway resumes from its staging directory; a disk that fills is reported and the
 partial files removed, so nothing half-fetched is ever loaded.
+
+A pull for a pipeline stage (`layers`) of a sharded safetensors model fetches the index
+first, then only the weight files that stage needs (`layer_files.py`), into a directory
+of its own (`<name>-layers-<start>-<end>`) whose manifest says which layers it serves.
 """
 
 import errno
@@ -20,7 +24,15 @@ from skulk.models.store.directories import publish_directory, store_lock, sync_t
 from skulk.models.store.free_space import NotEnoughSpace, require_space
 from skulk.models.store.hashing import file_git_sha1, file_sha256
 from skulk.models.store.hub_client import download_file, list_repository
-from skulk.models.store.hub_files import RemoteFile, RepoListing, choose_files
+from skulk.models.store.hub_files import NoSuchWeights, RemoteFile, RepoListing, choose_files
+from skulk.models.store.layer_files import (
+    INDEX_FILE,
+    Layers,
+    files_for_layers,
+    is_weight_file,
+    layers_directory,
+    weight_map_of,
+)
 from skulk.models.store.manifest import StoredFile, StoreEntry, read_entry, write_entry
 from skulk.shared.types.ids import ModelId
 from skulk.shared.types.model_cards import ModelCard, ModelFormat, ModelSource
@@ -44,6 +56,8 @@ class PullRequest:
     quant: str | None = None
     # A catalogue card's GGUF file name or pattern: narrows the quantization's files.
     pattern: str | None = None
+    # A pipeline stage's layers [start, end): only the files holding them (safetensors).
+    layers: Layers | None = None
 
 
 @dataclass(frozen=True)
@@ -70,13 +84,21 @@ def pull(models_dir: Path, request: PullRequest, progress: Progress) -> PullResu
     format, quant, files = choose_files(listing, request.format, request.quant,
                                         request.pattern)
     model_id = ModelId(request.model_id) if request.model_id else default_model_id(request.repo)
-    name = store_directory(model_id, format, quant)
+    whole_name = store_directory(model_id, format, quant)
+    # Only a sharded checkpoint can be fetched in part; any other is one stage's copy too.
+    layers = request.layers if any(f.name == INDEX_FILE for f in files) else None
+    name = layers_directory(whole_name, layers)
     target = models_dir / name
     with store_lock(models_dir, name):
-        existing = read_entry(target) if target.is_dir() else None
-        if existing is not None and existing.revision == listing.revision:
-            return PullResult(existing, target, fetched=False)
+        # A whole copy of this commit serves every stage.
+        for held in dict.fromkeys((models_dir / whole_name, target)):
+            existing = read_entry(held) if held.is_dir() else None
+            if existing is not None and existing.revision == listing.revision:
+                return PullResult(existing, held, fetched=False)
         staging = models_dir / PARTIAL_DIR / name
+        all_files = files
+        if layers is not None:
+            files = _stage_files(listing, files, staging, layers)
         total = sum(f.size_bytes for f in files)
         require_space(models_dir, model_id, total - _bytes_present(staging, files))
         try:
@@ -88,17 +110,49 @@ def pull(models_dir: Path, request: PullRequest, progress: Progress) -> PullResu
                     f"the disk filled while fetching {model_id} into {models_dir}; the "
                     f"partial files were removed. It needs {total / 1e9:.2f} GB") from error
             raise
+        model_files = None if layers is None else _advertised(stored, all_files)
+        weights = model_files or stored
         entry = StoreEntry(directory=name, model_id=model_id, format=format,
                            repo=listing.repo, revision=listing.revision, quant=quant,
-                           files=stored,
-                           card=_card(model_id, format, name, staging, stored,
-                                      ModelSource(format=format, filename=name, size_bytes=0,
-                                                  repo=listing.repo, quant=quant)))
+                           files=stored, layers=layers, model_files=model_files,
+                           card=_card(model_id, format, name, staging, weights,
+                                      ModelSource(format=format, filename=whole_name,
+                                                  size_bytes=0, repo=listing.repo,
+                                                  quant=quant)))
         shutil.rmtree(staging / ".cache", ignore_errors=True)
         write_entry(staging, entry)
         sync_tree(staging)
         publish_directory(staging, target, replace=True)
     return PullResult(entry, target, fetched=True)
+
+
+def _stage_files(listing: RepoListing, files: list[RemoteFile], staging: Path,
+                 layers: Layers) -> list[RemoteFile]:
+    """`files` without the weight files a stage of `layers` does not need, read from the
+    index (fetched first). A weight file the hub gives no sha256 for is fetched anyway:
+    the stage's manifest must record every file's sha256 (`StoreEntry.model_files`)."""
+    index = next(f for f in files if f.name == INDEX_FILE)
+    staging.mkdir(parents=True, exist_ok=True)
+    path = staging / INDEX_FILE
+    if not (path.is_file() and path.stat().st_size == index.size_bytes):
+        download_file(listing, index, staging, lambda _: None)
+    verify(path, index)
+    needed = files_for_layers(weight_map_of(path.read_bytes()), *layers)
+    listed = {f.name for f in files}
+    if not needed <= listed:
+        raise NoSuchWeights(f"{listing.repo}'s {INDEX_FILE} names files the repository "
+                            f"does not have: {', '.join(sorted(needed - listed))}")
+    return [f for f in files
+            if not is_weight_file(f.name) or f.name in needed or f.sha256 is None]
+
+
+def _advertised(stored: list[StoredFile], files: list[RemoteFile]) -> list[StoredFile]:
+    """Every file of the whole model: those fetched as verified, the rest as the hub
+    advertised them (each has a sha256: `_stage_files` fetched those without one)."""
+    held = {f.name: f for f in stored}
+    return sorted((held.get(f.name) or StoredFile(name=f.name, size_bytes=f.size_bytes,
+                                                  sha256=f.sha256 or "")
+                   for f in files), key=lambda f: f.name)
 
 
 def _bytes_present(staging: Path, files: list[RemoteFile]) -> int:
@@ -169,7 +223,8 @@ def verify(path: Path, file: RemoteFile) -> StoredFile:
 def _card(model_id: ModelId, format: ModelFormat, name: str, staging: Path,
           stored: list[StoredFile], hub: ModelSource) -> ModelCard:
     """The card derived from the pulled files; its source names the hub repository and
-    quantization, so a node that lacks the files can fetch them there too."""
+    quantization, so a node that lacks the files can fetch them there too. `stored` is
+    the whole model's files (a stage's copy sizes the model, not its own part)."""
     if format == "gguf":
         first = sorted(f.name for f in stored if f.name.endswith(".gguf"))[0]
         source = hub.model_copy(update={"filename": f"{name}/{first}",

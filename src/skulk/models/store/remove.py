@@ -18,7 +18,8 @@ class NotInStore(LookupError):
 
 def remove(models_dir: Path, model_id: str,
            builtin: Callable[[str], ModelCard | None]) -> list[StoreEntry]:
-    """Remove every stored copy of `model_id` (one per format) and return their entries."""
+    """Remove every stored copy of `model_id` (one per format, and any pipeline stage's
+    copies) and return their entries."""
     wanted = model_id.lower()
     entries = [e for e in stored_entries(models_dir)
                if e.model_id.lower() == wanted or e.directory == model_id]

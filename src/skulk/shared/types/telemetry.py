@@ -60,12 +60,16 @@ class HeldFile(WireModel):
 
 
 class HeldModel(WireModel):
-    """A complete model in a node's store, which the node serves to its peers."""
+    """A complete model, or a pipeline stage's complete copy of one, in a node's store,
+    which the node serves to its peers."""
 
     model_id: ModelId = Field(description="The model these weights are.")
     format: ModelFormat = Field(description="The weights' format.")
     directory: str = Field(max_length=255, description="The model's directory in the store.")
     files: list[HeldFile] = Field(max_length=4096, description="Every file, verified.")
+    layers: tuple[int, int] | None = Field(
+        default=None, description="A stage's copy: the layers [start, end) its files serve "
+        "(with every tensor outside the layers). None: the whole model.")
 
 
 class NodeTelemetry(WireModel):
