@@ -210,3 +210,10 @@ def test_a_whole_instance_goes_where_its_weights_are_when_that_node_fits() -> No
     tiny = holder.model_copy(update={"memory_available_bytes": whole_need() // 4,
                                      "memory_total_bytes": whole_need() // 4})
     assert layout(placed(nodes(tiny, node("b", 6 * GIB)))) == [("b", 0, 30)]
+
+
+def test_a_stage_copy_does_not_draw_a_whole_instance() -> None:
+    stage = HeldModel(model_id=smollm2().model_id, format="gguf", directory="d", files=[],
+                      layers=(0, 15))
+    holder = node("a", 2 * GIB).model_copy(update={"held_models": [stage]})
+    assert layout(placed(nodes(holder, node("b", 6 * GIB)))) == [("b", 0, 30)]

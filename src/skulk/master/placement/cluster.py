@@ -50,13 +50,14 @@ def workers(cluster: ClusterView, excluded: list[NodeId]
 
 def holders_first(nodes: list[NodeTelemetry], card: ModelCard, engine: EngineName
                   ) -> list[NodeTelemetry]:
-    """The nodes whose store holds `card`'s weights for `engine` (its own format, or the
-    GGUF an importing engine converts), roomiest first: a whole instance placed on one of
-    them starts without copying anything."""
+    """The nodes whose store holds a whole copy of `card`'s weights for `engine` (its own
+    format, or the GGUF an importing engine converts), roomiest first: a whole instance
+    placed on one of them starts without copying anything."""
     description = engine_description(engine)
     formats = {description.weight_format} | ({"gguf"} if description.imports_weights else set())
     holding = [n for n in nodes if runs_engine(n, engine) and any(
-        held.model_id == card.model_id and held.format in formats for held in n.held_models)]
+        held.model_id == card.model_id and held.format in formats and held.layers is None
+        for held in n.held_models)]
     return sorted(holding, key=lambda n: (-usable_bytes(n), n.node_id))
 
 
