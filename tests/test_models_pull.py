@@ -14,6 +14,7 @@ import pytest
 from skulk.models.store.free_space import NotEnoughSpace
 from skulk.models.store.hashing import file_sha256
 from skulk.models.store.pull import PARTIAL_DIR, PullRequest, pull
+from skulk.models.store.pull_progress import pulls_under_way
 from skulk.testing.fake_hub import FakeHub
 from skulk.testing.models import bundled_gguf
 from tests.node_process import NodeProcess
@@ -67,9 +68,12 @@ def test_a_pull_killed_mid_file_resumes_where_it_stopped(hub: FakeHub,
     try:
         assert hub.stalled.wait(timeout=60), "the pull never reached the weights"
         partial = tmp_path / "models" / PARTIAL_DIR / "tiny-llama-mlx"
-        # The bytes before the stall reach the partial file before the kill.
+        # The bytes before the stall reach the partial file, and the pull's progress
+        # record says so, before the kill.
         for _ in range(100):
-            if sum(p.stat().st_size for p in partial.glob("*.part")) > 0:
+            written = sum(p.stat().st_size for p in partial.glob("*.part"))
+            told = sum(p.done_bytes for p in pulls_under_way(partial.parent))
+            if written > 0 and told > 0:
                 break
             subprocess.run(["sleep", "0.1"], check=True)
         first.send_signal(signal.SIGKILL)
@@ -77,12 +81,17 @@ def test_a_pull_killed_mid_file_resumes_where_it_stopped(hub: FakeHub,
     finally:
         if first.poll() is None:
             first.kill()
+    # The killed pull's record stays, so its node shows the pull stopped midway.
+    [stopped] = pulls_under_way(tmp_path / "models" / PARTIAL_DIR)
+    assert stopped.model_id == "tiny-llama" and stopped.repo == "org/Tiny-Llama"
+    assert 0 < stopped.done_bytes < stopped.total_bytes
     del hub.stall_after[("org/Tiny-Llama", "model.safetensors")]
     hub.release.set()
 
     resumed = subprocess.run(_pull_command(tmp_path), capture_output=True, text=True,
                              timeout=120)
     assert resumed.returncode == 0, resumed.stderr
+    assert pulls_under_way(tmp_path / "models" / PARTIAL_DIR) == []  # finished: no record
     ranges = [r for method, path, r in hub.requests
               if method == "GET" and path.endswith("/model.safetensors") and r]
     assert ranges and int(ranges[-1].removeprefix("bytes=").split("-")[0]) >= 10 << 20

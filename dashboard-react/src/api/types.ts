@@ -38,6 +38,17 @@ export interface NodeTelemetry {
   disk_total_bytes: number;
   disk_free_bytes: number;
   warm: WarmModel[];
+  /** `skulk models pull`s into this node's store under way, or stopped midway. */
+  pulls?: StorePull[];
+}
+
+export interface StorePull {
+  model_id: string;
+  repo: string;
+  done_bytes: number;
+  total_bytes: number;
+  /** Unix seconds of the pull's last progress. */
+  updated_at: number;
 }
 
 export interface TopologyEdge {

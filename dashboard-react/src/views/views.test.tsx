@@ -10,6 +10,7 @@ import { ClusterView } from "./cluster/ClusterView";
 import { InstancesView } from "./instances/InstancesView";
 import { CandidateList } from "./models/CandidateList";
 import { CatalogueTable } from "./models/CatalogueTable";
+import { Downloads } from "./models/Downloads";
 import { Waterfall } from "./traces/Waterfall";
 
 function withData(data: Partial<ClusterData>, children: ReactNode) {
@@ -94,5 +95,22 @@ describe("Waterfall", () => {
     ] })} />);
     expect(screen.getByRole("list", { name: "Spans of node-a api" })).toBeTruthy();
     expect(screen.getByRole("listitem", { name: "runner.decode: starts at 500 µs, lasts 1.5 ms" })).toBeTruthy();
+  });
+});
+
+describe("Downloads", () => {
+  it("draws one progress bar per pull on any node, and nothing when none is under way", () => {
+    const state = clusterState();
+    const { unmount } = render(withData({ state }, <Downloads nowSeconds={1000} />));
+    expect(screen.queryByRole("heading", { name: "Downloads" })).toBeNull();
+    unmount();
+    state.telemetry["node-b"] = { ...state.telemetry["node-b"]!, pulls: [{
+      model_id: "qwen2.5-0.5b-instruct", repo: "Qwen/Qwen2.5-0.5B-Instruct-GGUF",
+      done_bytes: 100 << 20, total_bytes: 400 << 20, updated_at: 999 }] };
+    render(withData({ state }, <Downloads nowSeconds={1000} />));
+    const bar = screen.getByRole("progressbar",
+      { name: "qwen2.5-0.5b-instruct from Qwen/Qwen2.5-0.5B-Instruct-GGUF on node-b" });
+    expect(bar.getAttribute("aria-valuenow")).toBe("25");
+    expect(bar.getAttribute("aria-valuetext")).toContain("100 MiB of 400 MiB");
   });
 });

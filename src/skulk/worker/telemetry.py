@@ -11,6 +11,8 @@ import anyio
 import psutil
 
 from skulk.models.store.manifest import stored_entries
+from skulk.models.store.pull import PARTIAL_DIR
+from skulk.models.store.pull_progress import pulls_under_way
 from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.telemetry import (
@@ -65,6 +67,7 @@ def read_telemetry(node_id: NodeId, *, has_worker: bool, backends: list[str],
         drafters=drafters or [],
         reachability=reachability or Reachability(),
         held_models=[] if models_dir is None else held_models(models_dir),
+        pulls=[] if models_dir is None else pulls_under_way(models_dir / PARTIAL_DIR),
         weights_port=weights_port,
     )
 

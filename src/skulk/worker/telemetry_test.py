@@ -4,6 +4,8 @@ import sys
 from pathlib import Path
 
 from skulk.models.store.manifest import StoredFile, StoreEntry, write_entry
+from skulk.models.store.pull import PARTIAL_DIR
+from skulk.models.store.pull_progress import ProgressRecord, progress_path
 from skulk.shared.types.ids import ModelId, NodeId
 from skulk.worker.telemetry import probe_backends, read_telemetry
 
@@ -57,3 +59,16 @@ def test_a_stage_copy_is_held_with_its_layers(tmp_path: Path) -> None:
     reading = read_telemetry(NodeId("n"), has_worker=True, backends=[], models_dir=tmp_path)
     assert [(h.directory, h.layers) for h in reading.held_models] == [
         ("tiny-mlx", None), ("tiny-mlx-layers-0-4", (0, 4))]
+
+
+def test_a_pull_under_way_in_the_store_is_in_the_readings(tmp_path: Path) -> None:
+    record = ProgressRecord(progress_path(tmp_path / PARTIAL_DIR, "tiny-gguf-q4_0"),
+                            ModelId("tiny"), "org/Tiny-GGUF", lambda done, total: None,
+                            clock=lambda: 1000.0)
+    record(3 << 20, 10 << 20)
+    reading = read_telemetry(NodeId("n"), has_worker=True, backends=[], models_dir=tmp_path)
+    assert [(p.model_id, p.repo, p.done_bytes, p.total_bytes, p.updated_at)
+            for p in reading.pulls] == [("tiny", "org/Tiny-GGUF", 3 << 20, 10 << 20, 1000.0)]
+    record.remove()
+    assert read_telemetry(NodeId("n"), has_worker=True, backends=[],
+                          models_dir=tmp_path).pulls == []

@@ -6,6 +6,7 @@ import { catalogueRows } from "../../state/models";
 import { CatalogueTable } from "./CatalogueTable";
 import { PlacementPanel } from "./PlacementPanel";
 import { ModelInstances } from "./ModelInstances";
+import { Downloads } from "./Downloads";
 
 const CATALOGUE_POLL_MS = 5000;
 
@@ -23,6 +24,7 @@ export function ModelsView() {
       )}
       {models.data ? <CatalogueTable rows={rows} onPlace={setPlacing} /> : <p className="muted">Reading the catalogue…</p>}
       {placing && <PlacementPanel key={placing} modelId={placing} onClose={() => setPlacing(null)} />}
+      <Downloads />
       <ModelInstances />
     </section>
   );

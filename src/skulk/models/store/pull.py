@@ -34,6 +34,7 @@ from skulk.models.store.layer_files import (
     weight_map_of,
 )
 from skulk.models.store.manifest import StoredFile, StoreEntry, read_entry, write_entry
+from skulk.models.store.pull_progress import ProgressRecord, progress_path
 from skulk.shared.types.ids import ModelId
 from skulk.shared.types.model_cards import ModelCard, ModelFormat, ModelSource
 
@@ -101,8 +102,11 @@ def pull(models_dir: Path, request: PullRequest, progress: Progress) -> PullResu
             files = _stage_files(listing, files, staging, layers)
         total = sum(f.size_bytes for f in files)
         require_space(models_dir, model_id, total - _bytes_present(staging, files))
+        # The node on this data dir shows the pull's progress from this record.
+        record = ProgressRecord(progress_path(models_dir / PARTIAL_DIR, name), model_id,
+                                listing.repo, progress)
         try:
-            stored = _fetch_all(listing, files, staging, total, progress)
+            stored = _fetch_all(listing, files, staging, total, record)
         except OSError as error:
             if error.errno == errno.ENOSPC and not isinstance(error, NotEnoughSpace):
                 shutil.rmtree(staging, ignore_errors=True)
@@ -110,6 +114,8 @@ def pull(models_dir: Path, request: PullRequest, progress: Progress) -> PullResu
                     f"the disk filled while fetching {model_id} into {models_dir}; the "
                     f"partial files were removed. It needs {total / 1e9:.2f} GB") from error
             raise
+        finally:
+            record.remove()
         model_files = None if layers is None else _advertised(stored, all_files)
         weights = model_files or stored
         entry = StoreEntry(directory=name, model_id=model_id, format=format,

@@ -72,6 +72,18 @@ class HeldModel(WireModel):
         "(with every tensor outside the layers). None: the whole model.")
 
 
+class StorePull(WireModel):
+    """A `skulk models pull` under way into a node's store (another process's: the node
+    reads its progress record), so every dashboard can watch it."""
+
+    model_id: ModelId = Field(description="The model being pulled.")
+    repo: str = Field(max_length=256, description="The hub repository it comes from.")
+    done_bytes: int = Field(ge=0, description="Bytes fetched so far.")
+    total_bytes: int = Field(ge=0, description="Bytes in all.")
+    updated_at: float = Field(description="Unix time of the pull's last progress; an old "
+                              "one means the pull stopped (run it again to resume).")
+
+
 class NodeTelemetry(WireModel):
     """One node's readings at one moment."""
 
@@ -98,6 +110,9 @@ class NodeTelemetry(WireModel):
     held_models: list[HeldModel] = Field(
         default_factory=list, max_length=1024,
         description="Models complete in this node's store, with their files' sha256.")
+    pulls: list[StorePull] = Field(
+        default_factory=list, max_length=64,
+        description="Pulls into this node's store under way (or stopped midway).")
     weights_port: int | None = Field(
         default=None, description="TCP port this node serves its stored weights on to "
         "members (TLS with the cluster's certificates, plain HTTP on insecure clusters).")
