@@ -5,6 +5,8 @@ the holder and served, with no hub reachable."""
 
 import json
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -167,3 +169,12 @@ def test_a_model_pulled_on_one_node_is_placed_on_the_other_fetched_and_answers_t
     assert f"fetching {MODEL} from peer {a_id}" in b.log()
     assert read_entry(b.data_dir / "models" / STORE_DIR) == read_entry(
         a.data_dir / "models" / STORE_DIR)
+    b_id = b.node_id()
+
+    def listed() -> list[str]:
+        result = subprocess.run([sys.executable, "-m", "skulk.cli.main", "models", "list",
+                                 "--cluster", "--url", a.url],
+                                capture_output=True, text=True, timeout=60, check=True)
+        return [" ".join(line.split()[:3]) for line in result.stdout.splitlines()]
+    b.wait_until(lambda: {f"{MODEL} {a_id} gguf", f"{MODEL} {b_id} gguf"} <= set(listed()),
+                 30, "skulk models list --cluster to show the model on both nodes")

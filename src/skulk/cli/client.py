@@ -147,3 +147,19 @@ def _membership_action(url: str, action: str, node_id: str,
         return _print_error(response)
     print(said(response.json()))
     return 0
+
+
+def models_in_cluster(url: str) -> int:
+    """`skulk models list --cluster`: every node's store, as the node at `url` sees it."""
+    from skulk.cli.models_list import cluster_lines
+    from skulk.shared.types.ids import NodeId
+    from skulk.shared.types.telemetry import NodeTelemetry
+
+    response = _request("GET", f"{url}/state")
+    if response.status_code != 200:
+        return _print_error(response)
+    readings = {NodeId(node): NodeTelemetry.model_validate(reading)
+                for node, reading in response.json()["telemetry"].items()}
+    for line in cluster_lines(readings):
+        print(line)
+    return 0

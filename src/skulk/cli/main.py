@@ -39,6 +39,10 @@ def build_parser() -> argparse.ArgumentParser:
     listing = model_actions.add_parser(
         "list", help="the catalogue: each model, its formats and sizes, what this node holds")
     listing.add_argument("--data-dir", type=Path, default=argparse.SUPPRESS, help="node data dir")
+    listing.add_argument("--cluster", action="store_true",
+                         help="what every node's store holds, through a running node")
+    listing.add_argument("--url", default="http://127.0.0.1:52415",
+                         help="API of a running node (with --cluster)")
     add_import_arguments(model_actions.add_parser(
         "import", help="turn a GGUF file or Hugging Face directory into an MLX model"))
     add_pull_arguments(model_actions.add_parser(
@@ -78,6 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return run_add(args)
             case "models" if args.action == "remove":
                 return run_remove(args)
+            case "models" if getattr(args, "cluster", False):
+                return client.models_in_cluster(args.url)
             case "models":
                 return list_models(args.data_dir or default_data_dir())
             case "place":

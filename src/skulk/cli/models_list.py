@@ -1,10 +1,14 @@
-"""`skulk models list`: the catalogue, one line a model, and where this node holds each."""
+"""`skulk models list`: the catalogue, one line a model, and where this node holds each;
+with `--cluster`, what every node's store holds, read through a running node."""
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 from skulk.models.catalog import ModelCatalog
+from skulk.shared.types.ids import NodeId
 from skulk.shared.types.model_cards import ModelCard
+from skulk.shared.types.telemetry import NodeTelemetry
 
 APPROXIMATE = "~"
 
@@ -46,6 +50,30 @@ def catalogue_lines(catalog: ModelCatalog) -> list[str]:
     if guessed:
         lines.append(f"{APPROXIMATE} size as the card guesses it; the hub gives the real one "
                      "at the first pull (skulk models pull MODEL)")
+    return lines
+
+
+def cluster_lines(readings: Mapping[NodeId, NodeTelemetry]) -> list[str]:
+    """What every node's store holds, from the nodes' readings: a line per copy (model,
+    node, format, layers of a stage's copy, size) and a line per pull under way."""
+    rows = sorted(
+        (held.model_id, node_id, held.format,
+         "whole" if held.layers is None else f"layers {held.layers[0]}-{held.layers[1]}",
+         _size(sum(f.size_bytes for f in held.files)))
+        for node_id, reading in readings.items() for held in reading.held_models)
+    pulls = sorted(
+        (pull.model_id, node_id, f"pulling {pull.repo}",
+         f"{pull.done_bytes / 1e6:.0f}/{pull.total_bytes / 1e6:.0f} MB")
+        for node_id, reading in readings.items() for pull in reading.pulls)
+    if not rows and not pulls:
+        return ["no node's store holds a model (the bundled one ships with Skulk itself)"]
+    width = max(len("MODEL"), *(len(r[0]) for r in [*rows, *pulls]))
+    nodes = max(len("NODE"), *(len(r[1]) for r in [*rows, *pulls]))
+    lines = [f"{'MODEL':<{width}}  {'NODE':<{nodes}}  HOLDS"]
+    lines += [f"{model:<{width}}  {node:<{nodes}}  {format} {part}, {size}"
+              for model, node, format, part, size in rows]
+    lines += [f"{model:<{width}}  {node:<{nodes}}  {what}: {amount}"
+              for model, node, what, amount in pulls]
     return lines
 
 

@@ -1,10 +1,12 @@
 from pathlib import Path
 
-from skulk.cli.models_list import catalogue_lines
+from skulk.cli.models_list import catalogue_lines, cluster_lines
 from skulk.models.catalog import ModelCatalog, builtin_cards_dir, load_cards
+from skulk.models.peers.holders_test import TINY, reading
 from skulk.models.store.manifest import StoredFile, StoreEntry, stored_entries, write_entry
-from skulk.shared.types.ids import ModelId
+from skulk.shared.types.ids import ModelId, NodeId
 from skulk.shared.types.model_cards import ModelCard, ModelSource
+from skulk.shared.types.telemetry import StorePull
 
 
 def _card(model_id: str, size: int, unverified: list[str]) -> ModelCard:
@@ -51,3 +53,19 @@ def test_a_stage_copy_is_listed_with_its_layers(tmp_path: Path) -> None:
     _, line, path = catalogue_lines(catalog)
     assert line.split()[-3:] == ["mlx", "layers", "0-16"]
     assert path.split() == ["mlx", "layers", "0-16", str(tmp_path / stage.directory)]
+
+
+def test_the_cluster_listing_names_each_copy_on_each_node_and_each_pull() -> None:
+    stage = TINY.model_copy(update={"format": "mlx", "layers": (0, 4)})
+    pulling = StorePull(model_id=ModelId("qwen"), repo="Qwen/Q-GGUF", done_bytes=2_000_000,
+                        total_bytes=8_000_000, updated_at=0.0)
+    lines = cluster_lines({
+        NodeId("node-b"): reading("node-b", held=[stage]).model_copy(update={"pulls": [pulling]}),
+        NodeId("node-a"): reading("node-a", held=[TINY]),
+    })
+    assert [line.split() for line in lines] == [
+        ["MODEL", "NODE", "HOLDS"],
+        ["tiny", "node-a", "gguf", "whole,", "0", "MB"],
+        ["tiny", "node-b", "mlx", "layers", "0-4,", "0", "MB"],
+        ["qwen", "node-b", "pulling", "Qwen/Q-GGUF:", "2/8", "MB"]]
+    assert cluster_lines({})[0].startswith("no node's store holds a model")
