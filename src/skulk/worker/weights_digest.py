@@ -1,7 +1,8 @@
 """One digest for the weights a rank is about to load, so that the ranks of a split
 instance can check they hold the same files (`mlx/weights_agreement.py`). Read from what
-the store already knows, never by hashing a model again: a stored model's manifest (the
-sha256 of every file), or an imported model's record of the GGUF it came from."""
+the store already knows rather than by hashing a model again: a stored model's manifest
+(the sha256 of every file), or an imported model's record of the GGUF it came from; only a
+small file outside the store (the model a Python package ships) is hashed here."""
 
 import hashlib
 from collections.abc import Iterable
