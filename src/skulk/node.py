@@ -6,7 +6,7 @@ router, and its API hears its own master's indexed events through the router too
 
 import asyncio
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Set
 from pathlib import Path
 from typing import TypeVar
 
@@ -64,8 +64,10 @@ from skulk.shared.types.traces import RankSpans
 from skulk.trust.enrollment import admit_members
 from skulk.trust.revocations import load_revoked, save_revoked
 from skulk.trust.setup import NodeTrust, record_admission_port, trust_at_start
+from skulk.worker.device_links import DeviceLinks
 from skulk.worker.draft_service import ADVERTISED_DRAFTERS, DraftService
-from skulk.worker.main import SupervisorFactory, Worker
+from skulk.worker.local_runner import SupervisorFactory
+from skulk.worker.main import Worker
 from skulk.worker.remote_drafting import remote_drafting_options
 from skulk.worker.runner.supervisor import RunnerSupervisor
 from skulk.worker.telemetry import probe_backends, publish_readings_forever, read_telemetry
@@ -196,7 +198,8 @@ class Node:
                         read_own=self._read_own_memory,
                         publish_spans=self._publish_spans,
                         remote_drafting=self._remote_drafting_options,
-                        weight_sources=weights.sources_for)
+                        weight_sources=weights.sources_for,
+                        device_links=self._device_links(trust))
                     tasks.start_soon(worker.run)
                     # Any worker node drafts for other nodes' runners (prompt lookup).
                     self.router.answer(DRAFT_SERVICE, self._draft_service.handle)
@@ -339,14 +342,26 @@ class Node:
         return await remote_drafting_options(self._transport, self.router, drafter_node,
                                              data_dir)
 
-    def _node_weights(self, trust: NodeTrust) -> NodeWeights:
-        # Expelled members as this node last knew them, until its replica has synced.
+    def _revoked(self) -> Callable[[], Set[NodeId]]:
+        """Expelled members: as this node last knew them until its replica has synced."""
         revoked_at_start = frozenset(load_revoked(self.config.data_dir))
+        return lambda: revoked_at_start.union(self.replica.state.revoked_nodes)
+
+    def _side_channel_host(self) -> str:
+        """Where this node's weights server and device relays listen."""
+        return endpoint_host(self.config.listen[0]) if self.config.listen else "0.0.0.0"
+
+    def _node_weights(self, trust: NodeTrust) -> NodeWeights:
         return NodeWeights(
             node_id=self.node_id, models_dir=self.config.data_dir / "models", tls=trust.tls,
-            host=endpoint_host(self.config.listen[0]) if self.config.listen else "0.0.0.0",
-            revoked=lambda: revoked_at_start.union(self.replica.state.revoked_nodes),
+            host=self._side_channel_host(), revoked=self._revoked(),
             readings=self.telemetry.live)
+
+    def _device_links(self, trust: NodeTrust) -> DeviceLinks:
+        revoked = self._revoked()
+        return DeviceLinks(tls=trust.tls, host=self._side_channel_host(),
+                           cache_dir=self.config.data_dir / "cache" / "rpc",
+                           is_revoked=lambda node: node in revoked())
 
     def _own_reading(self) -> NodeTelemetry:
         worker = self.config.run_worker

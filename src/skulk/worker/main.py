@@ -1,16 +1,13 @@
 """The worker loop: ask `plan()` for the next step, carry it out, report what happened."""
 
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from pathlib import Path
-from typing import Protocol
+from collections.abc import Awaitable, Callable
 
 import anyio
 from anyio.abc import TaskGroup
 from loguru import logger
 
 from skulk.models.catalog import ModelCatalog
-from skulk.models.mlx_import import ensure_mlx_model
 from skulk.shared.replica import StateReplica
 from skulk.shared.types.chunks import DataChunk
 from skulk.shared.types.commands import (
@@ -29,21 +26,20 @@ from skulk.shared.types.ids import (
     new_command_id,
 )
 from skulk.shared.types.instances import Instance
-from skulk.shared.types.model_cards import ModelCard
-from skulk.shared.types.runners import RunnerFailed, RunnerStatus, is_serving
-from skulk.shared.types.tasks import TextGenerationTask
+from skulk.shared.types.runners import RunnerFailed, is_serving
 from skulk.shared.types.telemetry import NodeTelemetry, WarmModel
 from skulk.shared.types.traces import RankSpans
+from skulk.worker.device_links import DeviceLinks
 from skulk.worker.engines.description import EngineDescription, EngineOptionError
 from skulk.worker.engines.node_options import NodeEngineOptions
 from skulk.worker.engines.protocol import EngineConfig
 from skulk.worker.engines.registry import engine_description
 from skulk.worker.fit_guard import refusal
+from skulk.worker.local_runner import LocalRunnerHandle, SupervisorFactory
 from skulk.worker.plan import (
     CancelRunnerTask,
     CreateRunner,
     FetchWeights,
-    LifecycleRequest,
     LoadModel,
     LocalRunner,
     ReapRunner,
@@ -53,11 +49,10 @@ from skulk.worker.plan import (
     WarmUp,
     plan,
 )
+from skulk.worker.rank_options import agreement_options, drafting_options, engine_options
 from skulk.worker.runner import messages
 from skulk.worker.runner.crash_window import CrashWindow
-from skulk.worker.runner.flight_recorder import FlightRecorder
 from skulk.worker.runner.supervisor import RunnerSupervisor
-from skulk.worker.weights_digest import weights_digest
 from skulk.worker.weights_fetch import (
     NoWeights,
     SourcesFor,
@@ -65,39 +60,6 @@ from skulk.worker.weights_fetch import (
     loadable_weights,
     stage_layers,
 )
-
-
-class Supervisor(Protocol):
-    """The parts of `RunnerSupervisor` the worker uses (fakes implement this in tests)."""
-
-    @property
-    def status(self) -> RunnerStatus | None: ...
-    @property
-    def exited(self) -> bool: ...
-    @property
-    def in_flight(self) -> Mapping[TaskId, TextGenerationTask]: ...
-    @property
-    def pid(self) -> int | None: ...
-    @property
-    def tokens_per_second(self) -> float | None: ...
-    @property
-    def recorder(self) -> FlightRecorder: ...
-    async def run(self) -> None: ...
-    def send(self, message: messages.LoadModel | messages.WarmUp | messages.Shutdown) -> None: ...
-    def start_task(self, task: TextGenerationTask) -> None: ...
-    def cancel_task(self, task_id: TaskId) -> None: ...
-    async def shutdown(self) -> None: ...
-
-
-SupervisorFactory = Callable[..., Supervisor]
-
-
-class _Runner:
-    def __init__(self, supervisor: Supervisor, instance_id: InstanceId) -> None:
-        self.supervisor = supervisor
-        self.instance_id = instance_id
-        self.requested: LifecycleRequest | None = None
-        self.cancelling: set[TaskId] = set()
 
 
 class Worker:
@@ -121,6 +83,7 @@ class Worker:
         remote_drafting: Callable[[NodeId], Awaitable[dict[str, str]]] | None = None,
         weight_sources: SourcesFor | None = None,
         node_engine_options: NodeEngineOptions | None = None,
+        device_links: DeviceLinks | None = None,
     ) -> None:
         self._node_id = node_id
         self._replica = replica
@@ -143,7 +106,10 @@ class Worker:
         self._fetcher = None if weight_sources is None else WeightsFetcher(
             node_id=node_id, catalog=catalog, publish_event=publish_event,
             sources_for=weight_sources)
-        self._runners: dict[RunnerId, _Runner] = {}
+        # Relays for split instances whose head runs the model (None: this node cannot
+        # take part in one).
+        self._device_links = device_links
+        self._runners: dict[RunnerId, LocalRunnerHandle] = {}
         self._dispatched: set[TaskId] = set()
         self._given_up: set[InstanceId] = set()
         self._crashes: dict[InstanceId, CrashWindow] = {}
@@ -208,8 +174,9 @@ class Worker:
                 await self._plan_loop(tasks)
         finally:
             with anyio.CancelScope(shield=True):
-                for runner in list(self._runners.values()):
+                for runner_id, runner in list(self._runners.items()):
                     await runner.supervisor.shutdown()
+                    self._close_links(runner_id)
 
     def wake(self) -> None:
         self._wake.set()
@@ -257,6 +224,7 @@ class Worker:
                 logger.info("shutting down runner {}: {}", runner_id, reason)
                 runner = self._runners.pop(runner_id)
                 await runner.supervisor.shutdown()
+                self._close_links(runner_id)
             case CancelRunnerTask(runner_id, task_id):
                 self._runners[runner_id].cancelling.add(task_id)
                 self._runners[runner_id].supervisor.cancel_task(task_id)
@@ -286,25 +254,35 @@ class Worker:
             if why is not None:
                 await self._refuse(instance.instance_id, runner_id, why)
                 return
-        path = None if card is None else await loadable_weights(
+        runs_model = engine.runs_model(shard.rank, shard.world_size)
+        path = None if card is None or not runs_model else await loadable_weights(
             self._catalog, card, engine, stage_layers(instance, shard))
-        if path is None:
+        if path is None and runs_model:
             await self._give_up(instance.instance_id, runner_id,
                                 f"weights of {instance.model_id} for {instance.engine} are not "
                                 f"on node {self._node_id}")
             return
-        config = EngineConfig(model_path=str(path),
+        links = await self._device_options(instance, runner_id, engine)
+        if links is None:
+            return
+        model_path = "" if path is None else str(path)
+        drafting = await drafting_options(self._catalog, card, instance, engine,
+                                          self._remote_drafting)
+        config = EngineConfig(model_path=model_path,
                               context_token_limit=instance.context_token_limit,
                               n_threads=self._engine_threads, start_layer=shard.start_layer,
                               end_layer=shard.end_layer, world_size=shard.world_size,
                               rank=shard.rank,
-                              options={**await self._drafting_options(card, instance, engine),
+                              options={**drafting,
                                        **self._node_engine_options.get(instance.engine, {}),
                                        **engine_options(instance, batching=self._batching),
-                                       **await _agreement_options(instance, path)})
+                                       **links,
+                                       **(await agreement_options(instance, model_path)
+                                          if runs_model else {})})
         try:
             engine.options.parse(config.options)
         except EngineOptionError as error:
+            self._close_links(runner_id)
             await self._give_up(instance.instance_id, runner_id, str(error))
             return
         supervisor = self._supervisor_factory(
@@ -312,8 +290,31 @@ class Worker:
             engine_name=instance.engine, config=config,
             on_event=self._on_runner_event, on_chunk=self._publish_chunk,
             on_spans=self._publish_spans)
-        self._runners[runner_id] = _Runner(supervisor, instance.instance_id)
+        self._runners[runner_id] = LocalRunnerHandle(supervisor, instance.instance_id)
         tasks.start_soon(supervisor.run)
+
+    async def _device_options(self, instance: Instance, runner_id: RunnerId,
+                              engine: EngineDescription) -> dict[str, str] | None:
+        """The relays and options of a rank of a split instance whose head runs the model
+        ({} for any other rank); None when this node cannot open them (the instance is
+        given up)."""
+        if not engine.head_runs_model or len(instance.shards) < 2:
+            return {}
+        if self._device_links is None:
+            await self._give_up(instance.instance_id, runner_id,
+                                f"node {self._node_id} cannot link the ranks of a split "
+                                f"{instance.engine} instance")
+            return None
+        try:
+            return await self._device_links.options_for(instance, runner_id)
+        except (OSError, ValueError) as error:
+            await self._give_up(instance.instance_id, runner_id,
+                                f"the {instance.engine} device links could not open: {error}")
+            return None
+
+    def _close_links(self, runner_id: RunnerId) -> None:
+        if self._device_links is not None:
+            self._device_links.close(runner_id)
 
     async def _fetch(self, instance: Instance, runner_id: RunnerId) -> None:
         assert self._fetcher is not None
@@ -324,25 +325,6 @@ class Worker:
         finally:
             self._fetcher.fetching.discard(runner_id)
             self.wake()
-
-    async def _drafting_options(self, card: ModelCard | None, instance: Instance,
-                                engine: EngineDescription) -> dict[str, str]:
-        """Speculative decoding options from the model card: the default drafter, the
-        quantized copy that drafts for the model (imported on first use) and, when the
-        master placed one, how to reach the remote drafting node."""
-        if card is None or not engine.drafts:
-            return {}
-        options: dict[str, str] = {"drafter": card.drafters[0] if card.drafters else "none"}
-        if "draft_model" in card.drafters and card.draft_model_q_bits is not None:
-            try:
-                draft: Path = await anyio.to_thread.run_sync(
-                    lambda: ensure_mlx_model(self._catalog, card, q_bits=card.draft_model_q_bits))
-                options["draft_model_path"] = str(draft)
-            except (OSError, ValueError) as error:
-                logger.warning("no draft model for {}: {}", card.model_id, error)
-        if instance.drafter_node is not None and self._remote_drafting is not None:
-            options.update(await self._remote_drafting(instance.drafter_node))
-        return options
 
     async def _refuse(self, instance_id: InstanceId, runner_id: RunnerId, reason: str) -> None:
         logger.warning("refusing shard {} of instance {}: {}", runner_id, instance_id, reason)
@@ -357,6 +339,7 @@ class Worker:
 
     async def _reap(self, runner_id: RunnerId) -> None:
         runner = self._runners.pop(runner_id)
+        self._close_links(runner_id)
         if isinstance(runner.supervisor.status, RunnerFailed):
             self.runner_failures += 1
         instance = self._replica.state.instances.get(runner.instance_id)
@@ -387,26 +370,3 @@ class Worker:
             RunnerStatusUpdated(runner_id=runner_id, status=RunnerFailed(error=reason)))
         await self._send_command(
             DeleteInstance(command_id=new_command_id(), instance_id=instance_id))
-
-
-async def _agreement_options(instance: Instance, path: Path) -> dict[str, str]:
-    """The digest of the weights a rank of a split instance loads: its ranks check they
-    agree before serving (a whole instance has nobody to disagree with)."""
-    if len(instance.shards) < 2:
-        return {}
-    digest = await anyio.to_thread.run_sync(weights_digest, path)
-    return {} if digest is None else {"weights_sha256": digest}
-
-
-def engine_options(instance: Instance, batching: bool = True) -> dict[str, str]:
-    """What every rank's engine must agree on beyond its own shard: how the model is split
-    and where each rank of the ring listens (stamped by the master); and this node's choice
-    of batching concurrent requests, for instances wholly on this node only: every rank of
-    a split instance must run the same batch shape, whatever each node's flag says."""
-    options = {} if batching or len(instance.shards) > 1 else {"batching": "off"}
-    if instance.ring_port is None:
-        return options
-    ranks = sorted(instance.shards.values(), key=lambda s: s.rank)
-    hosts = [f"{shard.ring_host or '127.0.0.1'}:{instance.ring_port + shard.rank}"
-             for shard in ranks]
-    return {**options, "sharding": instance.sharding, "ring_hosts": ",".join(hosts)}

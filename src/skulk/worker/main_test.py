@@ -214,7 +214,7 @@ async def test_a_node_whose_memory_says_no_refuses_its_shard_and_starts_nothing(
 def test_engine_options_carry_the_ring_every_rank_dials() -> None:
     from skulk.shared.types.ids import InstanceId, ModelId, NodeId, RunnerId
     from skulk.shared.types.instances import Instance, ShardAssignment
-    from skulk.worker.main import engine_options
+    from skulk.worker.rank_options import engine_options
 
     shards = {RunnerId(f"r{rank}"): ShardAssignment(
         node_id=NodeId(f"n{rank}"), rank=rank, world_size=2, start_layer=15 * rank,

@@ -17,6 +17,7 @@ from skulk.shared.types.runners import (
 )
 from skulk.shared.types.state import State
 from skulk.shared.types.tasks import TextGenerationTask
+from skulk.worker.engines.registry import engine_description
 
 LifecycleRequest = Literal["load", "warm_up"]
 
@@ -108,7 +109,7 @@ def plan(
         or _shutdown(node_id, state, runners)
         or _cancel(state, runners)
         or _create(node_id, state, runners, given_up, missing_weights, fetching)
-        or _advance_lifecycle(runners)
+        or _advance_lifecycle(state, runners)
         or _start_task(state, runners, dispatched)
     )
 
@@ -153,13 +154,35 @@ def _create(node_id: NodeId, state: State, runners: Mapping[RunnerId, LocalRunne
     return None
 
 
-def _advance_lifecycle(runners: Mapping[RunnerId, LocalRunner]) -> Step | None:
+def _advance_lifecycle(state: State, runners: Mapping[RunnerId, LocalRunner]) -> Step | None:
     for runner in runners.values():
-        if isinstance(runner.status, RunnerCreated) and runner.requested is None:
+        if (isinstance(runner.status, RunnerCreated) and runner.requested is None
+                and not _waits_for_devices(state, runner)):
             return LoadModel(runner.runner_id)
         if isinstance(runner.status, RunnerLoaded) and runner.requested != "warm_up":
             return WarmUp(runner.runner_id)
     return None
+
+
+def _waits_for_devices(state: State, runner: LocalRunner) -> bool:
+    """A head that runs the model on the other ranks' devices loads once they all serve
+    (it sends them their layers as it loads)."""
+    instance = state.instances.get(runner.instance_id)
+    shard = None if instance is None else instance.shards.get(runner.runner_id)
+    if instance is None or shard is None or shard.world_size == 1 or shard.rank != 0:
+        return False
+    if not engine_description(instance.engine).head_runs_model:
+        return False
+    return not all(is_serving(state.runners.get(other))
+                   for other, s in instance.shards.items() if s.rank != 0)
+
+
+def _takes_tasks(state: State, runner: LocalRunner) -> bool:
+    """Whether the runner runs the model (a device server serves only its head)."""
+    instance = state.instances[runner.instance_id]
+    shard = instance.shards.get(runner.runner_id)
+    return shard is None or engine_description(instance.engine).runs_model(
+        shard.rank, shard.world_size)
 
 
 def _all_ranks_serving(state: State, instance_id: InstanceId) -> bool:
@@ -169,7 +192,8 @@ def _all_ranks_serving(state: State, instance_id: InstanceId) -> bool:
 
 def _start_task(state: State, runners: Mapping[RunnerId, LocalRunner],
                 dispatched: Set[TaskId]) -> Step | None:
-    by_instance = {r.instance_id: r for r in runners.values()}
+    by_instance = {r.instance_id: r for r in runners.values()
+                   if r.instance_id in state.instances and _takes_tasks(state, r)}
     for task in state.tasks.values():  # insertion order is creation order
         if task.status != "pending" or task.task_id in dispatched:
             continue

@@ -116,3 +116,40 @@ def test_cancelled_or_forgotten_in_flight_tasks_are_cancelled_once() -> None:
     assert plan(ME, forgotten, local(in_flight=frozenset({T1}))) == CancelRunnerTask(R1, T1)
     assert plan(ME, forgotten, local(in_flight=frozenset({T1}),
                                      cancelling=frozenset({T1}))) is None
+
+
+def _llama_split() -> tuple[InstanceCreated, RunnerId]:
+    """A two-rank llama.cpp pipeline: its head here (R1), its device server elsewhere."""
+    from skulk.shared.types.instances import Instance, ShardAssignment
+
+    device = RunnerId("run-2")
+    shards = {R1: ShardAssignment(node_id=ME, rank=0, world_size=2, start_layer=0,
+                                  end_layer=15),
+              device: ShardAssignment(node_id=NodeId("other"), rank=1, world_size=2,
+                                      start_layer=15, end_layer=30)}
+    return InstanceCreated(instance=Instance(
+        instance_id=I1, model_id=f.MODEL, engine="llama_cpp", sharding="pipeline",
+        shards=shards, context_token_limit=2048, ring_port=53000)), device
+
+
+def test_a_llama_cpp_head_loads_only_once_its_device_servers_serve() -> None:
+    placed, device = _llama_split()
+    waiting = state_with(placed, RunnerStatusUpdated(runner_id=device, status=RunnerLoading()))
+    assert plan(ME, waiting, local(RunnerCreated())) is None
+    serving = state_with(placed, RunnerStatusUpdated(runner_id=device, status=RunnerReady()))
+    assert plan(ME, serving, local(RunnerCreated())) == LoadModel(R1)
+
+
+def test_a_device_server_rank_loads_at_once_and_takes_no_tasks() -> None:
+    placed, device = _llama_split()
+    here = {device: LocalRunner(runner_id=device, instance_id=I1, status=RunnerCreated(),
+                                exited=False, in_flight=frozenset())}
+    assert plan(NodeId("other"), state_with(placed), here) == LoadModel(device)
+    task = TaskCreated(task=f.task(instance_id=I1))
+    both_ready = state_with(placed, task,
+                            RunnerStatusUpdated(runner_id=device, status=RunnerReady()),
+                            RunnerStatusUpdated(runner_id=R1, status=RunnerReady()))
+    ready_here = {device: LocalRunner(runner_id=device, instance_id=I1, status=RunnerReady(),
+                                      exited=False, in_flight=frozenset())}
+    assert plan(NodeId("other"), both_ready, ready_here) is None
+    assert plan(ME, both_ready, local()) == StartTask(R1, task.task)

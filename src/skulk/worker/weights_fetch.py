@@ -107,7 +107,10 @@ class WeightsFetcher:
             if instance.instance_id in given_up:
                 continue
             card = self._catalog.resolve(instance.model_id)
+            runs_model = engine_description(instance.engine).runs_model
             for runner_id, shard in instance.shards.items():
+                if not runs_model(shard.rank, shard.world_size):
+                    continue  # a device server gets its layers from its head
                 if shard.node_id == self._node_id and card is not None and needed_format(
                         self._catalog, card, instance.engine, stage_layers(instance, shard)):
                     missing.add(runner_id)

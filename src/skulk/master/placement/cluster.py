@@ -67,10 +67,16 @@ def roomiest(nodes: list[NodeTelemetry], engine: EngineName, width: int
 
     Taking the roomiest is enough: with shares proportional to memory (pipeline) or equal
     (tensor), no other set of that size has a larger total or a larger smallest member.
-    Ranks follow node ids so that re-placing on the same nodes gives the same ranks.
+    Ranks follow node ids so that re-placing on the same nodes gives the same ranks,
+    except that an engine whose head runs the model (llama.cpp) gets its head, rank 0, on
+    the roomiest node: the head holds the whole model file and the layers' inputs.
     """
     able = [n for n in nodes if runs_engine(n, engine)]
     if len(able) < width:
         return None
     chosen = sorted(able, key=lambda n: (-usable_bytes(n), n.node_id))[:width]
-    return sorted(chosen, key=lambda n: n.node_id)
+    ranked = sorted(chosen, key=lambda n: n.node_id)
+    if width > 1 and engine_description(engine).head_runs_model:
+        ranked.remove(chosen[0])
+        ranked.insert(0, chosen[0])
+    return ranked

@@ -99,6 +99,21 @@ class EngineDescription:
     imports_weights: bool = False
     """Whether a missing copy of its weights is converted from the node's GGUF on first
     use."""
+    device_server_class: str | None = None
+    """`module:Class` run by ranks other than 0 of a split instance when they do not run
+    the model themselves but serve their compute device to rank 0 (the head), which runs
+    it (llama.cpp over ggml RPC). Such ranks take no requests and need no weights, their
+    side channel goes through the node's members-only relay, and the head loads once they
+    serve. None: every rank runs `engine_class` (MLX's ring)."""
+
+    @property
+    def head_runs_model(self) -> bool:
+        """Whether a split instance's ranks other than 0 only serve their device to rank 0."""
+        return self.device_server_class is not None
+
+    def runs_model(self, rank: int, world_size: int) -> bool:
+        """Whether this rank runs the model (takes requests, loads weights)."""
+        return rank == 0 or world_size == 1 or not self.head_runs_model
 
     @property
     def splits(self) -> bool:
@@ -118,8 +133,13 @@ class EngineDescription:
         return f"{self.name} does not split a model by {sharding}"
 
     def create(self, config: EngineConfig) -> Engine:
-        """The engine itself, imported now (only a runner calls this)."""
-        module_name, _, class_name = self.engine_class.partition(":")
+        """The engine itself, imported now (only a runner calls this): a device server on
+        the ranks that only serve their device."""
+        chosen = self.engine_class
+        if not self.runs_model(config.rank, config.world_size):
+            assert self.device_server_class is not None
+            chosen = self.device_server_class
+        module_name, _, class_name = chosen.partition(":")
         engine_class: Callable[[EngineConfig], Engine] = getattr(
             importlib.import_module(module_name), class_name)
         return engine_class(config)

@@ -24,12 +24,15 @@ from skulk.shared.types.chunks import (
 from skulk.shared.types.ids import ConversationId, ModelId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams
 from skulk.worker.engines.llama_cpp import session_kv
+from skulk.worker.engines.llama_cpp.description import LlamaCppOptions
 from skulk.worker.engines.llama_cpp.llama_lib import (
     ChatTemplate,
     Grammar,
     LlamaContext,
+    Offload,
     any_json_grammar,
     json_schema_grammar,
+    offload_for,
     open_context,
 )
 from skulk.worker.engines.protocol import ContextOverflow, EngineConfig, InvalidRequest
@@ -67,20 +70,35 @@ class LlamaCppEngine:
         self._saved_sessions: OrderedDict[ConversationId, session_kv.SavedKv] = OrderedDict()
         self._active_session: ConversationId | None = None
         self._embedder: LlamaContext | None = None  # made on the first embedding request
+        self._offload: Offload | None = None  # a split instance's head: the others' layers
 
     def load(self) -> None:
-        if self._config.world_size != 1:
-            raise InvalidRequest("the llama.cpp engine runs a model whole on one node")
+        self._offload = self._split()
         self._context = self._open(embedding=False)
         self._template = self._context.chat_template()
         if self._template is None:
             raise InvalidRequest(f"{self._config.model_path} carries no chat template")
 
+    def _split(self) -> Offload | None:
+        """For the head of a split instance: register the other ranks' device servers and
+        say which layers go to them. None for a whole instance."""
+        if self._config.world_size == 1:
+            return None
+        options = LlamaCppOptions.parse(self._config.options)
+        others = self._config.world_size - 1
+        if len(options.rpc_servers) != others or len(options.rpc_layers) != others + 1:
+            raise InvalidRequest(f"the head of a {self._config.world_size}-rank llama.cpp "
+                                 f"instance needs {others} rpc_servers and "
+                                 f"{others + 1} rpc_layers")
+        from skulk.worker.engines.llama_cpp import rpc_lib  # only a split needs ggml RPC
+        rpc_lib.register_servers(options.rpc_servers)
+        return offload_for([int(count) for count in options.rpc_layers])
+
     def _open(self, *, embedding: bool) -> LlamaContext:
         return open_context(self._config.model_path,
                             context_tokens=self._config.context_token_limit,
                             threads=self._config.n_threads or os.cpu_count(),
-                            embedding=embedding)
+                            embedding=embedding, offload=self._offload)
 
     def _loaded(self) -> tuple[LlamaContext, ChatTemplate]:
         """The context and chat template `load` made."""

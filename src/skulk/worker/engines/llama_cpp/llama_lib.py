@@ -150,12 +150,43 @@ class LlamaContext:
         return vectors
 
 
+@dataclass(frozen=True)
+class Offload:
+    """Which layers leave the CPU: llama.cpp offloads a suffix of the model, counting the
+    output layer as one more, and divides it among its devices (remote ones first) in
+    proportion to `split`."""
+
+    layers: int
+    split: tuple[float, ...]
+
+
+def offload_for(layer_counts: list[int]) -> Offload:
+    """The offload that keeps the first `layer_counts[0]` layers on this CPU and gives each
+    next device exactly its count of the following layers, in order; the output layer goes
+    with the last device (llama.cpp offloads it with the suffix).
+
+    llama.cpp puts layer `i` of the suffix on the first device whose cumulative share
+    exceeds `i / suffix`; whole-number shares make those bounds exact in float.
+    """
+    remote = layer_counts[1:]
+    if not remote or any(count < 1 for count in layer_counts):
+        raise ValueError(f"a split needs layers on every rank, got {layer_counts}")
+    split = [float(count) for count in remote]
+    split[-1] += 1  # the output layer
+    return Offload(layers=sum(remote) + 1, split=tuple(split))
+
+
 def open_context(model_path: str, *, context_tokens: int, threads: int | None,
-                 embedding: bool = False) -> LlamaContext:
-    """Load a GGUF on the CPU; an embedding context mean-pools the last hidden states."""
+                 embedding: bool = False, offload: Offload | None = None) -> LlamaContext:
+    """Load a GGUF on the CPU, its later layers on other devices as `offload` says; an
+    embedding context mean-pools the last hidden states."""
+    layers = 0 if offload is None else offload.layers
+    split = None if offload is None else list(offload.split)
     if embedding:
         return LlamaContext(llama_cpp.Llama(
             model_path=model_path, embedding=True, n_ctx=context_tokens, n_threads=threads,
-            pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN, verbose=False))
+            pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN, verbose=False,
+            n_gpu_layers=layers, tensor_split=split))
     return LlamaContext(llama_cpp.Llama(model_path=model_path, n_ctx=context_tokens,
-                                        n_threads=threads, verbose=False))
+                                        n_threads=threads, verbose=False,
+                                        n_gpu_layers=layers, tensor_split=split))

@@ -1,0 +1,79 @@
+"""A rank other than the head of a split llama.cpp instance: it serves this node's compute
+device to the head over ggml RPC and runs nothing itself.
+
+The head sends the weights of this rank's layers when it loads and the activations at
+every step; the server keeps the layers' tensors and KV cache. It listens on loopback only:
+the head reaches it through its node's members-only relay.
+"""
+
+import os
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+
+from skulk.shared.types.chunks import TokenChunk
+from skulk.shared.types.tasks import GenerationParams
+from skulk.worker.engines.llama_cpp import rpc_lib
+from skulk.worker.engines.llama_cpp.description import LlamaCppOptions
+from skulk.worker.engines.protocol import EngineConfig, InvalidRequest
+
+LISTEN_TIMEOUT_SECONDS = 20.0
+
+
+class LlamaDeviceServer:
+    def __init__(self, config: EngineConfig) -> None:
+        self._config = config
+        self._options = LlamaCppOptions.parse(config.options)
+        self._thread: threading.Thread | None = None
+
+    def load(self) -> None:
+        endpoint = self._options.rpc_listen
+        if endpoint is None:
+            raise InvalidRequest(f"rank {self._config.rank} of a split llama.cpp instance "
+                                 "was given no rpc_listen endpoint")
+        if not rpc_lib.rpc_available():
+            raise rpc_lib.RpcUnavailable(
+                "llama-cpp-python was built without ggml RPC; rebuild it with "
+                "`tools/llama-cpp-backends.sh .venv/bin/python` (or `make install`)")
+        cache_dir = self._options.rpc_cache_dir or os.path.join(tempfile.gettempdir(),
+                                                                "skulk-rpc-cache")
+        os.makedirs(cache_dir, exist_ok=True)
+        threads = self._config.n_threads or os.cpu_count() or 1
+        self._thread = threading.Thread(
+            target=rpc_lib.serve_device, args=(endpoint, cache_dir, threads),
+            name="ggml-rpc-server", daemon=True)
+        self._thread.start()
+        self._wait_listening(endpoint)
+
+    def _wait_listening(self, endpoint: str) -> None:
+        """Return once the server accepts connections; raise if its thread ended first
+        (it could not bind) or it never does."""
+        host, _, port = endpoint.rpartition(":")
+        deadline = time.monotonic() + LISTEN_TIMEOUT_SECONDS
+        while time.monotonic() < deadline:
+            assert self._thread is not None
+            if not self._thread.is_alive():
+                raise OSError(f"the ggml RPC server could not listen on {endpoint}")
+            try:
+                # The server takes this as a client that left before its hello.
+                with socket.create_connection((host, int(port)), timeout=1.0):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise TimeoutError(f"the ggml RPC server on {endpoint} did not listen within "
+                           f"{LISTEN_TIMEOUT_SECONDS:.0f} s")
+
+    def warm_up(self) -> None:
+        """Nothing to warm: the head's warm-up runs through this device."""
+
+    def generate(self, params: GenerationParams) -> Iterator[TokenChunk]:
+        raise InvalidRequest(self._not_here())
+
+    def embed(self, texts: list[str]) -> tuple[list[list[float]], int]:
+        raise InvalidRequest(self._not_here())
+
+    def _not_here(self) -> str:
+        return (f"rank {self._config.rank} serves its device to the head of its instance; "
+                "requests go to rank 0")

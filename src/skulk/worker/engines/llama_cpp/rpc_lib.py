@@ -1,0 +1,98 @@
+"""The one typed doorway to ggml RPC, the remote-device backend llama.cpp splits a model
+over: `libggml-rpc` from llama-cpp-python's wheel (built with `-DGGML_RPC=on`, see
+tools/llama-cpp-backends.sh), reached through ctypes because llama-cpp-python binds
+none of it.
+
+A rank other than the head serves its device with `serve_device` (it never returns); the
+head registers those servers with `register_servers` before it loads the model, and
+llama.cpp then offloads layers to them like to GPUs. ggml RPC has no authentication: the
+server listens on loopback only and members reach it through the node's relay
+(`skulk.worker.rpc_relay`).
+"""
+
+import ctypes
+import os
+import pathlib
+import sys
+
+import llama_cpp  # loads libllama and the ggml libraries beside it, which we share
+
+# enum ggml_backend_dev_type (ggml-backend.h)
+_DEVICE_CPU = 0
+_DEVICE_GPU = 1
+
+_SUFFIX = ".dylib" if sys.platform == "darwin" else ".so"
+
+
+class RpcUnavailable(RuntimeError):
+    """This llama-cpp-python build has no ggml RPC backend."""
+
+
+def library_dir() -> pathlib.Path:
+    """Where llama-cpp-python keeps its shared libraries (as it finds them itself)."""
+    override = os.environ.get("LLAMA_CPP_LIB_PATH")
+    if override:
+        return pathlib.Path(override)
+    return pathlib.Path(llama_cpp.__file__).parent / "lib"
+
+
+def _library(name: str) -> ctypes.CDLL:
+    path = library_dir() / f"lib{name}{_SUFFIX}"
+    if not path.exists():
+        raise RpcUnavailable(
+            f"{path} is missing: llama-cpp-python was built without ggml RPC; rebuild it "
+            "with `tools/llama-cpp-backends.sh .venv/bin/python` (or `make install`)")
+    return ctypes.CDLL(str(path))  # the same handle libllama already loaded
+
+
+def _ggml() -> ctypes.CDLL:
+    lib = _library("ggml")
+    lib.ggml_backend_dev_by_type.argtypes = [ctypes.c_int]
+    lib.ggml_backend_dev_by_type.restype = ctypes.c_void_p
+    lib.ggml_backend_register.argtypes = [ctypes.c_void_p]
+    lib.ggml_backend_register.restype = None
+    lib.ggml_backend_reg_dev_count.argtypes = [ctypes.c_void_p]
+    lib.ggml_backend_reg_dev_count.restype = ctypes.c_size_t
+    return lib
+
+
+def _rpc() -> ctypes.CDLL:
+    lib = _library("ggml-rpc")
+    lib.ggml_backend_rpc_start_server.argtypes = [
+        ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_size_t,
+        ctypes.POINTER(ctypes.c_void_p)]
+    lib.ggml_backend_rpc_start_server.restype = None
+    lib.ggml_backend_rpc_add_server.argtypes = [ctypes.c_char_p]
+    lib.ggml_backend_rpc_add_server.restype = ctypes.c_void_p
+    return lib
+
+
+def rpc_available() -> bool:
+    """Whether this llama-cpp-python build can split a model over ggml RPC."""
+    return (library_dir() / f"libggml-rpc{_SUFFIX}").exists()
+
+
+def serve_device(endpoint: str, cache_dir: str, threads: int) -> None:
+    """Serve this machine's compute device (its GPU if llama.cpp sees one, else the CPU)
+    to one head at a time on `endpoint` (`127.0.0.1:port`); returns only if the server
+    could not start. Tensors the head sends by hash are cached in `cache_dir`."""
+    ggml, rpc = _ggml(), _rpc()
+    device = ggml.ggml_backend_dev_by_type(_DEVICE_GPU) or ggml.ggml_backend_dev_by_type(
+        _DEVICE_CPU)
+    if not device:
+        raise RpcUnavailable("llama.cpp sees no device to serve")
+    devices = (ctypes.c_void_p * 1)(device)
+    rpc.ggml_backend_rpc_start_server(endpoint.encode(), cache_dir.encode(), threads, 1,
+                                      devices)
+
+
+def register_servers(endpoints: list[str]) -> None:
+    """Make each server's devices available to the models loaded after this, in order
+    (llama.cpp puts remote devices before local GPUs). Every endpoint must answer: ggml
+    aborts the process when a server it was given cannot be reached."""
+    ggml, rpc = _ggml(), _rpc()
+    for endpoint in endpoints:
+        registry = rpc.ggml_backend_rpc_add_server(endpoint.encode())
+        if not registry or ggml.ggml_backend_reg_dev_count(registry) == 0:
+            raise RpcUnavailable(f"the ggml RPC server at {endpoint} offers no device")
+        ggml.ggml_backend_register(registry)

@@ -1,0 +1,45 @@
+"""A runner as the worker holds it: its supervisor (or a fake with the same face) and
+what the worker asked of it."""
+
+from collections.abc import Callable, Mapping
+from typing import Protocol
+
+from skulk.shared.types.ids import InstanceId, TaskId
+from skulk.shared.types.runners import RunnerStatus
+from skulk.shared.types.tasks import TextGenerationTask
+from skulk.worker.plan import LifecycleRequest
+from skulk.worker.runner import messages
+from skulk.worker.runner.flight_recorder import FlightRecorder
+
+
+class Supervisor(Protocol):
+    """The parts of `RunnerSupervisor` the worker uses (fakes implement this in tests)."""
+
+    @property
+    def status(self) -> RunnerStatus | None: ...
+    @property
+    def exited(self) -> bool: ...
+    @property
+    def in_flight(self) -> Mapping[TaskId, TextGenerationTask]: ...
+    @property
+    def pid(self) -> int | None: ...
+    @property
+    def tokens_per_second(self) -> float | None: ...
+    @property
+    def recorder(self) -> FlightRecorder: ...
+    async def run(self) -> None: ...
+    def send(self, message: messages.LoadModel | messages.WarmUp | messages.Shutdown) -> None: ...
+    def start_task(self, task: TextGenerationTask) -> None: ...
+    def cancel_task(self, task_id: TaskId) -> None: ...
+    async def shutdown(self) -> None: ...
+
+
+SupervisorFactory = Callable[..., Supervisor]
+
+
+class LocalRunnerHandle:
+    def __init__(self, supervisor: Supervisor, instance_id: InstanceId) -> None:
+        self.supervisor = supervisor
+        self.instance_id = instance_id
+        self.requested: LifecycleRequest | None = None
+        self.cancelling: set[TaskId] = set()

@@ -1,0 +1,153 @@
+"""llama.cpp split by layers over ggml RPC across real `skulk run` processes on 127.0.0.1:
+the head (rank 0) runs the bundled GGUF and offloads the later layers to the other ranks'
+device servers, reached through the nodes' members-only relays.
+
+Greedy output must be byte-identical to one node's: the same kernels compute every layer,
+wherever it sits. Bounded: short replies, one instance at a time, every wait has a deadline.
+"""
+
+import os
+import signal
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from skulk.client import Client
+from tests.node_process import NodeProcess, meshed_nodes
+
+pytestmark = pytest.mark.integration
+
+MODEL = "smollm2-135m"
+PROMPTS = ["What is the capital of France?", "Write a haiku about rivers."]
+MOST_TOKENS = 16
+READY_SECONDS = 180.0
+
+
+@pytest.fixture(scope="module")
+def trio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[NodeProcess]]:
+    with meshed_nodes(tmp_path_factory.mktemp("rpc-trio"), 3, "--no-auto-place") as nodes:
+        nodes[0].wait_until(lambda: _fully_observed(nodes[0], 3), 60.0,
+                            "three nodes that observe each other")
+        yield nodes
+
+
+def _fully_observed(node: NodeProcess, count: int) -> bool:
+    alive = [n for n in node.cluster()["nodes"] if n["alive"] and n["has_worker"]]
+    return len(alive) == count and all(
+        len(n.get("reachable_peers", [])) == count - 1 for n in alive)
+
+
+def _place(node: NodeProcess, **fields: Any) -> dict[str, Any]:
+    placed = httpx.post(f"{node.url}/place_instance", timeout=60,
+                        json={"model_id": MODEL, "engine": "llama_cpp", **fields})
+    assert placed.status_code == 201, placed.text
+    instance_id = placed.json()["instance_id"]
+
+    def ready() -> bool:
+        reply = node.get(f"/instance/{instance_id}")
+        assert reply.status_code == 200, \
+            f"instance {instance_id} is gone: {reply.text}\n{node.log()}"
+        return bool(reply.json()["status"] == "ready")
+    node.wait_until(ready, READY_SECONDS, f"instance {instance_id} to be ready")
+    instance: dict[str, Any] = node.get(f"/instance/{instance_id}").json()
+    return instance
+
+
+def _delete(node: NodeProcess, instance_id: str) -> None:
+    assert httpx.delete(f"{node.url}/instance/{instance_id}", timeout=30).status_code < 300
+    node.wait_until(lambda: not node.state()["instances"], 60.0, "the instance to go")
+
+
+def _client(node: NodeProcess) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{node.url}/v1", api_key="unused", timeout=120)
+
+
+def _greedy(node: NodeProcess, prompt: str, *, stream: bool = False) -> str:
+    messages: Any = [{"role": "user", "content": prompt}]
+    client = _client(node)
+    if not stream:
+        reply = client.chat.completions.create(model=MODEL, messages=messages,
+                                               max_tokens=MOST_TOKENS, temperature=0)
+        return reply.choices[0].message.content or ""
+    parts = client.chat.completions.create(model=MODEL, messages=messages,
+                                           max_tokens=MOST_TOKENS, temperature=0,
+                                           stream=True)
+    return "".join(chunk.choices[0].delta.content or "" for chunk in parts if chunk.choices)
+
+
+def test_two_and_three_rank_splits_say_exactly_what_one_node_says(
+        trio: list[NodeProcess]) -> None:
+    api = trio[0]
+    whole = _place(api, min_nodes=1)
+    expected = [_greedy(api, prompt) for prompt in PROMPTS]
+    assert all(expected)
+    _delete(api, whole["instance_id"])
+    for width in (2, 3):
+        split = _place(api, min_nodes=width, sharding="pipeline")
+        ranks = sorted(split["ranks"], key=lambda r: r["rank"])
+        assert split["engine"] == "llama_cpp" and len({r["node_id"] for r in ranks}) == width
+        assert ranks[0]["start_layer"] == 0 and ranks[-1]["end_layer"] == 30
+        assert all(a["end_layer"] == b["start_layer"]
+                   for a, b in zip(ranks, ranks[1:], strict=False))
+        other = trio[width - 1]  # a node other than the head's may take the request
+        assert [_greedy(other, p) for p in PROMPTS] == expected, \
+            f"a {width}-rank llama.cpp pipeline changed the greedy output"
+        assert [_greedy(api, p, stream=True) for p in PROMPTS] == expected
+        _delete(api, split["instance_id"])
+
+
+def test_a_session_on_a_split_instance_prefills_only_its_new_turn(
+        trio: list[NodeProcess]) -> None:
+    api = trio[0]
+    split = _place(api, min_nodes=2, sharding="pipeline")
+    try:
+        with Client(api.url) as client, client.create_session(MODEL) as session:
+            session.append(messages=[{"role": "user", "content": "Name a colour."}])
+            first = session.generate(max_tokens=8)
+            session.append(messages=[{"role": "user", "content": "And another one?"}])
+            second = session.generate(max_tokens=8)
+        assert first.cached_tokens == 0 and second.text
+        assert second.cached_tokens >= first.prompt_tokens, second
+    finally:
+        _delete(api, split["instance_id"])
+
+
+def test_the_device_relay_admits_no_stranger_and_a_dead_rank_is_placed_again(
+        trio: list[NodeProcess]) -> None:
+    api = trio[0]
+    split = _place(api, min_nodes=2, sharding="pipeline")
+    device = next(r for r in split["ranks"] if r["rank"] == 1)
+    node = next(n for n in trio if n.node_id() == device["node_id"])
+    port = split["ring_port"] + 1
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as stranger:
+        stranger.sendall(b"\x0e" + bytes(32))  # a ggml RPC hello without TLS
+        try:
+            answer = stranger.recv(64)
+        except ConnectionResetError:
+            answer = b""
+        assert not answer.startswith(b"\x01"), "a stranger was let through to ggml RPC"
+
+    [device_runner] = node.runner_pids()
+    lines: list[str] = []
+    with httpx.stream("POST", f"{api.url}/v1/chat/completions", timeout=120, json={
+            "model": MODEL, "stream": True, "max_tokens": 200, "temperature": 0,
+            "messages": [{"role": "user", "content": "Count from one to fifty."}]}) as reply:
+        for line in reply.iter_lines():
+            lines.append(line)
+            if sum(1 for seen in lines if seen.startswith("data:")) == 3:
+                os.kill(device_runner, signal.SIGKILL)
+    assert any('"error"' in line for line in lines), \
+        "the stream must end with an error when a rank dies mid-answer"
+
+    def serving_again() -> bool:
+        instances = [i for i in api.state()["instances"] if i != split["instance_id"]]
+        return bool(instances) and api.get(f"/instance/{instances[0]}").json()[
+            "status"] == "ready"
+    api.wait_until(serving_again, READY_SECONDS, "the instance to be placed again and serve")
+    assert _greedy(api, PROMPTS[0])
+    for instance_id in api.state()["instances"]:
+        _delete(api, instance_id)
