@@ -28,7 +28,7 @@ from skulk.shared.types.ids import (
     TaskId,
     new_command_id,
 )
-from skulk.shared.types.instances import Instance
+from skulk.shared.types.instances import Instance, ShardAssignment
 from skulk.shared.types.model_cards import ModelCard
 from skulk.shared.types.runners import RunnerFailed, RunnerStatus, is_serving
 from skulk.shared.types.tasks import TextGenerationTask
@@ -301,6 +301,7 @@ class Worker:
                               options={**await self._drafting_options(card, instance, engine),
                                        **self._node_engine_options.get(instance.engine, {}),
                                        **engine_options(instance, batching=self._batching),
+                                       **shard_options(shard),
                                        **await _agreement_options(instance, path)})
         try:
             engine.options.parse(config.options)
@@ -410,3 +411,9 @@ def engine_options(instance: Instance, batching: bool = True) -> dict[str, str]:
     hosts = [f"{shard.ring_host or '127.0.0.1'}:{instance.ring_port + shard.rank}"
              for shard in ranks]
     return {**options, "sharding": instance.sharding, "ring_hosts": ",".join(hosts)}
+
+
+def shard_options(shard: ShardAssignment) -> dict[str, str]:
+    """What the master decided for this rank alone: the layers its engine offloads to
+    the GPU (stamped only for engines that offload, so others never see the option)."""
+    return {"gpu_layers": str(shard.gpu_layers)} if shard.gpu_layers else {}

@@ -41,3 +41,16 @@ def test_a_preview_that_does_not_fit_says_which_node_falls_short() -> None:
 def test_excluded_nodes_leave_no_previews() -> None:
     cluster = ClusterView(nodes=nodes(node("a")))
     assert previews(smollm2(), cluster, excluded=[node("a").node_id]) == []
+
+
+def test_a_preview_on_a_gpu_node_shows_the_layers_and_gpu_memory_it_would_use() -> None:
+    from skulk.master.placement.offload import GPU_RESERVE_BYTES
+    from skulk.testing.placement import cuda_node, gguf_card
+
+    cluster = ClusterView(nodes=nodes(cuda_node("a", vram_free=4 * GIB)))
+    [whole] = [p for p in previews(gguf_card(8 * GIB), cluster) if p.engine == "llama_cpp"
+               and p.sharding == "pipeline"]
+    assert whole.reason is None and whole.plan is not None
+    [rank] = whole.plan.ranks
+    assert rank.gpu_layers == 9
+    assert GPU_RESERVE_BYTES < rank.vram_needed_bytes < rank.vram_usable_bytes == 4 * GIB
