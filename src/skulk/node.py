@@ -59,13 +59,14 @@ from skulk.shared.types.ids import (
     new_command_id,
     new_instance_id,
 )
-from skulk.shared.types.telemetry import NodeTelemetry
+from skulk.shared.types.telemetry import GpuDevice, NodeTelemetry
 from skulk.shared.types.traces import RankSpans
 from skulk.trust.enrollment import admit_members
 from skulk.trust.revocations import load_revoked, save_revoked
 from skulk.trust.setup import NodeTrust, record_admission_port, trust_at_start
 from skulk.worker.device_links import DeviceLinks
 from skulk.worker.draft_service import ADVERTISED_DRAFTERS, DraftService
+from skulk.worker.gpus import probe_gpus, refresh_gpus_forever
 from skulk.worker.local_runner import SupervisorFactory
 from skulk.worker.main import Worker
 from skulk.worker.remote_drafting import remote_drafting_options
@@ -114,6 +115,7 @@ class Node:
         self._router: Router | None = None
         self.prober: ReachabilityProber | None = None
         self._backends: list[str] = []  # engines this machine can run, probed in `run`
+        self._gpus: list[GpuDevice] = []  # a worker's GPUs, probed in `run`, then refreshed
         self._event_log_dir: Path | None = None
         self._tasks: TaskGroup | None = None
         self._weights: NodeWeights | None = None  # a worker node's store, served to peers
@@ -132,7 +134,9 @@ class Node:
             self.config.data_dir, identity, insecure=self.config.insecure,
             join=self.config.join, peers=self.config.peers, cluster_name=self.config.namespace)
         trust.verifier.is_revoked = lambda node: node in self.replica.state.revoked_nodes
-        self._backends = probe_backends()
+        if self.config.run_worker:
+            self._gpus = await anyio.to_thread.run_sync(probe_gpus)
+        self._backends = probe_backends(gpus=self._gpus)
         self.telemetry.set_own_node(self.node_id)
         self.live_nodes = {self.node_id}
         self._router = Router(self._transport, namespace=self.config.namespace,
@@ -201,6 +205,8 @@ class Node:
                         weight_sources=weights.sources_for,
                         device_links=self._device_links(trust))
                     tasks.start_soon(worker.run)
+                    if self._gpus:  # their free memory changes as runners load
+                        tasks.start_soon(refresh_gpus_forever, self._keep_gpus)
                     # Any worker node drafts for other nodes' runners (prompt lookup).
                     self.router.answer(DRAFT_SERVICE, self._draft_service.handle)
                 if self.config.run_api:
@@ -334,7 +340,10 @@ class Node:
     def _read_own_memory(self) -> NodeTelemetry:
         """This node's memory now, for the worker's fit guard."""
         return read_telemetry(self.node_id, has_worker=True, backends=self._backends,
-                              data_dir=self.config.data_dir)
+                              data_dir=self.config.data_dir, gpus=self._gpus)
+
+    def _keep_gpus(self, gpus: list[GpuDevice]) -> None:
+        self._gpus = gpus
 
     async def _remote_drafting_options(self, drafter_node: NodeId) -> dict[str, str]:
         data_dir = self.config.data_dir if self.trust is not None and self.trust.secure \
@@ -372,6 +381,7 @@ class Node:
             drafters=ADVERTISED_DRAFTERS if worker else [],
             models_dir=self.config.data_dir / "models" if worker else None,
             weights_port=None if self._weights is None else self._weights.port,
+            gpus=self._gpus,
             reachability=self.prober.reachability() if self.prober is not None else None)
 
     async def _apply_telemetry(self, readings: AsyncIterator[NodeTelemetry]) -> None:

@@ -122,6 +122,7 @@ async def test_instances_can_be_placed_inspected_and_deleted(node: Node) -> None
                 await anyio.sleep(0.2)
         assert me["warm"][0]["model_id"] == "smollm2-135m" and me["warm"][0]["role"] == "whole"
         assert me["health"] in ("ok", "warn") and me["alive"]
+        assert me["gpus"] == []  # this machine has no GPU
         assert node.node_id in (await http.get("/state")).json()["node_health"]
         assert (await http.get("/instance/nope")).status_code == 404
         assert (await http.delete(f"/instance/{instance_id}")).json() == {"deleted": instance_id}

@@ -62,9 +62,16 @@ def test_memory_is_never_summed_across_nodes() -> None:
                        node("b", need * 6 // 10, backends=["llama_cpp-cpu"]))
     result = placed(two_halves)
     assert isinstance(result, PlacementError) and not result.pending
-    assert all("llama_cpp whole needs 0.78 GiB, has 0.47 GiB usable" in why
-               for why in result.per_node.values())
+    assert all("llama_cpp whole needs 0.78 GiB, has 0.47 GiB usable" not in why
+               and "llama_cpp layers" in why for why in result.per_node.values()), \
+        "each half of a split needs its context's KV and a floor too"
     assert set(result.per_node) == {"a", "b"}
+    # Neither holds it whole: split by layers, each holds a share that fits it alone.
+    roomier = nodes(node("a", need * 9 // 10, backends=["llama_cpp-cpu"]),
+                    node("b", need * 9 // 10, backends=["llama_cpp-cpu"]))
+    split_in_two = placed(roomier)
+    assert isinstance(split_in_two, Instance) and split_in_two.engine == "llama_cpp"
+    assert {s.node_id for s in split_in_two.shards.values()} == {"a", "b"}
     # A split: a roomy node does not make up for one below the floor.
     split = placed(nodes(node("a", 64 * GIB), node("tiny", 300 * 1024**2)), min_nodes=2)
     assert isinstance(split, PlacementError)
@@ -141,9 +148,9 @@ def test_pinning_an_engine_is_obeyed() -> None:
     cluster = nodes(node("a"), node("b"))
     pinned = placed(cluster, engine="mlx")
     assert isinstance(pinned, Instance) and pinned.engine == "mlx" and len(pinned.shards) == 1
-    whole_only = placed(cluster, engine="llama_cpp", min_nodes=2)
-    assert isinstance(whole_only, PlacementError)
-    assert "llama_cpp runs a model whole on one node" in whole_only.message
+    by_heads = placed(cluster, engine="llama_cpp", sharding="tensor", min_nodes=2)
+    assert isinstance(by_heads, PlacementError)
+    assert "llama_cpp does not split a model by tensor" in by_heads.message
     gguf_only = place(command(engine="mlx"), smollm2(mlx=False), ClusterView(nodes=cluster),
                       RunnerIds())
     assert isinstance(gguf_only, PlacementError) and "no weights for engine mlx" in (
@@ -152,7 +159,7 @@ def test_pinning_an_engine_is_obeyed() -> None:
 
 def test_a_node_without_the_engine_backend_is_left_out_of_a_split() -> None:
     cluster = nodes(node("a"), node("b", 32 * GIB, backends=["llama_cpp-cpu"]), node("c"))
-    assert [n for n, _, _ in layout(placed(cluster, min_nodes=2))] == ["a", "c"]
+    assert [n for n, _, _ in layout(placed(cluster, engine="mlx", min_nodes=2))] == ["a", "c"]
 
 
 def test_same_inputs_give_the_same_instance_and_ceiling() -> None:

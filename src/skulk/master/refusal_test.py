@@ -46,7 +46,7 @@ def test_a_refusal_replaces_the_instance_one_node_wider() -> None:
     assert "node a refused its shard" in deleted.reason
     assert isinstance(created, InstanceCreated)
     wider = created.instance
-    assert len(wider.shards) == 2 and wider.engine == "mlx" and wider.ring_port is not None
+    assert len(wider.shards) == 2 and wider.engine == "llama_cpp" and wider.ring_port is not None
     assert {s.node_id for s in wider.shards.values()} == {"a", "b"}  # the refuser stays in
 
 
@@ -82,7 +82,7 @@ def test_when_no_wider_placement_fits_the_instance_is_removed_and_its_tasks_fail
     events: list[Event] = events_for_command(state, refuse(first), context(cluster))
     assert [type(e).__name__ for e in events] == ["TaskStatusUpdated", "InstanceDeleted"]
     deleted = events[-1]
-    assert isinstance(deleted, InstanceDeleted) and "b: mlx layers" in deleted.reason
+    assert isinstance(deleted, InstanceDeleted) and "b: llama_cpp layers" in deleted.reason
 
 
 def test_the_wider_command_keeps_the_sharding_and_excludes_nothing() -> None:

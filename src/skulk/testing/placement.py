@@ -4,6 +4,7 @@ from skulk.shared.types.commands import PlaceInstance
 from skulk.shared.types.ids import ModelId, NodeId, RunnerId
 from skulk.shared.types.model_cards import ModelCard, ModelSource
 from skulk.shared.types.telemetry import (
+    GpuDevice,
     NodeTelemetry,
     PeerReachability,
     Reachability,
@@ -31,11 +32,29 @@ def smollm2(*, gguf: bool = True, mlx: bool = True) -> ModelCard:
 
 
 def node(name: str, available: int = 8 * GIB, backends: list[str] | None = None,
-         has_worker: bool = True, total: int = 16 * GIB) -> NodeTelemetry:
+         has_worker: bool = True, total: int = 16 * GIB,
+         gpus: list[GpuDevice] | None = None) -> NodeTelemetry:
     return NodeTelemetry(node_id=NodeId(name), stamp=0.0, memory_total_bytes=total,
                          memory_available_bytes=available, cpu_count=2,
                          backends=CPU_BACKENDS if backends is None else backends,
-                         has_worker=has_worker)
+                         has_worker=has_worker, gpus=gpus or [])
+
+
+def cuda_node(name: str, vram_free: int, available: int = 8 * GIB) -> NodeTelemetry:
+    """A Linux node with one NVIDIA GPU of `vram_free` free bytes and a CUDA llama.cpp."""
+    gpu = GpuDevice(name="NVIDIA test GPU", backend="cuda", vram_total_bytes=vram_free,
+                    vram_free_bytes=vram_free)
+    return node(name, available, backends=["llama_cpp-cuda", "mlx-cpu"], gpus=[gpu])
+
+
+def gguf_card(size_bytes: int, n_layers: int = 32) -> ModelCard:
+    """A Llama-3-8B-shaped card (4096 wide, 32 query / 8 KV heads) with GGUF weights only."""
+    return ModelCard(model_id=ModelId("big"), family="llama", n_layers=n_layers,
+                     hidden_size=4096, num_attention_heads=32, num_key_value_heads=8,
+                     context_length=8192, capabilities=["text"],
+                     sources=[ModelSource(format="gguf", filename="big.gguf",
+                                          size_bytes=size_bytes)],
+                     chat_template_source="gguf")
 
 
 def nodes(*items: NodeTelemetry, connected: bool = True) -> dict[NodeId, NodeTelemetry]:

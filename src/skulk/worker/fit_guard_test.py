@@ -31,3 +31,20 @@ def test_a_smaller_slice_needs_less() -> None:
     room = node("a", 1 * GIB)
     assert refusal(smollm2(), small, small_shard, room) is None
     assert refusal(smollm2(), large, large_shard, room) is not None
+
+
+def test_the_guard_admits_what_placement_placed_on_a_gpu_and_refuses_once_it_filled() -> None:
+    from skulk.master.placement import ClusterView, place
+    from skulk.testing.placement import RunnerIds, command, cuda_node, gguf_card, nodes
+
+    card = gguf_card(8 * GIB)
+    planned_on = cuda_node("a", vram_free=4 * GIB)  # 8 GiB of RAM alone would not do
+    instance = place(command(model_id="big"), card, ClusterView(nodes=nodes(planned_on)),
+                     RunnerIds())
+    assert isinstance(instance, Instance), instance
+    [shard] = instance.shards.values()
+    assert shard.gpu_layers == 9  # stamped for the runner
+    assert refusal(card, instance, shard, planned_on) is None
+    gpu_filled = cuda_node("a", vram_free=2 * GIB)
+    why = refusal(card, instance, shard, gpu_filled)
+    assert why is not None and "9 layers in" in why and "of GPU memory" in why

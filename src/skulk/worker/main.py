@@ -49,7 +49,12 @@ from skulk.worker.plan import (
     WarmUp,
     plan,
 )
-from skulk.worker.rank_options import agreement_options, drafting_options, engine_options
+from skulk.worker.rank_options import (
+    agreement_options,
+    drafting_options,
+    engine_options,
+    shard_options,
+)
 from skulk.worker.runner import messages
 from skulk.worker.runner.crash_window import CrashWindow
 from skulk.worker.runner.supervisor import RunnerSupervisor
@@ -276,6 +281,7 @@ class Worker:
                               options={**drafting,
                                        **self._node_engine_options.get(instance.engine, {}),
                                        **engine_options(instance, batching=self._batching),
+                                       **shard_options(shard),
                                        **links,
                                        **(await agreement_options(instance, model_path)
                                           if runs_model else {})})

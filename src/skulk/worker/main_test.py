@@ -230,6 +230,20 @@ def test_engine_options_carry_the_ring_every_rank_dials() -> None:
         "a node's --no-batching cannot give one rank of a split another batch shape"
 
 
+def test_shard_options_carry_the_gpu_layers_the_master_stamped() -> None:
+    from skulk.shared.types.ids import NodeId
+    from skulk.shared.types.instances import ShardAssignment
+    from skulk.worker.engines.llama_cpp.description import LlamaCppOptions
+    from skulk.worker.rank_options import shard_options
+
+    shard = ShardAssignment(node_id=NodeId("n"), rank=0, world_size=1, start_layer=0,
+                            end_layer=32)
+    assert shard_options(shard) == {}  # no GPU: engines without the option never see it
+    offloading = shard_options(shard.model_copy(update={"gpu_layers": 12}))
+    assert offloading == {"gpu_layers": "12"}
+    assert LlamaCppOptions.parse(offloading).gpu_layers == 12
+
+
 @pytest.mark.anyio
 async def test_the_nodes_engine_options_reach_its_runners_under_the_masters(
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,7 +10,7 @@ from loguru import logger
 from skulk.models.catalog import ModelCatalog
 from skulk.models.mlx_import import ensure_mlx_model
 from skulk.shared.types.ids import NodeId
-from skulk.shared.types.instances import Instance
+from skulk.shared.types.instances import Instance, ShardAssignment
 from skulk.shared.types.model_cards import ModelCard
 from skulk.worker.engines.description import EngineDescription
 from skulk.worker.engines.registry import engine_description
@@ -61,3 +61,9 @@ async def drafting_options(catalog: ModelCatalog, card: ModelCard | None, instan
     if instance.drafter_node is not None and remote_drafting is not None:
         options.update(await remote_drafting(instance.drafter_node))
     return options
+
+
+def shard_options(shard: ShardAssignment) -> dict[str, str]:
+    """What the master decided for this rank alone: the layers its engine offloads to
+    the GPU (stamped only for engines that offload, so others never see the option)."""
+    return {"gpu_layers": str(shard.gpu_layers)} if shard.gpu_layers else {}

@@ -4,7 +4,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import anyio
@@ -16,6 +16,7 @@ from skulk.models.store.pull_progress import pulls_under_way
 from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.telemetry import (
+    GpuDevice,
     HeldFile,
     HeldModel,
     NodeTelemetry,
@@ -25,11 +26,11 @@ from skulk.shared.types.telemetry import (
 from skulk.worker.engines.registry import ENGINES
 
 
-def probe_backends(platform: str = sys.platform) -> list[str]:
-    """Engine tags this node can honestly claim, from each engine's own probe (which
-    finds its library without importing it: only runners load an engine)."""
+def probe_backends(platform: str = sys.platform, gpus: Sequence[GpuDevice] = ()) -> list[str]:
+    """Engine tags this node can honestly claim with these GPUs, from each engine's own
+    probe (which finds its library without importing it: only runners load an engine)."""
     return [tag for engine in ENGINES.values()
-            if (tag := engine.probe_backend(platform)) is not None]
+            if (tag := engine.probe_backend(platform, gpus)) is not None]
 
 
 def held_models(models_dir: Path) -> list[HeldModel]:
@@ -48,8 +49,10 @@ def read_telemetry(node_id: NodeId, *, has_worker: bool, backends: list[str],
                    reachability: Reachability | None = None,
                    drafters: list[str] | None = None,
                    models_dir: Path | None = None,
-                   weights_port: int | None = None) -> NodeTelemetry:
-    """This node's readings now; `models_dir` given, the models its store holds too."""
+                   weights_port: int | None = None,
+                   gpus: Sequence[GpuDevice] = ()) -> NodeTelemetry:
+    """This node's readings now; `models_dir` given, the models its store holds too.
+    `gpus` is the latest GPU probe's (probing takes too long for every reading)."""
     memory = psutil.virtual_memory()
     disk = shutil.disk_usage(data_dir or Path.home())
     return NodeTelemetry(
@@ -69,6 +72,7 @@ def read_telemetry(node_id: NodeId, *, has_worker: bool, backends: list[str],
         held_models=[] if models_dir is None else held_models(models_dir),
         pulls=[] if models_dir is None else pulls_under_way(models_dir / PARTIAL_DIR),
         weights_port=weights_port,
+        gpus=list(gpus),
     )
 
 

@@ -7,6 +7,8 @@ from skulk.models.store.manifest import StoredFile, StoreEntry, write_entry
 from skulk.models.store.pull import PARTIAL_DIR
 from skulk.models.store.pull_progress import ProgressRecord, progress_path
 from skulk.shared.types.ids import ModelId, NodeId
+from skulk.shared.types.telemetry import GpuDevice
+from skulk.worker.engines.llama_cpp.description import built_gpu_backends
 from skulk.worker.telemetry import probe_backends, read_telemetry
 
 
@@ -18,6 +20,15 @@ def test_readings_are_real_and_positive() -> None:
 
 def test_llama_cpp_backend_is_claimed_when_importable() -> None:
     assert "llama_cpp-cpu" in probe_backends()
+
+
+def test_readings_carry_the_gpus_probed_and_a_cpu_build_claims_no_gpu() -> None:
+    gpu = GpuDevice(name="NVIDIA test GPU", backend="cuda", vram_total_bytes=8 * 1024**3,
+                    vram_free_bytes=7 * 1024**3)
+    reading = read_telemetry(NodeId("n"), has_worker=True, backends=[], gpus=[gpu])
+    assert reading.gpus == [gpu]
+    if not built_gpu_backends():  # this machine's llama-cpp-python is a CPU build
+        assert "llama_cpp-cpu" in probe_backends(gpus=[gpu])
 
 
 

@@ -95,6 +95,7 @@ async def cluster(context: Context) -> dict[str, object]:
             "backends": reading.backends if reading else [],
             "memory_available_bytes": reading.memory_available_bytes if reading else None,
             "memory_total_bytes": reading.memory_total_bytes if reading else None,
+            "gpus": [g.model_dump(mode="json") for g in reading.gpus] if reading else [],
             "warm": [w.model_dump(mode="json") for w in reading.warm] if reading else [],
             "drafters": reading.drafters if reading else [],
             "health": health[node_id]["level"],

@@ -54,8 +54,16 @@ class NodeMemoryView(BaseModel):
     rank: int = Field(description="Rank within the candidate, from 0.")
     start_layer: int = Field(description="First layer it would hold (inclusive).")
     end_layer: int = Field(description="Last layer it would hold (exclusive).")
-    needed_bytes: int = Field(description="Weights share x engine overhead + KV + floor.")
+    needed_bytes: int = Field(description="System memory: weights share x engine overhead "
+                              "+ KV + floor, less what goes to the GPU.")
     usable_bytes: int = Field(description="What the node can give (must exceed the need).")
+    gpu_layers: int = Field(default=0, description="Layers the rank would put on the "
+                            "node's GPU; 0: none (no GPU, or one that holds no layer).")
+    vram_needed_bytes: int = Field(default=0, description="GPU memory those layers take "
+                                   "with the GPU's reserve; 0 on Apple's unified memory, "
+                                   "where they count in `needed_bytes`.")
+    vram_usable_bytes: int = Field(default=0, description="Free memory of the GPUs that "
+                                   "would take them (must exceed their need).")
     fits: bool = Field(description="Whether the node admits this rank.")
 
 
@@ -132,7 +140,9 @@ def _preview_view(preview: PlacementPreview) -> PlacementPreviewView:
         fits=preview.reason is None, reason=preview.reason,
         nodes=[NodeMemoryView(node_id=r.node_id, rank=i, start_layer=r.start_layer,
                               end_layer=r.end_layer, needed_bytes=r.needed_bytes,
-                              usable_bytes=r.usable_bytes, fits=r.fits)
+                              usable_bytes=r.usable_bytes, gpu_layers=r.gpu_layers,
+                              vram_needed_bytes=r.vram_needed_bytes,
+                              vram_usable_bytes=r.vram_usable_bytes, fits=r.fits)
                for i, r in enumerate(ranks)])
 
 

@@ -96,7 +96,7 @@ async def place_and_read(client: httpx.AsyncClient, master: InProcessMaster) -> 
                                                         "min_nodes": 3})
     assert placed.status_code == 201, placed.text
     body = placed.json()
-    assert body["engine"] == "mlx" and body["status"] == "pending"
+    assert body["engine"] == "llama_cpp" and body["status"] == "pending"
     assert [(r["node_id"], r["start_layer"], r["end_layer"]) for r in body["ranks"]] == [
         ("a", 0, 17), ("b", 17, 26), ("c", 26, 30)]  # 8:4:2 GiB, largest remainder
     assert isinstance(body["ring_port"], int)

@@ -29,8 +29,10 @@ class NodeFit(BaseModel):
     node_id: NodeId = Field(description="The node.")
     engine: EngineName = Field(description="The engine judged.")
     fits: bool = Field(description="Whether the node admits the whole model now.")
-    needed_bytes: int | None = Field(description="Memory the model would need there; None "
-                                     "when the node cannot run the engine at all.")
+    needed_bytes: int | None = Field(description="System memory the model would need "
+                                     "there (less the layers its GPU takes); None when the "
+                                     "node cannot run the engine at all.")
+    gpu_layers: int = Field(default=0, description="Layers it would put on the node's GPU.")
     usable_bytes: int = Field(description="Memory the node can give to new shards.")
     reason: str | None = Field(description="Why it does not fit; None when it does.")
 
@@ -78,6 +80,7 @@ def node_fits(card: ModelCard, nodes: Mapping[NodeId, NodeTelemetry]) -> list[No
             rank = plan.ranks[0]
             fits.append(NodeFit(node_id=node_id, engine=engine, fits=rank.fits,
                                 needed_bytes=rank.needed_bytes, usable_bytes=room,
+                                gpu_layers=rank.gpu_layers,
                                 reason=None if rank.fits else rank.shortfall(engine, 1)))
     return fits
 

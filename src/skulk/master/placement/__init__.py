@@ -1,9 +1,10 @@
 """Placement: a pure choice of where an instance runs, or a typed reason it cannot.
 
-Modules: `memory` (admission), `layers` (splits), `engines` (which engines a card and a
-node allow; the engines themselves are in `worker/engines/registry.py`), `plans` (one
-shape over given nodes), `select` (the narrowest fitting shape), `ring` (ports), `place`
-(the Instance), `previews` (every shape, for the API), `widen` (refusal -> one node wider).
+Modules: `memory` (admission), `offload` (layers on a GPU), `layers` (splits), `engines`
+(which engines a card and a node allow; the engines themselves are in
+`worker/engines/registry.py`), `plans` (one shape over given nodes), `select` (the
+narrowest fitting shape), `ring` (ports), `place` (the Instance), `previews` (every shape,
+for the API), `widen` (refusal -> one node wider).
 """
 
 from skulk.master.placement.cluster import ClusterView

@@ -4,7 +4,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from skulk.master.placement.engines import runs_engine
-from skulk.master.placement.memory import usable_bytes
+from skulk.master.placement.offload import capacity_bytes
 from skulk.master.placement.ring import DEFAULT_RING_PORTS
 from skulk.shared.types.ids import InstanceId, NodeId
 from skulk.shared.types.instances import Instance
@@ -58,12 +58,13 @@ def holders_first(nodes: list[NodeTelemetry], card: ModelCard, engine: EngineNam
     holding = [n for n in nodes if runs_engine(n, engine) and any(
         held.model_id == card.model_id and held.format in formats and held.layers is None
         for held in n.held_models)]
-    return sorted(holding, key=lambda n: (-usable_bytes(n), n.node_id))
+    return sorted(holding, key=lambda n: (-capacity_bytes(n, engine), n.node_id))
 
 
 def roomiest(nodes: list[NodeTelemetry], engine: EngineName, width: int
              ) -> list[NodeTelemetry] | None:
-    """The `width` nodes running `engine` with the most usable memory, in rank order.
+    """The `width` nodes running `engine` with the most room (usable memory, plus the free
+    memory of the GPUs it offloads to), in rank order.
 
     Taking the roomiest is enough: with shares proportional to memory (pipeline) or equal
     (tensor), no other set of that size has a larger total or a larger smallest member.
@@ -74,7 +75,7 @@ def roomiest(nodes: list[NodeTelemetry], engine: EngineName, width: int
     able = [n for n in nodes if runs_engine(n, engine)]
     if len(able) < width:
         return None
-    chosen = sorted(able, key=lambda n: (-usable_bytes(n), n.node_id))[:width]
+    chosen = sorted(able, key=lambda n: (-capacity_bytes(n, engine), n.node_id))[:width]
     ranked = sorted(chosen, key=lambda n: n.node_id)
     if width > 1 and engine_description(engine).head_runs_model:
         ranked.remove(chosen[0])

@@ -104,18 +104,23 @@ def kv_reservation_bytes(card: ModelCard, engine: EngineName, share: ShardShare)
     return per_token * context_token_limit(card)
 
 
-def shard_need_bytes(card: ModelCard, engine: EngineName, share: ShardShare,
-                     node: NodeTelemetry) -> int:
-    """Weights share x engine overhead + KV reservation + the host's floor."""
+def resident_weights_bytes(card: ModelCard, engine: EngineName, share: ShardShare) -> int:
+    """The share's weights as the engine holds them: size on disk x its overhead."""
     description = engine_description(engine)
     source = card.source_for(description.weight_format)
     if source is None:
         raise ValueError(f"{card.model_id} has no {description.weight_format} weights for "
                          f"{engine}")
     weights = source.size_bytes * share.weight_numerator / share.weight_denominator
-    resident = ceil(weights * description.overhead_factor)
+    return ceil(weights * description.overhead_factor)
+
+
+def shard_need_bytes(card: ModelCard, engine: EngineName, share: ShardShare,
+                     node: NodeTelemetry) -> int:
+    """Weights share x engine overhead + KV reservation + the host's floor."""
     floor = HOST_MEMORY[host_kind(node)].floor_bytes
-    return resident + kv_reservation_bytes(card, engine, share) + floor
+    return (resident_weights_bytes(card, engine, share)
+            + kv_reservation_bytes(card, engine, share) + floor)
 
 
 def admits(need: int, usable: int) -> bool:

@@ -20,7 +20,8 @@ from skulk.worker.engines.registry import engine_description
 def instance_from_plan(instance_id: InstanceId, card: ModelCard, plan: Plan,
                        cluster: ClusterView, new_runner_id: Callable[[], RunnerId]
                        ) -> Instance | PlacementError:
-    """Stamp the plan, the engine, the context ceiling and a ring port onto an Instance."""
+    """Stamp the plan (with each rank's GPU layers), the engine, the context ceiling and a
+    ring port onto an Instance."""
     engine = engine_description(plan.engine)
     ring_port = None
     if plan.width > 1 and engine.splits:
@@ -43,7 +44,8 @@ def instance_from_plan(instance_id: InstanceId, card: ModelCard, plan: Plan,
     shards = {
         new_runner_id(): ShardAssignment(node_id=rank.node_id, rank=index,
                                          world_size=plan.width, start_layer=rank.start_layer,
-                                         end_layer=rank.end_layer, ring_host=hosts[index])
+                                         end_layer=rank.end_layer, ring_host=hosts[index],
+                                         gpu_layers=rank.gpu_layers)
         for index, rank in enumerate(plan.ranks)
     }
     drafter_node = None

@@ -9,13 +9,8 @@ from skulk.master.placement.layers import (
     proportional_layer_counts,
     tensor_split_problem,
 )
-from skulk.master.placement.memory import (
-    ShardShare,
-    admits,
-    gib,
-    shard_need_bytes,
-    usable_bytes,
-)
+from skulk.master.placement.memory import ShardShare, admits, gib, usable_bytes
+from skulk.master.placement.offload import capacity_bytes, shard_need
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.instances import Sharding
 from skulk.shared.types.model_cards import EngineName, ModelCard
@@ -24,22 +19,39 @@ from skulk.shared.types.telemetry import NodeTelemetry
 
 @dataclass(frozen=True)
 class RankFit:
-    """One rank of a plan and whether its node admits it."""
+    """One rank of a plan and whether its node admits it: system memory, and GPU memory
+    for the layers it offloads (none: the VRAM figures are 0)."""
 
     node_id: NodeId
     start_layer: int
     end_layer: int
     needed_bytes: int
     usable_bytes: int
+    gpu_layers: int = 0
+    vram_needed_bytes: int = 0
+    vram_usable_bytes: int = 0
 
     @property
     def fits(self) -> bool:
-        return admits(self.needed_bytes, self.usable_bytes)
+        gpu_fits = (self.vram_needed_bytes == 0
+                    or admits(self.vram_needed_bytes, self.vram_usable_bytes))
+        return admits(self.needed_bytes, self.usable_bytes) and gpu_fits
 
     def shortfall(self, engine: EngineName, width: int) -> str:
         how = "whole" if width == 1 else f"layers {self.start_layer}-{self.end_layer - 1}"
-        return (f"{engine} {how} needs {gib(self.needed_bytes)}, "
+        gpu = (f" with {self.gpu_layers} layers on the GPU ({gib(self.vram_needed_bytes)} "
+               f"of {gib(self.vram_usable_bytes)} free)" if self.gpu_layers else "")
+        return (f"{engine} {how} needs {gib(self.needed_bytes)}{gpu}, "
                 f"has {gib(self.usable_bytes)} usable")
+
+
+def rank_fit(card: ModelCard, engine: EngineName, share: ShardShare, node: NodeTelemetry,
+             start_layer: int, end_layer: int) -> RankFit:
+    """The rank holding `share` on `node`, offloading as many layers as its GPUs take."""
+    need = shard_need(card, engine, share, node)
+    return RankFit(node.node_id, start_layer, end_layer, need.system_bytes, usable_bytes(node),
+                   gpu_layers=need.gpu_layers, vram_needed_bytes=need.vram_bytes,
+                   vram_usable_bytes=need.vram_usable_bytes)
 
 
 @dataclass(frozen=True)
@@ -61,15 +73,15 @@ class Plan:
 
 def _pipeline_ranks(card: ModelCard, engine: EngineName,
                     nodes: Sequence[NodeTelemetry]) -> tuple[RankFit, ...]:
-    usable = [usable_bytes(n) for n in nodes]
-    counts = proportional_layer_counts(card.n_layers, usable)
+    # Shares follow what each node can give, its GPUs' free memory included.
+    counts = proportional_layer_counts(card.n_layers,
+                                       [capacity_bytes(n, engine) for n in nodes])
     ranks = []
-    for node, room, (start, end) in zip(nodes, usable, layer_ranges(counts), strict=True):
+    for node, (start, end) in zip(nodes, layer_ranges(counts), strict=True):
         share = ShardShare(layers=end - start, weight_numerator=end - start,
                            weight_denominator=card.n_layers,
                            kv_heads=card.num_key_value_heads)
-        ranks.append(RankFit(node.node_id, start, end,
-                             shard_need_bytes(card, engine, share, node), room))
+        ranks.append(rank_fit(card, engine, share, node, start, end))
     return tuple(ranks)
 
 
@@ -79,8 +91,7 @@ def _tensor_ranks(card: ModelCard, engine: EngineName,
     # Every tensor rank holds every layer, 1/width of each weight and of each KV head set.
     share = ShardShare(layers=card.n_layers, weight_numerator=1, weight_denominator=width,
                        kv_heads=card.num_key_value_heads // width)
-    return tuple(RankFit(n.node_id, 0, card.n_layers, shard_need_bytes(card, engine, share, n),
-                         usable_bytes(n)) for n in nodes)
+    return tuple(rank_fit(card, engine, share, n, 0, card.n_layers) for n in nodes)
 
 
 def plan_for(card: ModelCard, engine: EngineName, sharding: Sharding,

@@ -24,6 +24,11 @@ class ShardAssignment(WireModel):
         default=None,
         description="Address this rank's ring neighbour reaches it at, chosen by the master "
         "from observed reachability; None when the instance has no ring.")
+    gpu_layers: int = Field(
+        default=0, ge=0,
+        description="How many of this shard's layers its engine puts on the node's GPU, "
+        "chosen by the master from the GPU's free memory (llama.cpp's `n_gpu_layers`; the "
+        "shard's whole layer count means all of it); 0: everything on the CPU.")
 
 
 class Instance(WireModel):

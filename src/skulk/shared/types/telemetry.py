@@ -1,5 +1,7 @@
 """Telemetry: node readings gossiped last-writer-wins, never event-sourced."""
 
+from typing import Literal
+
 from pydantic import Field
 
 from skulk.shared.types.base import WireModel
@@ -84,6 +86,22 @@ class StorePull(WireModel):
                               "one means the pull stopped (run it again to resume).")
 
 
+GpuBackend = Literal["cuda", "metal", "vulkan"]
+
+
+class GpuDevice(WireModel):
+    """One GPU of a node, as the driver reported it at the reading's moment."""
+
+    name: str = Field(max_length=256, description="The device's name, e.g. `NVIDIA RTX 4090`.")
+    backend: GpuBackend = Field(
+        description="The API it was found through, which is the llama.cpp backend that can "
+        "use it. `metal` is Apple silicon's GPU, whose memory is the system's own.")
+    vram_total_bytes: int = Field(
+        ge=0, description="Its memory. For `metal`: the share of system memory the GPU may "
+        "wire (an estimate of Metal's recommended working set). 0: not known.")
+    vram_free_bytes: int = Field(ge=0, description="Of that, free now. 0: not known.")
+
+
 class NodeTelemetry(WireModel):
     """One node's readings at one moment."""
 
@@ -113,6 +131,9 @@ class NodeTelemetry(WireModel):
     pulls: list[StorePull] = Field(
         default_factory=list, max_length=64,
         description="Pulls into this node's store under way (or stopped midway).")
+    gpus: list[GpuDevice] = Field(
+        default_factory=list, max_length=16,
+        description="The node's GPUs (none on a CPU-only node), with their free memory.")
     weights_port: int | None = Field(
         default=None, description="TCP port this node serves its stored weights on to "
         "members (TLS with the cluster's certificates, plain HTTP on insecure clusters).")

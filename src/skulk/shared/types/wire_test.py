@@ -32,7 +32,7 @@ from skulk.shared.types.runners import (
     RunnerStatus,
     RunnerWarmingUp,
 )
-from skulk.shared.types.telemetry import NodeTelemetry
+from skulk.shared.types.telemetry import GpuDevice, NodeTelemetry
 from skulk.shared.types.wire import from_msgpack, to_msgpack
 from skulk.testing import factories as f
 
@@ -65,6 +65,12 @@ def wire_values() -> list[BaseModel]:
         NodeTelemetry(node_id=NODE, stamp=1.5, memory_total_bytes=10,
                       memory_available_bytes=5, cpu_count=2, backends=["llama_cpp-cpu"],
                       has_worker=True),
+        NodeTelemetry(node_id=NODE, stamp=1.5, memory_total_bytes=10,
+                      memory_available_bytes=5, cpu_count=2, backends=["llama_cpp-cuda"],
+                      has_worker=True,
+                      gpus=[GpuDevice(name="NVIDIA GeForce RTX 4090", backend="cuda",
+                                      vram_total_bytes=24 * 1024**3,
+                                      vram_free_bytes=23 * 1024**3)]),
         ElectionMessage(node_id=NODE, clock=1, seniority=0, commands_seen=4),
         StateSyncMessage(kind="replay_request", node_id=NODE, from_index=7),
         f.instance(),
@@ -113,6 +119,19 @@ def test_wire_values_are_frozen_and_strict() -> None:
     with pytest.raises(ValidationError):
         DataChunk.model_validate({"command_id": "c", "owner_node": "n", "sequence": "1",
                                   "chunk": {"kind": "token", "text": "x"}})
+
+
+def test_gpu_readings_are_bounded() -> None:
+    good = {"name": "gpu", "backend": "cuda", "vram_total_bytes": 1, "vram_free_bytes": 1}
+    for bad in ({"vram_free_bytes": -1}, {"name": "x" * 257}, {"backend": "rocm"}):
+        with pytest.raises(ValidationError):
+            GpuDevice.model_validate(good | bad)
+    reading = {"node_id": "n", "stamp": 0.0, "memory_total_bytes": 1,
+               "memory_available_bytes": 1, "cpu_count": 1, "backends": [],
+               "has_worker": True}
+    assert NodeTelemetry.model_validate(reading).gpus == []  # older readings stay valid
+    with pytest.raises(ValidationError):
+        NodeTelemetry.model_validate(reading | {"gpus": [good] * 17})
 
 
 def test_garbage_msgpack_is_a_value_error() -> None:

@@ -6,7 +6,7 @@ it): it names its engine class as `module:Class` and never imports the engine it
 """
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Self
 
@@ -15,6 +15,7 @@ from pydantic_core import ErrorDetails
 
 from skulk.shared.types.instances import Sharding
 from skulk.shared.types.model_cards import ModelFormat
+from skulk.shared.types.telemetry import GpuDevice
 from skulk.worker.engines.protocol import Engine, EngineConfig, InvalidRequest
 
 
@@ -86,9 +87,10 @@ class EngineDescription:
     """Resident bytes per byte of weights on disk: weights plus scratch and slack."""
     kv_bytes_per_value: int
     """Bytes per cached key or value element."""
-    probe_backend: Callable[[str], str | None]
-    """The backend tag (`<engine>-<compute>`) this node can claim on a platform, or None
-    when the engine is not installed. Must not import the engine."""
+    probe_backend: Callable[[str, Sequence[GpuDevice]], str | None]
+    """The backend tag (`<engine>-<compute>`) this node can claim on a platform with these
+    GPUs, or None when the engine is not installed. One tag: a GPU build also runs on the
+    CPU, so its compute is the best it has. Must not import the engine."""
     shardings: frozenset[Sharding] = frozenset()
     """How one instance may be split across nodes; empty: whole on one node only."""
     runner_environment: Callable[[EngineConfig], dict[str, str]] = no_environment
@@ -99,6 +101,9 @@ class EngineDescription:
     imports_weights: bool = False
     """Whether a missing copy of its weights is converted from the node's GGUF on first
     use."""
+    offloads_layers: bool = False
+    """Whether it puts as many of a shard's layers as fit into a discrete GPU's memory and
+    runs the rest from system memory (the master stamps how many: `gpu_layers`)."""
     device_server_class: str | None = None
     """`module:Class` run by ranks other than 0 of a split instance when they do not run
     the model themselves but serve their compute device to rank 0 (the head), which runs

@@ -1,8 +1,11 @@
 """The echo engine as the rest of Skulk sees it. Never advertised or placed: tests hand
 it to a runner by name."""
 
+from collections.abc import Sequence
+
 from pydantic import Field
 
+from skulk.shared.types.telemetry import GpuDevice
 from skulk.worker.engines.description import EngineDescription, EngineOptions
 
 
@@ -19,7 +22,7 @@ class EchoOptions(EngineOptions):
     """Ignore SIGTERM, so teardown must escalate."""
 
 
-def never_advertised(_platform: str) -> None:
+def never_advertised(_platform: str, _gpus: Sequence[GpuDevice]) -> None:
     """Telemetry never claims the echo engine."""
     return None
 

@@ -1,15 +1,49 @@
 """The llama.cpp engine as the rest of Skulk sees it; imports nothing of llama.cpp."""
 
 import importlib.util
+from collections.abc import Collection, Iterable, Sequence
+from pathlib import Path
 
 from pydantic import Field
 
+from skulk.shared.types.telemetry import GpuBackend, GpuDevice
 from skulk.worker.engines.description import CommaSeparated, EngineDescription, EngineOptions
 
+# The GPU backends llama.cpp may be built with, best first when a build has several.
+GPU_BACKENDS: tuple[GpuBackend, ...] = ("cuda", "metal", "vulkan")
 
-def probe_backend(_platform: str) -> str | None:
-    """llama-cpp-python's CPU build, when it is installed (found, not imported)."""
-    return "llama_cpp-cpu" if importlib.util.find_spec("llama_cpp") is not None else None
+
+def gpu_backends_in(library_folders: Iterable[Path]) -> set[GpuBackend]:
+    """The GPU backends whose `libggml-<backend>` library lies in these folders."""
+    names = {path.name for folder in library_folders if folder.is_dir()
+             for path in folder.iterdir()}
+    return {backend for backend in GPU_BACKENDS
+            if any(name.startswith(f"libggml-{backend}.") for name in names)}
+
+
+def built_gpu_backends() -> set[GpuBackend]:
+    """The GPU backends the installed llama-cpp-python build carries: its wheel puts one
+    library per ggml backend in `llama_cpp/lib` (found, not imported)."""
+    spec = importlib.util.find_spec("llama_cpp")
+    packages = (spec.submodule_search_locations or []) if spec is not None else []
+    return gpu_backends_in(Path(package) / "lib" for package in packages)
+
+
+def backend_tag(built: Collection[GpuBackend], gpus: Sequence[GpuDevice]) -> str:
+    """`llama_cpp-<backend>` for the best backend both built in and backed by a GPU of
+    this node, else `llama_cpp-cpu`."""
+    present = {gpu.backend for gpu in gpus}
+    for backend in GPU_BACKENDS:
+        if backend in built and backend in present:
+            return f"llama_cpp-{backend}"
+    return "llama_cpp-cpu"
+
+
+def probe_backend(_platform: str, gpus: Sequence[GpuDevice]) -> str | None:
+    """llama-cpp-python's best backend on this node, when it is installed."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        return None
+    return backend_tag(built_gpu_backends(), gpus)
 
 
 class LlamaCppOptions(EngineOptions):
@@ -17,6 +51,10 @@ class LlamaCppOptions(EngineOptions):
     runs the model on its head (rank 0), which offloads the later layers to the other
     ranks' devices, each served over ggml RPC behind the nodes' relays."""
 
+    gpu_layers: int = Field(default=0, ge=0)
+    """How many of the shard's layers go to the GPU (llama.cpp's `n_gpu_layers`), chosen
+    by the master from the node's free GPU memory; the rest run on the CPU. The shard's
+    whole layer count means everything, output layer included."""
     rpc_servers: CommaSeparated = Field(default_factory=list)
     """The head's: where it reaches each other rank's device server, in rank order (the
     loopback ends of its node's relays)."""
@@ -30,8 +68,9 @@ class LlamaCppOptions(EngineOptions):
 
 
 # llama.cpp maps the GGUF as it is on disk; its compute buffers and the small C++ runtime
-# add about a tenth. Its KV cache is f16. Split, the head runs the model and the other
-# ranks serve their device to it.
+# add about a tenth. Its KV cache is f16. Whole on one node, it offloads to a GPU the
+# layers that fit in its memory; split, the head runs the model and the other ranks serve
+# their device to it.
 LLAMA_CPP = EngineDescription(
     name="llama_cpp",
     engine_class="skulk.worker.engines.llama_cpp.engine:LlamaCppEngine",
@@ -40,6 +79,7 @@ LLAMA_CPP = EngineDescription(
     overhead_factor=1.10,
     kv_bytes_per_value=2,
     probe_backend=probe_backend,
+    offloads_layers=True,
     shardings=frozenset({"pipeline"}),
     device_server_class="skulk.worker.engines.llama_cpp.device_server:LlamaDeviceServer",
 )

@@ -31,6 +31,7 @@ from skulk.worker.engines.llama_cpp.llama_lib import (
     LlamaContext,
     Offload,
     any_json_grammar,
+    gpu_offload,
     json_schema_grammar,
     offload_for,
     open_context,
@@ -81,10 +82,12 @@ class LlamaCppEngine:
 
     def _split(self) -> Offload | None:
         """For the head of a split instance: register the other ranks' device servers and
-        say which layers go to them. None for a whole instance."""
-        if self._config.world_size == 1:
-            return None
+        say which layers go to them. For a whole instance, the layers the master gave the
+        node's GPU (None: all on the CPU). A split's head keeps its own layers on its CPU."""
         options = LlamaCppOptions.parse(self._config.options)
+        if self._config.world_size == 1:
+            return gpu_offload(options.gpu_layers,
+                               self._config.end_layer - self._config.start_layer)
         others = self._config.world_size - 1
         if len(options.rpc_servers) != others or len(options.rpc_layers) != others + 1:
             raise InvalidRequest(f"the head of a {self._config.world_size}-rank llama.cpp "

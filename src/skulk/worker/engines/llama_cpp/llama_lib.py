@@ -152,12 +152,21 @@ class LlamaContext:
 
 @dataclass(frozen=True)
 class Offload:
-    """Which layers leave the CPU: llama.cpp offloads a suffix of the model, counting the
-    output layer as one more, and divides it among its devices (remote ones first) in
-    proportion to `split`."""
+    """Which layers leave the CPU: llama.cpp offloads a suffix of `layers` layers (-1: all),
+    counting the output layer as one more, and divides it among its devices (remote ones
+    first) in proportion to `split` (empty: by their free memory)."""
 
     layers: int
     split: tuple[float, ...]
+
+
+def gpu_offload(gpu_layers: int, shard_layers: int) -> Offload | None:
+    """A whole model's offload to this machine's GPUs: `gpu_layers` of its layers, or
+    every layer and the output when that is all of them; llama.cpp divides them among the
+    GPUs by their free memory. None: no GPU layers."""
+    if gpu_layers <= 0:
+        return None
+    return Offload(layers=-1 if gpu_layers >= shard_layers else gpu_layers, split=())
 
 
 def offload_for(layer_counts: list[int]) -> Offload:
@@ -181,7 +190,7 @@ def open_context(model_path: str, *, context_tokens: int, threads: int | None,
     """Load a GGUF on the CPU, its later layers on other devices as `offload` says; an
     embedding context mean-pools the last hidden states."""
     layers = 0 if offload is None else offload.layers
-    split = None if offload is None else list(offload.split)
+    split = None if offload is None or not offload.split else list(offload.split)
     if embedding:
         return LlamaContext(llama_cpp.Llama(
             model_path=model_path, embedding=True, n_ctx=context_tokens, n_threads=threads,

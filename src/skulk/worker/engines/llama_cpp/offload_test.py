@@ -44,3 +44,11 @@ def test_a_split_needs_layers_on_every_rank() -> None:
         offload_for([30])
     with pytest.raises(ValueError):
         offload_for([30, 0])
+
+
+def test_a_whole_model_offloads_what_the_master_gave_its_gpu() -> None:
+    from skulk.worker.engines.llama_cpp.llama_lib import gpu_offload
+
+    assert gpu_offload(0, 30) is None
+    assert gpu_offload(9, 30) == Offload(layers=9, split=())
+    assert gpu_offload(30, 30) == Offload(layers=-1, split=()), "all layers: the output too"

@@ -1,14 +1,16 @@
 """The MLX engine as the rest of Skulk sees it; imports nothing of mlx."""
 
 import importlib.util
+from collections.abc import Sequence
 from pathlib import Path
 
+from skulk.shared.types.telemetry import GpuDevice
 from skulk.worker.engines.description import EngineDescription
 from skulk.worker.engines.mlx.cpu import runner_environment
 from skulk.worker.engines.mlx.options import MlxOptions
 
 
-def probe_backend(platform: str) -> str | None:
+def probe_backend(platform: str, _gpus: Sequence[GpuDevice]) -> str | None:
     """`mlx-metal` on a Mac, `mlx-cpu` elsewhere, when MLX and mlx-lm are installed
     (found, not imported: MLX costs memory and threads in the node process)."""
     if not _mlx_installed(platform) or importlib.util.find_spec("mlx_lm") is None:
