@@ -113,20 +113,20 @@ def test_sessions_logprobs_json_and_embeddings_work_on_a_split_instance(
         assert first.cached_tokens == 0 and second.text
         assert second.cached_tokens >= first.prompt_tokens, second
 
-        client = _client(api)
-        scored = client.chat.completions.create(
+        openai_client = _client(api)
+        scored = openai_client.chat.completions.create(
             model=MODEL, messages=[{"role": "user", "content": "Say yes."}], max_tokens=4,
             temperature=0, logprobs=True, top_logprobs=3)
         assert scored.choices[0].logprobs is not None
         [*tokens] = scored.choices[0].logprobs.content or []
         assert tokens and all(len(t.top_logprobs) == 3 and t.logprob <= 0 for t in tokens)
 
-        constrained = client.chat.completions.create(
+        constrained = openai_client.chat.completions.create(
             model=MODEL, messages=[{"role": "user", "content": "A JSON object with a name."}],
             max_tokens=24, temperature=0, response_format={"type": "json_object"})
         assert (constrained.choices[0].message.content or "").lstrip().startswith("{")
 
-        vectors = client.embeddings.create(model=MODEL, input=["rivers", "mountains"])
+        vectors = openai_client.embeddings.create(model=MODEL, input=["rivers", "mountains"])
         assert len(vectors.data) == 2 and len(vectors.data[0].embedding) == 576
     finally:
         _delete(api, split["instance_id"])

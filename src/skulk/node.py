@@ -6,13 +6,12 @@ router, and its API hears its own master's indexed events through the router too
 
 import asyncio
 import secrets
-from collections.abc import AsyncIterator, Callable, Set
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
-from loguru import logger
 from pydantic import BaseModel
 
 from skulk.api.advertised_url import advertised_api_url
@@ -31,18 +30,19 @@ from skulk.cluster.election import Election
 from skulk.cluster.local_events import LocalEventSender
 from skulk.cluster.master_seat import MasterSeat
 from skulk.cluster.reachability import ReachabilityProber
+from skulk.cluster.replica_sync import ReplicaSync
 from skulk.cluster.store_cards import StoreWatcher
 from skulk.master.event_log import DiskEventLog
 from skulk.master.event_log_restore import note_followed_session, restore_from_log
 from skulk.models.catalog import ModelCatalog
 from skulk.node_config import NodeConfig
 from skulk.node_identity import load_or_create_identity
+from skulk.node_side_channels import device_links, node_weights, revoked_members
 from skulk.node_weights import NodeWeights
 from skulk.routing import topics
 from skulk.routing.dropped import DroppedMessages
 from skulk.routing.held_open import Closable, open_in
 from skulk.routing.router import Router
-from skulk.routing.tls import endpoint_host
 from skulk.routing.transport import Transport
 from skulk.shared.partition import refuse_on_a_strict_minority
 from skulk.shared.replica import StateReplica
@@ -50,8 +50,7 @@ from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.chunks import DataChunk
 from skulk.shared.types.commands import Command, CommandEnvelope, PlaceInstance
 from skulk.shared.types.drafting import DRAFT_SERVICE
-from skulk.shared.types.election import ElectionMessage, StateSyncMessage
-from skulk.shared.types.events import Event, IndexedEvent, NodeRevoked, StateSnapshotHydrated
+from skulk.shared.types.events import Event, NodeRevoked, StateSnapshotHydrated
 from skulk.shared.types.ids import (
     ModelId,
     NodeId,
@@ -61,10 +60,8 @@ from skulk.shared.types.ids import (
 )
 from skulk.shared.types.telemetry import GpuDevice, NodeTelemetry
 from skulk.shared.types.traces import RankSpans
-from skulk.trust.enrollment import admit_members
-from skulk.trust.revocations import load_revoked, save_revoked
-from skulk.trust.setup import NodeTrust, record_admission_port, trust_at_start
-from skulk.worker.device_links import DeviceLinks
+from skulk.trust.revocations import save_revoked
+from skulk.trust.setup import NodeTrust, admit_with_token, trust_at_start
 from skulk.worker.draft_service import ADVERTISED_DRAFTERS, DraftService
 from skulk.worker.gpus import probe_gpus, refresh_gpus_forever
 from skulk.worker.local_runner import SupervisorFactory
@@ -75,7 +72,6 @@ from skulk.worker.telemetry import probe_backends, publish_readings_forever, rea
 
 T = TypeVar("T", bound=BaseModel)
 U = TypeVar("U")
-SYNC_INTERVAL_SECONDS = 0.5
 
 
 class Node:
@@ -98,8 +94,7 @@ class Node:
         self._epoch = secrets.token_hex(6)
         self.node_id = NodeId("")
         self.public_key = ""
-        self._gap_from: int | None = None
-        self.replica = StateReplica(on_gap=self._note_gap)
+        self.replica = StateReplica(on_gap=lambda index: self._sync.note_gap(index))
         self.live_nodes: set[NodeId] = set()
         self.election: Election | None = None
         self.seat: MasterSeat | None = None
@@ -129,6 +124,9 @@ class Node:
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
         identity = load_or_create_identity(self.config.data_dir)
         self.node_id = identity.node_id
+        self._sync = ReplicaSync(
+            node_id=self.node_id, replica=self.replica, master_node=lambda: self.master_node,
+            publish=lambda message: self.router.publish(topics.STATE_SYNC, message))
         self.public_key = identity.public_key_hex
         trust = self.trust = self._given_trust or await trust_at_start(
             self.config.data_dir, identity, insecure=self.config.insecure,
@@ -156,18 +154,21 @@ class Node:
         self.seat = MasterSeat(
             node_id=self.node_id, router=self.router, catalog=catalog,
             telemetry=self.telemetry, event_log=event_log, replica=self.replica,
-            live_nodes=lambda: self.live_nodes, publish=self._publish_indexed,
+            live_nodes=lambda: self.live_nodes,
+            publish=lambda indexed: self.router.publish(topics.GLOBAL_EVENTS, indexed),
             settle_grace_seconds=self.config.settle_grace_seconds, quorum=self.config.quorum,
             carry_over=self._carry_over)
         self.election = Election(
-            node_id=self.node_id, publish=self._publish_election, on_result=self._elected,
+            node_id=self.node_id, on_result=self._elected,
+            publish=lambda message: self.router.publish(topics.ELECTION, message),
             commands_seen=lambda: self.replica.state.last_event_applied_idx + 1,
             force_master=self.config.force_master, timeout=self.config.election_timeout,
             on_rejected=lambda reason: self.dropped.count("election", reason, 0))
         try:
             async with anyio.create_task_group() as tasks:
                 self._tasks = tasks
-                await self._admit_members(tasks, trust)
+                await admit_with_token(tasks, trust, self.config.listen,
+                                       self.config.admit_port, self.config.data_dir)
                 await self._start_listeners(tasks)
                 tasks.start_soon(self.seat.run)
                 self.router.announce_membership()
@@ -181,7 +182,7 @@ class Node:
                                  self.config.api_port if self.config.run_api else None)
                 tasks.start_soon(publish_readings_forever, self._own_reading, self.telemetry,
                                  lambda reading: self.router.publish(topics.TELEMETRY, reading))
-                tasks.start_soon(self._keep_in_sync)
+                tasks.start_soon(self._sync.run, self._local_events)
                 # Only a worker node announces its store: its weights serve placements.
                 tasks.start_soon(StoreWatcher(
                     node_id=self.node_id, catalog=catalog,
@@ -189,7 +190,11 @@ class Node:
                     following=lambda: self.replica.session is not None,
                     send_command=self.send_command, announce=self.config.run_worker).run)
                 if self.config.run_worker:
-                    weights = self._weights = self._node_weights(trust)
+                    revoked = revoked_members(self.config.data_dir,
+                                              lambda: self.replica.state.revoked_nodes)
+                    weights = self._weights = node_weights(
+                        self.node_id, self.config.data_dir, self.config.listen, trust.tls,
+                        revoked, self.telemetry.live)
                     await tasks.start(weights.serve)
                     worker = self._worker = Worker(
                         node_id=self.node_id, replica=self.replica, catalog=catalog,
@@ -203,7 +208,8 @@ class Node:
                         publish_spans=self._publish_spans,
                         remote_drafting=self._remote_drafting_options,
                         weight_sources=weights.sources_for,
-                        device_links=self._device_links(trust))
+                        device_links=device_links(self.config.data_dir, self.config.listen,
+                                                  trust.tls, revoked))
                     tasks.start_soon(worker.run)
                     if self._gpus:  # their free memory changes as runners load
                         tasks.start_soon(refresh_gpus_forever, self._keep_gpus)
@@ -220,19 +226,6 @@ class Node:
                 self.ready.set()
         finally:
             event_log.close()
-
-    async def _admit_members(self, tasks: TaskGroup, trust: NodeTrust) -> None:
-        """On a node holding the cluster's CA: admit machines that bring the join token."""
-        if trust.admitter is None or not self.config.listen:
-            return
-        bound = await admit_members(tasks, trust.admitter, self.config.listen[0],
-                                    self.config.admit_port)
-        token = record_admission_port(self.config.data_dir, bound)
-        if trust.created:
-            logger.warning("\n  this node made a new cluster. Join other machines with:\n"
-                           "    skulk run --join {} --peer tcp/<this host>:<its --listen "
-                           "port>\n  (`skulk cluster token` prints the token again)",
-                           token.encode())
 
     @property
     def master_node(self) -> NodeId | None:
@@ -254,28 +247,6 @@ class Node:
         self.replica.follow_master(master)
         assert self.seat is not None
         self.seat.elected(master)
-
-    async def _publish_election(self, message: ElectionMessage) -> None:
-        await self.router.publish(topics.ELECTION, message)
-
-    def _note_gap(self, from_index: int) -> None:
-        self._gap_from = from_index
-
-    async def _keep_in_sync(self) -> None:
-        """Ask the master for what this replica lacks; resend unindexed local events."""
-        assert self._local_events is not None
-        while True:
-            await anyio.sleep(SYNC_INTERVAL_SECONDS)
-            master = self.master_node
-            if master is not None and self.replica.master_node != master:
-                await self.router.publish(topics.STATE_SYNC, StateSyncMessage(
-                    kind="snapshot_request", node_id=self.node_id))
-            elif self._gap_from is not None:
-                gap, self._gap_from = self._gap_from, None
-                await self.router.publish(topics.STATE_SYNC, StateSyncMessage(
-                    kind="replay_request", node_id=self.node_id,
-                    session=self.replica.session, from_index=gap))
-            await self._local_events.resend_due()
 
     async def _subscription(self, tasks: TaskGroup, topic: topics.TypedTopic[T]
                             ) -> AsyncIterator[T]:
@@ -328,9 +299,6 @@ class Node:
         assert self._local_events is not None
         await self._local_events.send(event)
 
-    async def _publish_indexed(self, indexed: IndexedEvent) -> None:
-        await self.router.publish(topics.GLOBAL_EVENTS, indexed)
-
     async def _publish_chunk(self, chunk: DataChunk) -> None:
         await self.router.publish(topics.DATA, chunk)
 
@@ -350,27 +318,6 @@ class Node:
             else None
         return await remote_drafting_options(self._transport, self.router, drafter_node,
                                              data_dir)
-
-    def _revoked(self) -> Callable[[], Set[NodeId]]:
-        """Expelled members: as this node last knew them until its replica has synced."""
-        revoked_at_start = frozenset(load_revoked(self.config.data_dir))
-        return lambda: revoked_at_start.union(self.replica.state.revoked_nodes)
-
-    def _side_channel_host(self) -> str:
-        """Where this node's weights server and device relays listen."""
-        return endpoint_host(self.config.listen[0]) if self.config.listen else "0.0.0.0"
-
-    def _node_weights(self, trust: NodeTrust) -> NodeWeights:
-        return NodeWeights(
-            node_id=self.node_id, models_dir=self.config.data_dir / "models", tls=trust.tls,
-            host=self._side_channel_host(), revoked=self._revoked(),
-            readings=self.telemetry.live)
-
-    def _device_links(self, trust: NodeTrust) -> DeviceLinks:
-        revoked = self._revoked()
-        return DeviceLinks(tls=trust.tls, host=self._side_channel_host(),
-                           cache_dir=self.config.data_dir / "cache" / "rpc",
-                           is_revoked=lambda node: node in revoked())
 
     def _own_reading(self) -> NodeTelemetry:
         worker = self.config.run_worker

@@ -5,6 +5,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from anyio.abc import TaskGroup
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import (
@@ -28,7 +29,7 @@ from skulk.trust.authority import (
     issue_node_certificate,
     node_of,
 )
-from skulk.trust.enrollment import Admitter, EnrollmentRefused, enroll
+from skulk.trust.enrollment import Admitter, EnrollmentRefused, admit_members, enroll
 from skulk.trust.envelope import MessageSigner, MessageVerifier
 from skulk.trust.files import TrustFiles
 from skulk.trust.join_token import JoinToken
@@ -196,3 +197,18 @@ def record_admission_port(data_dir: Path, port: int) -> JoinToken:
 def ephemeral_trust(node_id: NodeId) -> NodeTrust:
     """An insecure trust under `node_id` with a fresh key (tools and tests)."""
     return insecure_trust(NodeIdentity(node_id, Ed25519PrivateKey.generate()))
+
+
+async def admit_with_token(tasks: TaskGroup, trust: NodeTrust, listen: list[str],
+                           admit_port: int | None, data_dir: Path) -> None:
+    """On a node holding the cluster's CA: admit machines that bring the join token (and
+    say how, when this start made the cluster)."""
+    if trust.admitter is None or not listen:
+        return
+    bound = await admit_members(tasks, trust.admitter, listen[0], admit_port)
+    token = record_admission_port(data_dir, bound)
+    if trust.created:
+        logger.warning("\n  this node made a new cluster. Join other machines with:\n"
+                       "    skulk run --join {} --peer tcp/<this host>:<its --listen "
+                       "port>\n  (`skulk cluster token` prints the token again)",
+                       token.encode())

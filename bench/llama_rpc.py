@@ -1,0 +1,305 @@
+"""llama.cpp split by layers over ggml RPC, beside one process holding the whole model.
+
+    .venv/bin/python bench/llama_rpc.py [--repeats 3] [--max-tokens 128]   (as root)
+
+Two hosts made of network namespaces (/work/shared/tools/netns-hosts), each one's outgoing
+link capped at 1 Gbit/s, every process of host i pinned to core i, one engine thread each:
+(a) whole: one process holding the bundled GGUF, in host 0;
+(b) direct: the head (layers 0-14) in host 0 dials a device server (layers 15-29 and the
+    output) in host 1 over plain ggml RPC, no relay;
+(c) relayed: the same split through Skulk's relays, the production path: the device server
+    on host 1's loopback behind the members-only TLS relay, the head dialling host 0's
+    loopback forwarder.
+Greedy, the same prompts, the three interleaved request by request; medians of time to
+first token and decode tokens/s, ratios against (a), the per-token cost of a hop (b - a)
+and of the relays (c - b). A separate, untimed split through a counting proxy gives the
+round trips and bytes per token, from which the cost of a network's latency is computed:
+this kernel has no netem, so no latency is added for real.
+"""
+
+import argparse
+import json
+import os
+import queue
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.llama_rpc_support import MARK, make_members  # noqa: E402
+
+NETNS_HOSTS = "/work/shared/tools/netns-hosts"
+SUPPORT = str(Path(__file__).resolve().parent / "llama_rpc_support.py")
+PREFIX = "skrpc"
+RATE = "1gbit"
+DEVICE_HOST = "10.77.0.2"
+DIRECT_PORT, RELAY_PORT, COUNTED_PORT, LOOPBACK_PORT = 50052, 50053, 50054, 50055
+LATENCIES_MS = (0.2, 1.0)  # a LAN's round trip, switched and routed
+TARGET_DECODE, TARGET_TTFT = 0.85, 1.2
+READY_SECONDS = 120.0
+ANSWER_SECONDS = 120.0
+CONFIGURATIONS = ("whole", "direct", "relayed")
+PROMPTS = [
+    "Explain why the sky is blue in a few sentences.",
+    "Write a short story about a fox in the snow.",
+    "List five uses for a paperclip and explain each one.",
+]
+COUNTED_PROMPT = "Write a long story about a lighthouse keeper and a storm."
+COUNTED_RESET = "Say hello."  # run before each counted request, so both prefill alike
+COUNTED_TOKENS = (16, 64)
+
+
+class Process:
+    """A bench process in host `host`'s namespace, pinned to core `host`; its `BENCH`
+    lines are its answers, the rest of its output goes to `<name>.log`."""
+
+    def __init__(self, name: str, host: int, log_dir: Path, *args: str) -> None:
+        self.name = name
+        self.log_path = log_dir / f"{name}.log"
+        self._log: IO[str] = self.log_path.open("a")
+        command = ["ip", "netns", "exec", f"{PREFIX}-n{host}", "taskset", "-c", str(host),
+                   sys.executable, SUPPORT, *args]
+        self._process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
+            text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self._answers: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self._process.stdout is not None
+        for line in self._process.stdout:
+            if line.startswith(MARK):
+                self._answers.put(json.loads(line[len(MARK):]))
+            else:
+                self._log.write(line)
+        self._answers.put(None)
+
+    def answer(self, timeout: float = READY_SECONDS) -> dict[str, Any]:
+        try:
+            answer = self._answers.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError(f"{self.name} did not answer within {timeout:.0f} s:\n"
+                               f"{self.log_tail()}") from None
+        if answer is None:
+            raise RuntimeError(f"{self.name} exited ({self._process.wait()}):\n"
+                               f"{self.log_tail()}")
+        return answer
+
+    def log_tail(self) -> str:
+        """The end of its log (which goes with the run's temporary folder)."""
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")[-3000:]
+
+    def ask(self, request: dict[str, Any], timeout: float = ANSWER_SECONDS) -> dict[str, Any]:
+        assert self._process.stdin is not None
+        self._process.stdin.write(json.dumps(request) + "\n")
+        self._process.stdin.flush()
+        return self.answer(timeout)
+
+    def stop(self) -> None:
+        """End of stdin asks it to leave; kill it if it does not."""
+        try:
+            assert self._process.stdin is not None
+            self._process.stdin.close()
+        except OSError:
+            pass
+        try:
+            self._process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        self._log.close()
+
+
+@contextmanager
+def two_hosts() -> Iterator[None]:
+    """Hosts 0 and 1 (10.77.0.1, .2) on one bridge, each link capped at `RATE`."""
+    subprocess.run([NETNS_HOSTS, "up", "2", PREFIX], check=True)
+    try:
+        for host in (0, 1):
+            subprocess.run([NETNS_HOSTS, "link", str(host), RATE, PREFIX], check=True)
+        yield
+    finally:
+        subprocess.run([NETNS_HOSTS, "down", PREFIX], check=False)
+
+
+class Spawner:
+    """Starts processes whose stop the stack owns (stopped before the hosts go)."""
+
+    def __init__(self, stack: ExitStack, root: Path) -> None:
+        self._stack = stack
+        self.root = root
+
+    def __call__(self, name: str, host: int, *args: str) -> Process:
+        process = Process(name, host, self.root, *args)
+        self._stack.callback(process.stop)
+        return process
+
+    def device(self, name: str, listen: str) -> Process:
+        device = self(name, 1, "--role", "device", "--listen", listen,
+                      "--cache-dir", str(self.root / f"{name}-cache"))
+        device.answer()
+        return device
+
+    def head(self, name: str, model: str, rpc_server: str | None) -> tuple[Process, float]:
+        extra = [] if rpc_server is None else ["--rpc-server", rpc_server]
+        head = self(name, 0, "--role", "head", "--model", model, *extra)
+        return head, float(head.answer()["load_seconds"])
+
+
+def start_heads(spawn: Spawner, model: str) -> tuple[dict[str, Process], dict[str, float]]:
+    """The three configurations' heads, loaded one after the other, and their load times."""
+    spawn.device("direct-device", f"{DEVICE_HOST}:{DIRECT_PORT}")
+    spawn.device("relayed-device", f"127.0.0.1:{LOOPBACK_PORT}")
+    hosts = [spawn.root / "host0", spawn.root / "host1"]
+    make_members(spawn.root / "authority", hosts)
+    spawn("relay", 1, "--role", "relay", "--listen", f"{DEVICE_HOST}:{RELAY_PORT}",
+          "--target", f"127.0.0.1:{LOOPBACK_PORT}", "--data-dir", str(hosts[1])).answer()
+    forwarder = spawn("forward", 0, "--role", "forward", "--remote",
+                      f"{DEVICE_HOST}:{RELAY_PORT}", "--data-dir", str(hosts[0]),
+                      "--peer-dir", str(hosts[1]))
+    servers = {"whole": None, "direct": f"{DEVICE_HOST}:{DIRECT_PORT}",
+               "relayed": str(forwarder.answer()["endpoint"])}
+    heads, load_seconds = {}, {}
+    for name, server in servers.items():
+        heads[name], load_seconds[name] = spawn.head(f"{name}-head", model, server)
+    return heads, load_seconds
+
+
+def measure(heads: dict[str, Process], repeats: int, max_tokens: int
+            ) -> dict[str, list[dict[str, Any]]]:
+    """Every prompt on every configuration, request by request, rotating which goes first."""
+    samples: dict[str, list[dict[str, Any]]] = {name: [] for name in heads}
+    for repeat in range(repeats):
+        order = CONFIGURATIONS[repeat % 3:] + CONFIGURATIONS[:repeat % 3]
+        for prompt in PROMPTS:
+            for name in order:
+                samples[name].append(heads[name].ask({"prompt": prompt,
+                                                      "max_tokens": max_tokens}))
+    return samples
+
+
+def count_round_trips(root: Path, model: str) -> dict[str, float]:
+    """Round trips and payload bytes per decoded token and until the first token, from two
+    requests differing only in length through a counting proxy in host 0 (untimed)."""
+    with ExitStack() as stack:
+        spawn = Spawner(stack, root)
+        spawn.device("counted-device", f"{DEVICE_HOST}:{COUNTED_PORT}")
+        counter = spawn("counter", 0, "--role", "count", "--remote",
+                        f"{DEVICE_HOST}:{COUNTED_PORT}")
+        head, _ = spawn.head("counted-head", model, str(counter.answer()["endpoint"]))
+        counted: list[tuple[int, dict[str, int]]] = []
+        for max_tokens in COUNTED_TOKENS:
+            head.ask({"prompt": COUNTED_RESET, "max_tokens": 4})
+            before = counter.ask({})
+            tokens = int(head.ask({"prompt": COUNTED_PROMPT,
+                                   "max_tokens": max_tokens})["tokens_after_first"])
+            after = counter.ask({})
+            counted.append((tokens, {key: after[key] - before[key] for key in after}))
+    (short_tokens, short), (long_tokens, long) = counted
+    figures: dict[str, float] = {}
+    for key in short:
+        per_token = (long[key] - short[key]) / (long_tokens - short_tokens)
+        figures[f"{key}_per_token"] = per_token
+        figures[f"{key}_to_first"] = short[key] - per_token * short_tokens
+    return figures
+
+
+def median_figures(samples: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, float]]:
+    """Per configuration: median TTFT (ms), median decode tokens/s, and the link's bytes
+    per decoded token (both ways, as host 0's eth0 counts them)."""
+    figures = {}
+    for name, runs in samples.items():
+        decoded = sum(run["tokens_after_first"] for run in runs)
+        wire = sum(run["decode_rx_bytes"] + run["decode_tx_bytes"] for run in runs)
+        figures[name] = {
+            "ttft_ms": statistics.median(run["ttft"] for run in runs) * 1000,
+            "decode": statistics.median(run["tokens_after_first"] / run["decode_seconds"]
+                                        for run in runs),
+            "wire_bytes_per_token": wire / decoded}
+    return figures
+
+
+def differing_texts(samples: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """Which requests' greedy text differs from the whole model's."""
+    whole = [run["text"] for run in samples["whole"]]
+    return [f"{name} request {index}: {run['text'][:60]!r} vs {whole[index][:60]!r}"
+            for name, runs in samples.items() for index, run in enumerate(runs)
+            if run["text"] != whole[index]]
+
+
+def print_report(samples: dict[str, list[dict[str, Any]]], load_seconds: dict[str, float],
+                 rounds: dict[str, float], max_tokens: int) -> None:
+    figures = median_figures(samples)
+    whole = figures["whole"]
+    requests = len(samples["whole"])
+    print(f"{requests} requests per configuration, greedy, max_tokens={max_tokens}, medians;"
+          f" one thread per rank, host i on core i, {RATE} links")
+    print(f"{'':10}{'TTFT ms':>10}{'decode tok/s':>14}{'TTFT ratio':>12}"
+          f"{'decode ratio':>14}{'load s':>8}{'wire B/token':>14}")
+    for name, row in figures.items():
+        print(f"{name:10}{row['ttft_ms']:10.1f}{row['decode']:14.1f}"
+              f"{row['ttft_ms'] / whole['ttft_ms']:12.2f}{row['decode'] / whole['decode']:14.2f}"
+              f"{load_seconds[name]:8.2f}{row['wire_bytes_per_token']:14.0f}")
+    relayed = figures["relayed"]
+    print(f"targets: decode >= {TARGET_DECODE}x (relayed "
+          f"{relayed['decode'] / whole['decode']:.2f}x), TTFT <= {TARGET_TTFT}x (relayed "
+          f"{relayed['ttft_ms'] / whole['ttft_ms']:.2f}x)")
+    hop = 1000 / figures["direct"]["decode"] - 1000 / whole["decode"]
+    relay = 1000 / relayed["decode"] - 1000 / figures["direct"]["decode"]
+    print(f"per-token cost: a hop {hop:.3f} ms, the relays {relay:.3f} ms; first token: a "
+          f"hop {figures['direct']['ttft_ms'] - whole['ttft_ms']:+.1f} ms, the relays "
+          f"{relayed['ttft_ms'] - figures['direct']['ttft_ms']:+.1f} ms")
+    differing = differing_texts(samples)
+    print("greedy text identical across whole, direct and relayed in all "
+          f"{requests} requests" if not differing else "greedy text DIFFERS:\n  "
+          + "\n  ".join(differing))
+    per_token, to_first = rounds["answers_per_token"], rounds["answers_to_first"]
+    print(f"counted through a proxy: {per_token:.2f} round trips per decoded token "
+          f"({to_first:.1f} until the first), payload {rounds['to_device_per_token']:.0f} B "
+          f"to the device and {rounds['to_head_per_token']:.0f} B back per token")
+    print("COMPUTED, not measured: relayed split with a network round trip L added to each")
+    for latency in LATENCIES_MS:
+        decode = 1 / (1 / relayed["decode"] + per_token * latency / 1000)
+        ttft = relayed["ttft_ms"] + to_first * latency
+        print(f"  L = {latency} ms: decode {decode:.1f} tok/s ({decode / whole['decode']:.2f}x)"
+              f", TTFT {ttft:.1f} ms ({ttft / whole['ttft_ms']:.2f}x)")
+
+
+def model_path() -> str:
+    from skulk.models.catalog import ModelCatalog
+
+    catalog = ModelCatalog.builtin(Path(tempfile.gettempdir()))
+    card = catalog.resolve("smollm2-135m")
+    path = None if card is None else catalog.local_path(card, "gguf")
+    if path is None:
+        raise SystemExit("the bundled smollm2-135m GGUF is missing: run `make install`")
+    return str(path)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--max-tokens", type=int, default=128)
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        raise SystemExit("network namespaces need root")
+    model = model_path()
+    with tempfile.TemporaryDirectory(prefix="llama-rpc-") as folder, two_hosts():
+        root = Path(folder)
+        rounds = count_round_trips(root, model)
+        with ExitStack() as stack:
+            heads, load_seconds = start_heads(Spawner(stack, root), model)
+            samples = measure(heads, args.repeats, args.max_tokens)
+    print_report(samples, load_seconds, rounds, args.max_tokens)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""Keeping this node's replica in step with the master: ask for a snapshot when following a
+new master, for a replay when an index went missing, and resend local events the master
+has not indexed yet."""
+
+from collections.abc import Awaitable, Callable
+
+import anyio
+
+from skulk.cluster.local_events import LocalEventSender
+from skulk.shared.replica import StateReplica
+from skulk.shared.types.election import StateSyncMessage
+from skulk.shared.types.ids import NodeId
+
+SYNC_INTERVAL_SECONDS = 0.5
+
+
+class ReplicaSync:
+    def __init__(self, *, node_id: NodeId, replica: StateReplica,
+                 master_node: Callable[[], NodeId | None],
+                 publish: Callable[[StateSyncMessage], Awaitable[None]]) -> None:
+        self._node_id = node_id
+        self._replica = replica
+        self._master_node = master_node
+        self._publish = publish
+        self._gap_from: int | None = None
+
+    def note_gap(self, from_index: int) -> None:
+        """The replica saw an index beyond the next one: ask for a replay from here."""
+        self._gap_from = from_index
+
+    async def run(self, local_events: LocalEventSender) -> None:
+        while True:
+            await anyio.sleep(SYNC_INTERVAL_SECONDS)
+            master = self._master_node()
+            if master is not None and self._replica.master_node != master:
+                await self._publish(StateSyncMessage(kind="snapshot_request",
+                                                     node_id=self._node_id))
+            elif self._gap_from is not None:
+                gap, self._gap_from = self._gap_from, None
+                await self._publish(StateSyncMessage(
+                    kind="replay_request", node_id=self._node_id,
+                    session=self._replica.session, from_index=gap))
+            await local_events.resend_due()
