@@ -42,6 +42,9 @@ DEVICE_HOST = "10.77.0.2"
 DIRECT_PORT, RELAY_PORT, COUNTED_PORT, LOOPBACK_PORT = 50052, 50053, 50054, 50055
 LATENCIES_MS = (0.2, 1.0)  # a LAN's round trip, switched and routed
 TARGET_DECODE, TARGET_TTFT = 0.85, 1.2
+# A split token sends at least the hidden state (576 floats) to the device: less means the
+# head ran every layer itself.
+LEAST_SPLIT_BYTES_PER_TOKEN = 2000
 READY_SECONDS = 120.0
 ANSWER_SECONDS = 120.0
 CONFIGURATIONS = ("whole", "direct", "relayed")
@@ -148,9 +151,14 @@ class Spawner:
         return device
 
     def head(self, name: str, model: str, rpc_server: str | None) -> tuple[Process, float]:
+        """A loaded head and its load time (warm-up included)."""
         extra = [] if rpc_server is None else ["--rpc-server", rpc_server]
         head = self(name, 0, "--role", "head", "--model", model, *extra)
-        return head, float(head.answer()["load_seconds"])
+        ready = head.answer()
+        if ready["worked_around"]:
+            print(f"{name}: rpc_lib opened a second copy of ggml; the bench made it open "
+                  "libllama's (see share_libllamas_ggml)")
+        return head, float(ready["load_seconds"])
 
 
 def start_heads(spawn: Spawner, model: str) -> tuple[dict[str, Process], dict[str, float]]:
@@ -226,6 +234,15 @@ def median_figures(samples: dict[str, list[dict[str, Any]]]) -> dict[str, dict[s
     return figures
 
 
+def check_split(figures: dict[str, dict[str, float]]) -> None:
+    """Refuse figures of a "split" whose layers never left the head."""
+    for name in ("direct", "relayed"):
+        crossed = figures[name]["wire_bytes_per_token"]
+        if crossed < LEAST_SPLIT_BYTES_PER_TOKEN:
+            raise SystemExit(f"{name}: only {crossed:.0f} B per token crossed the link, so "
+                             "the head ran every layer itself; no split was measured")
+
+
 def differing_texts(samples: dict[str, list[dict[str, Any]]]) -> list[str]:
     """Which requests' greedy text differs from the whole model's."""
     whole = [run["text"] for run in samples["whole"]]
@@ -237,6 +254,7 @@ def differing_texts(samples: dict[str, list[dict[str, Any]]]) -> list[str]:
 def print_report(samples: dict[str, list[dict[str, Any]]], load_seconds: dict[str, float],
                  rounds: dict[str, float], max_tokens: int) -> None:
     figures = median_figures(samples)
+    check_split(figures)
     whole = figures["whole"]
     requests = len(samples["whole"])
     print(f"{requests} requests per configuration, greedy, max_tokens={max_tokens}, medians;"

@@ -72,11 +72,27 @@ def make_members(authority: Path, data_dirs: list[Path]) -> None:
         anyio.run(make_member, authority, data_dir)
 
 
+def share_libllamas_ggml() -> bool:
+    """Make `rpc_lib` register servers in the ggml libllama uses; True if it did not.
+
+    llama-cpp-python's wheel ships `libggml.so` as a copy of `libggml.so.0`, not a link.
+    libllama loads the `.so.0`; `rpc_lib` opens the `.so`, a second ggml with a registry
+    of its own, so the servers it registers are never seen and every layer stays on the
+    head. Opening the `.so.0` files shares libllama's. (A bug in src/, reported.)"""
+    folder = rpc_lib.library_dir()
+    plain, versioned = folder / "libggml.so", folder / "libggml.so.0"
+    if plain.exists() and versioned.exists() and not plain.samefile(versioned):
+        rpc_lib._SUFFIX = ".so.0"
+        return True
+    return False
+
+
 def run_head(model: str, rpc_server: str | None) -> None:
     # llama-cpp-python gives prefill `multiprocessing.cpu_count()` threads whatever
     # n_threads says (the engine does not pass n_threads_batch); on a rank pinned to one
     # core that is two threads on one core. Count the cores this process may use instead.
     multiprocessing.cpu_count = lambda: len(os.sched_getaffinity(0))
+    worked_around = False
     if rpc_server is None:
         config = EngineConfig(model_path=model, context_token_limit=CONTEXT_TOKENS,
                               n_threads=1, end_layer=LAYERS)
@@ -86,11 +102,13 @@ def run_head(model: str, rpc_server: str | None) -> None:
                               n_threads=1, world_size=2, rank=0, end_layer=half,
                               options={"rpc_servers": rpc_server,
                                        "rpc_layers": f"{half},{LAYERS - half}"})
+        worked_around = share_libllamas_ggml()
     started = time.perf_counter()
     engine = LlamaCppEngine(config)
     engine.load()
     engine.warm_up()
-    say({"ready": True, "load_seconds": time.perf_counter() - started})
+    say({"ready": True, "load_seconds": time.perf_counter() - started,
+         "worked_around": worked_around})
     for line in sys.stdin:
         request = json.loads(line)
         say(generate_once(engine, request["prompt"], request["max_tokens"]))

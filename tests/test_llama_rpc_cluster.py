@@ -167,3 +167,17 @@ def test_the_device_relay_admits_no_stranger_and_a_dead_rank_is_placed_again(
     assert _greedy(api, PROMPTS[0])
     for instance_id in api.state()["instances"]:
         _delete(api, instance_id)
+
+
+def test_a_model_no_node_can_hold_is_split_by_the_first_request_for_it(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Two machines that lend models 0.7 GiB each (the bundled model needs ~0.78 GiB
+    whole, ~0.64 GiB per half): the first chat request places it split across both."""
+    root = tmp_path_factory.mktemp("rpc-pair")
+    with meshed_nodes(root, 2, "--memory-limit", "0.7") as (a, b):
+        a.wait_until(lambda: _fully_observed(a, 2), 60.0, "two nodes that observe each other")
+        text = _greedy(b, PROMPTS[0])
+        assert text
+        [instance] = a.state()["instances"].values()
+        assert instance["engine"] == "llama_cpp" and len(instance["shards"]) == 2
+        assert {s["node_id"] for s in instance["shards"].values()} == {a.node_id(), b.node_id()}

@@ -308,7 +308,8 @@ class Node:
     def _read_own_memory(self) -> NodeTelemetry:
         """This node's memory now, for the worker's fit guard."""
         return read_telemetry(self.node_id, has_worker=True, backends=self._backends,
-                              data_dir=self.config.data_dir, gpus=self._gpus)
+                              data_dir=self.config.data_dir, gpus=self._gpus,
+                              memory_limit=self.config.memory_limit_bytes)
 
     def _keep_gpus(self, gpus: list[GpuDevice]) -> None:
         self._gpus = gpus
@@ -328,7 +329,7 @@ class Node:
             drafters=ADVERTISED_DRAFTERS if worker else [],
             models_dir=self.config.data_dir / "models" if worker else None,
             weights_port=None if self._weights is None else self._weights.port,
-            gpus=self._gpus,
+            gpus=self._gpus, memory_limit=self.config.memory_limit_bytes,
             reachability=self.prober.reachability() if self.prober is not None else None)
 
     async def _apply_telemetry(self, readings: AsyncIterator[NodeTelemetry]) -> None:

@@ -24,6 +24,8 @@ class NodeConfig:
     serve: list[str] = field(default_factory=list)
     auto_place: bool = True
     engine_threads: int | None = None
+    # `--memory-limit`: at most this much memory for models (None: what the machine has).
+    memory_limit_bytes: int | None = None
     batching: bool = True  # MLX runners batch concurrent requests
     # `--engine-option ENGINE.NAME=VALUE`: options for every runner of that engine here.
     engine_options: NodeEngineOptions = field(default_factory=dict)

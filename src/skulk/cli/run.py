@@ -67,6 +67,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="do not place a model when a request asks for an unplaced one")
     parser.add_argument("--threads", type=int, default=None,
                         help="engine threads per runner (default: all cores)")
+    parser.add_argument("--memory-limit", type=float, default=None, metavar="GIB",
+                        help="lend models at most this much of the machine's memory (GiB): "
+                             "placement sees no more, whatever else is free")
     parser.add_argument("--no-batching", dest="batching", action="store_false",
                         help="MLX runners of models wholly on this node serve one request "
                              "at a time instead of batching concurrent requests together "
@@ -109,6 +112,8 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         serve=args.serve,
         auto_place=not args.no_auto_place,
         engine_threads=args.threads,
+        memory_limit_bytes=(None if args.memory_limit is None
+                            else int(args.memory_limit * 1024**3)),
         batching=args.batching,
         engine_options=parse_node_engine_options(args.engine_option),
         discover=args.discover,

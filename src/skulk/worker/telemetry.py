@@ -50,16 +50,20 @@ def read_telemetry(node_id: NodeId, *, has_worker: bool, backends: list[str],
                    drafters: list[str] | None = None,
                    models_dir: Path | None = None,
                    weights_port: int | None = None,
-                   gpus: Sequence[GpuDevice] = ()) -> NodeTelemetry:
+                   gpus: Sequence[GpuDevice] = (),
+                   memory_limit: int | None = None) -> NodeTelemetry:
     """This node's readings now; `models_dir` given, the models its store holds too.
-    `gpus` is the latest GPU probe's (probing takes too long for every reading)."""
-    memory = psutil.virtual_memory()
+    `gpus` is the latest GPU probe's (probing takes too long for every reading).
+    `memory_limit` caps what the node reports it can lend models (`--memory-limit`)."""
+    machine = psutil.virtual_memory()
+    total, available = lent_memory(machine.total, machine.available, memory_limit,
+                                   _runners_rss() if memory_limit is not None else 0)
     disk = shutil.disk_usage(data_dir or Path.home())
     return NodeTelemetry(
         node_id=node_id,
         stamp=time.time(),
-        memory_total_bytes=memory.total,
-        memory_available_bytes=memory.available,
+        memory_total_bytes=total,
+        memory_available_bytes=available,
         cpu_count=os.cpu_count() or 1,
         backends=backends,
         has_worker=has_worker,
@@ -74,6 +78,26 @@ def read_telemetry(node_id: NodeId, *, has_worker: bool, backends: list[str],
         weights_port=weights_port,
         gpus=list(gpus),
     )
+
+
+def lent_memory(total: int, available: int, limit: int | None, runners_rss: int
+                ) -> tuple[int, int]:
+    """(total, available) as the node reports them: the machine's, or within `limit` the
+    limit and what this node's runners (`runners_rss`, resident) leave of it."""
+    if limit is None:
+        return total, available
+    return min(total, limit), max(0, min(available, limit - runners_rss))
+
+
+def _runners_rss() -> int:
+    """Resident memory of this process's children: the runners holding models."""
+    resident = 0
+    for child in psutil.Process().children(recursive=True):
+        try:
+            resident += child.memory_info().rss
+        except psutil.Error:
+            continue  # it ended as we looked
+    return resident
 
 
 TELEMETRY_INTERVAL_SECONDS = 2.0

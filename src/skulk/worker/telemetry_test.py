@@ -83,3 +83,15 @@ def test_a_pull_under_way_in_the_store_is_in_the_readings(tmp_path: Path) -> Non
     record.remove()
     assert read_telemetry(NodeId("n"), has_worker=True, backends=[],
                           models_dir=tmp_path).pulls == []
+
+
+def test_a_memory_limit_caps_what_the_node_lends_and_its_runners_use_it_up() -> None:
+    from skulk.worker.telemetry import lent_memory
+
+    gib = 1024**3
+    assert lent_memory(24 * gib, 20 * gib, None, 5 * gib) == (24 * gib, 20 * gib)
+    assert lent_memory(24 * gib, 20 * gib, 4 * gib, 0) == (4 * gib, 4 * gib)
+    assert lent_memory(24 * gib, 20 * gib, 4 * gib, 3 * gib) == (4 * gib, 1 * gib)
+    assert lent_memory(24 * gib, 2 * gib, 4 * gib, 0) == (4 * gib, 2 * gib), \
+        "never more than the machine has free"
+    assert lent_memory(24 * gib, 20 * gib, 4 * gib, 6 * gib) == (4 * gib, 0)
