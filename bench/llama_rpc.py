@@ -37,7 +37,6 @@ from bench.llama_rpc_support import MARK, make_members  # noqa: E402
 NETNS_HOSTS = "/work/shared/tools/netns-hosts"
 SUPPORT = str(Path(__file__).resolve().parent / "llama_rpc_support.py")
 PREFIX = "skrpc"
-RATE = "1gbit"
 DEVICE_HOST = "10.77.0.2"
 DIRECT_PORT, RELAY_PORT, COUNTED_PORT, LOOPBACK_PORT = 50052, 50053, 50054, 50055
 LATENCIES_MS = (0.2, 1.0)  # a LAN's round trip, switched and routed
@@ -71,6 +70,7 @@ class Process:
         self._process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
             text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self.pid = self._process.pid  # ip netns exec and taskset exec: this is Python's
         self._answers: queue.Queue[dict[str, Any] | None] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -121,12 +121,12 @@ class Process:
 
 
 @contextmanager
-def two_hosts() -> Iterator[None]:
-    """Hosts 0 and 1 (10.77.0.1, .2) on one bridge, each link capped at `RATE`."""
+def two_hosts(rate: str) -> Iterator[None]:
+    """Hosts 0 and 1 (10.77.0.1, .2) on one bridge, each link capped at `rate`."""
     subprocess.run([NETNS_HOSTS, "up", "2", PREFIX], check=True)
     try:
         for host in (0, 1):
-            subprocess.run([NETNS_HOSTS, "link", str(host), RATE, PREFIX], check=True)
+            subprocess.run([NETNS_HOSTS, "link", str(host), rate, PREFIX], check=True)
         yield
     finally:
         subprocess.run([NETNS_HOSTS, "down", PREFIX], check=False)
@@ -150,33 +150,38 @@ class Spawner:
         device.answer()
         return device
 
-    def head(self, name: str, model: str, rpc_server: str | None) -> tuple[Process, float]:
-        """A loaded head and its load time (warm-up included)."""
+    def head(self, name: str, model: str, rpc_server: str | None,
+             watched: dict[str, Process] | None = None) -> tuple[Process, float]:
+        """A loaded head and its load time (warm-up included); it reports the CPU time
+        the `watched` processes spend while it decodes."""
         extra = [] if rpc_server is None else ["--rpc-server", rpc_server]
+        if watched:
+            extra += ["--watch", ",".join(f"{key}={p.pid}" for key, p in watched.items())]
         head = self(name, 0, "--role", "head", "--model", model, *extra)
         ready = head.answer()
-        if ready["worked_around"]:
-            print(f"{name}: rpc_lib opened a second copy of ggml; the bench made it open "
-                  "libllama's (see share_libllamas_ggml)")
         return head, float(ready["load_seconds"])
 
 
 def start_heads(spawn: Spawner, model: str) -> tuple[dict[str, Process], dict[str, float]]:
     """The three configurations' heads, loaded one after the other, and their load times."""
-    spawn.device("direct-device", f"{DEVICE_HOST}:{DIRECT_PORT}")
-    spawn.device("relayed-device", f"127.0.0.1:{LOOPBACK_PORT}")
+    direct = spawn.device("direct-device", f"{DEVICE_HOST}:{DIRECT_PORT}")
+    relayed = spawn.device("relayed-device", f"127.0.0.1:{LOOPBACK_PORT}")
     hosts = [spawn.root / "host0", spawn.root / "host1"]
     make_members(spawn.root / "authority", hosts)
-    spawn("relay", 1, "--role", "relay", "--listen", f"{DEVICE_HOST}:{RELAY_PORT}",
-          "--target", f"127.0.0.1:{LOOPBACK_PORT}", "--data-dir", str(hosts[1])).answer()
+    relay = spawn("relay", 1, "--role", "relay", "--listen", f"{DEVICE_HOST}:{RELAY_PORT}",
+                  "--target", f"127.0.0.1:{LOOPBACK_PORT}", "--data-dir", str(hosts[1]))
+    relay.answer()
     forwarder = spawn("forward", 0, "--role", "forward", "--remote",
                       f"{DEVICE_HOST}:{RELAY_PORT}", "--data-dir", str(hosts[0]),
                       "--peer-dir", str(hosts[1]))
-    servers = {"whole": None, "direct": f"{DEVICE_HOST}:{DIRECT_PORT}",
-               "relayed": str(forwarder.answer()["endpoint"])}
+    endpoint = str(forwarder.answer()["endpoint"])
     heads, load_seconds = {}, {}
-    for name, server in servers.items():
-        heads[name], load_seconds[name] = spawn.head(f"{name}-head", model, server)
+    heads["whole"], load_seconds["whole"] = spawn.head("whole-head", model, None)
+    heads["direct"], load_seconds["direct"] = spawn.head(
+        "direct-head", model, f"{DEVICE_HOST}:{DIRECT_PORT}", {"device": direct})
+    heads["relayed"], load_seconds["relayed"] = spawn.head(
+        "relayed-head", model, endpoint,
+        {"device": relayed, "relay": relay, "forwarder": forwarder})
     return heads, load_seconds
 
 
@@ -203,6 +208,9 @@ def count_round_trips(root: Path, model: str) -> dict[str, float]:
                         f"{DEVICE_HOST}:{COUNTED_PORT}")
         head, _ = spawn.head("counted-head", model, str(counter.answer()["endpoint"]))
         counted: list[tuple[int, dict[str, int]]] = []
+        # Uncounted first: a context's first request at a length builds graphs and
+        # buffers (extra round trips) that later requests reuse.
+        head.ask({"prompt": COUNTED_PROMPT, "max_tokens": max(COUNTED_TOKENS)})
         for max_tokens in COUNTED_TOKENS:
             head.ask({"prompt": COUNTED_RESET, "max_tokens": 4})
             before = counter.ask({})
@@ -210,6 +218,7 @@ def count_round_trips(root: Path, model: str) -> dict[str, float]:
                                    "max_tokens": max_tokens})["tokens_after_first"])
             after = counter.ask({})
             counted.append((tokens, {key: after[key] - before[key] for key in after}))
+    print(f"counted (decoded tokens after the first, crossings): {counted}")
     (short_tokens, short), (long_tokens, long) = counted
     figures: dict[str, float] = {}
     for key in short:
@@ -234,6 +243,28 @@ def median_figures(samples: dict[str, list[dict[str, Any]]]) -> dict[str, dict[s
     return figures
 
 
+def cpu_per_token(runs: list[dict[str, Any]]) -> dict[str, float]:
+    """Milliseconds per decoded token, summed over the runs: wall time, and the CPU time
+    of each process the head watched (and its own)."""
+    decoded = sum(run["tokens_after_first"] for run in runs)
+    costs = {"wall": sum(run["decode_seconds"] for run in runs) * 1000 / decoded}
+    for key in runs[0]:
+        if key.startswith("decode_cpu_"):
+            costs[key.removeprefix("decode_cpu_")] = sum(
+                run[key] for run in runs) * 1000 / decoded
+    return costs
+
+
+def print_cpu(samples: dict[str, list[dict[str, Any]]]) -> None:
+    print("ms per decoded token (means): wall, and CPU of each process; the rest is waiting "
+          "(the link, wake-ups, other work on the cores)")
+    for name, runs in samples.items():
+        costs = cpu_per_token(runs)
+        busy = sum(value for key, value in costs.items() if key != "wall")
+        parts = ", ".join(f"{key} {value:.2f}" for key, value in costs.items())
+        print(f"  {name:8} {parts}; waiting {costs['wall'] - busy:.2f}")
+
+
 def check_split(figures: dict[str, dict[str, float]]) -> None:
     """Refuse figures of a "split" whose layers never left the head."""
     for name in ("direct", "relayed"):
@@ -252,13 +283,13 @@ def differing_texts(samples: dict[str, list[dict[str, Any]]]) -> list[str]:
 
 
 def print_report(samples: dict[str, list[dict[str, Any]]], load_seconds: dict[str, float],
-                 rounds: dict[str, float], max_tokens: int) -> None:
+                 rounds: dict[str, float], max_tokens: int, rate: str) -> None:
     figures = median_figures(samples)
     check_split(figures)
     whole = figures["whole"]
     requests = len(samples["whole"])
     print(f"{requests} requests per configuration, greedy, max_tokens={max_tokens}, medians;"
-          f" one thread per rank, host i on core i, {RATE} links")
+          f" one thread per rank, host i on core i, links capped at {rate}")
     print(f"{'':10}{'TTFT ms':>10}{'decode tok/s':>14}{'TTFT ratio':>12}"
           f"{'decode ratio':>14}{'load s':>8}{'wire B/token':>14}")
     for name, row in figures.items():
@@ -274,6 +305,7 @@ def print_report(samples: dict[str, list[dict[str, Any]]], load_seconds: dict[st
     print(f"per-token cost: a hop {hop:.3f} ms, the relays {relay:.3f} ms; first token: a "
           f"hop {figures['direct']['ttft_ms'] - whole['ttft_ms']:+.1f} ms, the relays "
           f"{relayed['ttft_ms'] - figures['direct']['ttft_ms']:+.1f} ms")
+    print_cpu(samples)
     differing = differing_texts(samples)
     print("greedy text identical across whole, direct and relayed in all "
           f"{requests} requests" if not differing else "greedy text DIFFERS:\n  "
@@ -305,17 +337,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument("--rate", default="1gbit", help="each host's link cap, or off")
     args = parser.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("network namespaces need root")
     model = model_path()
-    with tempfile.TemporaryDirectory(prefix="llama-rpc-") as folder, two_hosts():
+    print("load average before: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
+    with tempfile.TemporaryDirectory(prefix="llama-rpc-") as folder, two_hosts(args.rate):
         root = Path(folder)
         rounds = count_round_trips(root, model)
         with ExitStack() as stack:
             heads, load_seconds = start_heads(Spawner(stack, root), model)
             samples = measure(heads, args.repeats, args.max_tokens)
-    print_report(samples, load_seconds, rounds, args.max_tokens)
+    print("load average after: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
+    print_report(samples, load_seconds, rounds, args.max_tokens, args.rate)
     return 0
 
 

@@ -14,8 +14,8 @@ when its stdin ends. ggml prints to stdout too: only `BENCH ` lines are read.
 """
 
 import argparse
+import contextlib
 import json
-import multiprocessing
 import os
 import socket
 import sys
@@ -55,6 +55,19 @@ def host_port(endpoint: str) -> tuple[str, int]:
     return host, int(port)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time process `pid` has used so far (10 ms resolution)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def readings(watched: dict[str, int]) -> dict[str, float]:
+    """The link's byte counters and the CPU time of this process and of `watched`."""
+    received, sent = link_counters()
+    return {"rx_bytes": received, "tx_bytes": sent, "cpu_head": time.process_time(),
+            **{f"cpu_{name}": cpu_seconds(pid) for name, pid in watched.items()}}
+
+
 def link_counters() -> tuple[int, int]:
     """Bytes received and sent so far on this namespace's `eth0` (0, 0 outside one)."""
     for line in Path("/proc/net/dev").read_text().splitlines():
@@ -72,27 +85,7 @@ def make_members(authority: Path, data_dirs: list[Path]) -> None:
         anyio.run(make_member, authority, data_dir)
 
 
-def share_libllamas_ggml() -> bool:
-    """Make `rpc_lib` register servers in the ggml libllama uses; True if it did not.
-
-    llama-cpp-python's wheel ships `libggml.so` as a copy of `libggml.so.0`, not a link.
-    libllama loads the `.so.0`; `rpc_lib` opens the `.so`, a second ggml with a registry
-    of its own, so the servers it registers are never seen and every layer stays on the
-    head. Opening the `.so.0` files shares libllama's. (A bug in src/, reported.)"""
-    folder = rpc_lib.library_dir()
-    plain, versioned = folder / "libggml.so", folder / "libggml.so.0"
-    if plain.exists() and versioned.exists() and not plain.samefile(versioned):
-        rpc_lib._SUFFIX = ".so.0"
-        return True
-    return False
-
-
-def run_head(model: str, rpc_server: str | None) -> None:
-    # llama-cpp-python gives prefill `multiprocessing.cpu_count()` threads whatever
-    # n_threads says (the engine does not pass n_threads_batch); on a rank pinned to one
-    # core that is two threads on one core. Count the cores this process may use instead.
-    multiprocessing.cpu_count = lambda: len(os.sched_getaffinity(0))
-    worked_around = False
+def run_head(model: str, rpc_server: str | None, watched: dict[str, int]) -> None:
     if rpc_server is None:
         config = EngineConfig(model_path=model, context_token_limit=CONTEXT_TOKENS,
                               n_threads=1, end_layer=LAYERS)
@@ -102,43 +95,42 @@ def run_head(model: str, rpc_server: str | None) -> None:
                               n_threads=1, world_size=2, rank=0, end_layer=half,
                               options={"rpc_servers": rpc_server,
                                        "rpc_layers": f"{half},{LAYERS - half}"})
-        worked_around = share_libllamas_ggml()
     started = time.perf_counter()
     engine = LlamaCppEngine(config)
     engine.load()
     engine.warm_up()
-    say({"ready": True, "load_seconds": time.perf_counter() - started,
-         "worked_around": worked_around})
+    say({"ready": True, "load_seconds": time.perf_counter() - started})
     for line in sys.stdin:
         request = json.loads(line)
-        say(generate_once(engine, request["prompt"], request["max_tokens"]))
+        say(generate_once(engine, request["prompt"], request["max_tokens"], watched))
 
 
-def generate_once(engine: LlamaCppEngine, prompt: str, max_tokens: int) -> dict[str, Any]:
-    """Time one greedy generation: to the first chunk with text, then to the last token;
-    the link's bytes are read at the first and last token (not while decoding)."""
+def generate_once(engine: LlamaCppEngine, prompt: str, max_tokens: int,
+                  watched: dict[str, int]) -> dict[str, Any]:
+    """Time one greedy generation: to the first chunk with text, then to the last token.
+    What the decode costs (`decode_*`: bytes on the link, CPU seconds of the head and of
+    the `watched` processes) is read at the first and at the last token."""
     params = GenerationParams(model_id=ModelId("smollm2-135m"), max_tokens=max_tokens,
                               messages=[ChatMessage(role="user", content=prompt)],
                               temperature=0.0)
     text: list[str] = []
     first = last = 0.0
     tokens_after_first = 0
-    at_first = (0, 0)
+    at_first: dict[str, float] = {}
     started = time.perf_counter()
     for chunk in engine.generate(params):
         now = time.perf_counter()
         text.append(chunk.text)
         if not first and chunk.text:
             first = now
-            at_first = link_counters()
+            at_first = readings(watched)
         elif first and chunk.token_ids:
             last = now
             tokens_after_first += len(chunk.token_ids)
-    at_last = link_counters()
+    at_last = readings(watched)
     return {"ttft": first - started, "decode_seconds": last - first,
             "tokens_after_first": tokens_after_first, "text": "".join(text),
-            "decode_rx_bytes": at_last[0] - at_first[0],
-            "decode_tx_bytes": at_last[1] - at_first[1]}
+            **{f"decode_{key}": at_last[key] - at_first[key] for key in at_last}}
 
 
 def run_device(listen: str, cache_dir: str) -> None:
@@ -216,18 +208,26 @@ def run_count(remote: str) -> None:
         except OSError:
             pass
         finally:
-            sink.close()
+            # Not close: the other direction's thread may be blocked reading `sink`, and
+            # a close would wait for it; the end of this direction is what must pass on.
+            with contextlib.suppress(OSError):
+                sink.shutdown(socket.SHUT_WR)
+
+    def carry(link: int, near: socket.socket) -> None:
+        with near, socket.create_connection(host_port(remote)) as far:
+            for end in (near, far):
+                end.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            back = threading.Thread(target=pipe, args=(link, far, near, "to_head"))
+            back.start()
+            pipe(link, near, far, "to_device")
+            back.join()
 
     def accept() -> None:
         link = 0
         while True:
             near, _ = listener.accept()
-            far = socket.create_connection(host_port(remote))
-            for end in (near, far):
-                end.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             link += 1
-            for args in ((link, near, far, "to_device"), (link, far, near, "to_head")):
-                threading.Thread(target=pipe, args=args, daemon=True).start()
+            threading.Thread(target=carry, args=(link, near), daemon=True).start()
 
     threading.Thread(target=accept, daemon=True).start()
     say({"ready": True, "endpoint": f"127.0.0.1:{listener.getsockname()[1]}"})
@@ -241,6 +241,8 @@ def main() -> None:
                         choices=["head", "device", "relay", "forward", "count"])
     parser.add_argument("--model")
     parser.add_argument("--rpc-server", help="head: the device server to offload to")
+    parser.add_argument("--watch", default="",
+                        help="head: name=pid,... of processes whose CPU time to report")
     parser.add_argument("--listen")
     parser.add_argument("--target", help="relay: the device server's loopback endpoint")
     parser.add_argument("--remote", help="forward, count: where links go on to")
@@ -249,7 +251,9 @@ def main() -> None:
     parser.add_argument("--peer-dir", type=Path, help="forward: the relay node's data dir")
     args = parser.parse_args()
     if args.role == "head":
-        run_head(args.model, args.rpc_server)
+        watched = dict(item.split("=") for item in args.watch.split(",") if item)
+        run_head(args.model, args.rpc_server,
+                 {name: int(pid) for name, pid in watched.items()})
     elif args.role == "device":
         run_device(args.listen, args.cache_dir)
     elif args.role == "relay":

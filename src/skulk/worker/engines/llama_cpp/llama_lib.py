@@ -6,11 +6,13 @@ they are reached here and nowhere else.
 """
 
 import ctypes
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import cast
 
 import llama_cpp
+import llama_cpp.llama_cpp
 import numpy as np
 import numpy.typing as npt
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
@@ -188,14 +190,57 @@ def offload_for(layer_counts: list[int]) -> Offload:
 def open_context(model_path: str, *, context_tokens: int, threads: int | None,
                  embedding: bool = False, offload: Offload | None = None) -> LlamaContext:
     """Load a GGUF on the CPU, its later layers on other devices as `offload` says; an
-    embedding context mean-pools the last hidden states."""
+    embedding context mean-pools the last hidden states. Prefill uses as many threads as
+    decoding (llama-cpp-python would otherwise take every core for it)."""
     layers = 0 if offload is None else offload.layers
     split = None if offload is None or not offload.split else list(offload.split)
-    if embedding:
+    placement = _output_on_cpu() if split is not None else nullcontext()
+    with placement:
+        if embedding:
+            return LlamaContext(llama_cpp.Llama(
+                model_path=model_path, embedding=True, n_ctx=context_tokens,
+                n_threads=threads, n_threads_batch=threads,
+                pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN, verbose=False,
+                n_gpu_layers=layers, tensor_split=split))
         return LlamaContext(llama_cpp.Llama(
-            model_path=model_path, embedding=True, n_ctx=context_tokens, n_threads=threads,
-            pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN, verbose=False,
-            n_gpu_layers=layers, tensor_split=split))
-    return LlamaContext(llama_cpp.Llama(model_path=model_path, n_ctx=context_tokens,
-                                        n_threads=threads, verbose=False,
-                                        n_gpu_layers=layers, tensor_split=split))
+            model_path=model_path, n_ctx=context_tokens, n_threads=threads,
+            n_threads_batch=threads, verbose=False, n_gpu_layers=layers, tensor_split=split))
+
+
+class _TensorBufferOverride(ctypes.Structure):
+    """`struct llama_model_tensor_buft_override` (llama.h), which llama-cpp-python does not
+    bind: tensors whose name matches `pattern` go to buffer type `buft`."""
+
+    _fields_ = [("pattern", ctypes.c_char_p), ("buft", ctypes.c_void_p)]
+
+
+# The output layer's weights, and the token embedding it shares when the model ties them.
+_OUTPUT_WEIGHTS = rb"^(output|output_norm|token_embd)\.weight$"
+
+
+@contextmanager
+def _output_on_cpu() -> Iterator[None]:
+    """Models loaded within keep the output layer on this CPU: llama.cpp would put it on
+    the last remote device with the last layers, and every token's logits (the whole
+    vocabulary, ~200 KB for a 49k vocabulary) would cross the network back to the head
+    instead of one hidden state. llama-cpp-python sets no tensor overrides, so its default
+    model parameters are given ours while the model loads."""
+    lib = llama_cpp.llama_cpp._lib
+    lib.ggml_backend_cpu_buffer_type.restype = ctypes.c_void_p
+    overrides = (_TensorBufferOverride * 2)()  # ends with a null pattern
+    overrides[0].pattern = _OUTPUT_WEIGHTS
+    overrides[0].buft = lib.ggml_backend_cpu_buffer_type()
+    defaults = llama_cpp.llama_cpp.llama_model_default_params
+
+    def with_overrides() -> llama_cpp.llama_model_params:
+        params: llama_cpp.llama_model_params = defaults()
+        # The binding declares this field a c_void_p ("unused") but annotates an array.
+        params.tensor_buft_overrides = ctypes.cast(  # type: ignore[assignment]
+            overrides, ctypes.c_void_p)
+        return params
+
+    llama_cpp.llama_cpp.llama_model_default_params = with_overrides
+    try:
+        yield
+    finally:
+        llama_cpp.llama_cpp.llama_model_default_params = defaults

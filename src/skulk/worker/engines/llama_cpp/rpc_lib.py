@@ -15,7 +15,8 @@ import os
 import pathlib
 import sys
 
-import llama_cpp  # loads libllama and the ggml libraries beside it, which we share
+import llama_cpp
+import llama_cpp.llama_cpp  # loads libllama and the ggml libraries it uses, which we share
 
 # enum ggml_backend_dev_type (ggml-backend.h)
 _DEVICE_CPU = 0
@@ -36,28 +37,26 @@ def library_dir() -> pathlib.Path:
     return pathlib.Path(llama_cpp.__file__).parent / "lib"
 
 
-def _library(name: str) -> ctypes.CDLL:
-    path = library_dir() / f"lib{name}{_SUFFIX}"
-    if not path.exists():
+def _shared() -> ctypes.CDLL:
+    """libllama as llama-cpp-python loaded it: looking symbols up through its handle finds
+    them in the very ggml libraries libllama uses (`libggml.so.0`, `libggml-rpc.so.0`).
+    Opening `libggml.so` by name would load a second copy of ggml (the wheel holds each
+    library under several names, as files, not links) with a device registry of its own
+    that libllama never reads."""
+    if not rpc_available():
         raise RpcUnavailable(
-            f"{path} is missing: llama-cpp-python was built without ggml RPC; rebuild it "
-            "with `tools/llama-cpp-backends.sh .venv/bin/python` (or `make install`)")
-    return ctypes.CDLL(str(path))  # the same handle libllama already loaded
-
-
-def _ggml() -> ctypes.CDLL:
-    lib = _library("ggml")
+            f"{library_dir()} holds no libggml-rpc: llama-cpp-python was built without ggml "
+            "RPC; rebuild it with `tools/llama-cpp-backends.sh .venv/bin/python` (or "
+            "`make install`)")
+    lib: ctypes.CDLL = llama_cpp.llama_cpp._lib
     lib.ggml_backend_dev_by_type.argtypes = [ctypes.c_int]
     lib.ggml_backend_dev_by_type.restype = ctypes.c_void_p
+    lib.ggml_backend_dev_count.argtypes = []
+    lib.ggml_backend_dev_count.restype = ctypes.c_size_t
     lib.ggml_backend_register.argtypes = [ctypes.c_void_p]
     lib.ggml_backend_register.restype = None
     lib.ggml_backend_reg_dev_count.argtypes = [ctypes.c_void_p]
     lib.ggml_backend_reg_dev_count.restype = ctypes.c_size_t
-    return lib
-
-
-def _rpc() -> ctypes.CDLL:
-    lib = _library("ggml-rpc")
     lib.ggml_backend_rpc_start_server.argtypes = [
         ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_size_t,
         ctypes.POINTER(ctypes.c_void_p)]
@@ -69,20 +68,26 @@ def _rpc() -> ctypes.CDLL:
 
 def rpc_available() -> bool:
     """Whether this llama-cpp-python build can split a model over ggml RPC."""
-    return (library_dir() / f"libggml-rpc{_SUFFIX}").exists()
+    return any(library_dir().glob(f"libggml-rpc{_SUFFIX}*"))
+
+
+def device_count() -> int:
+    """How many compute devices llama.cpp sees in this process (remote ones included)."""
+    count: int = _shared().ggml_backend_dev_count()
+    return count
 
 
 def serve_device(endpoint: str, cache_dir: str, threads: int) -> None:
     """Serve this machine's compute device (its GPU if llama.cpp sees one, else the CPU)
     to one head at a time on `endpoint` (`127.0.0.1:port`); returns only if the server
     could not start. Tensors the head sends by hash are cached in `cache_dir`."""
-    ggml, rpc = _ggml(), _rpc()
-    device = ggml.ggml_backend_dev_by_type(_DEVICE_GPU) or ggml.ggml_backend_dev_by_type(
+    lib = _shared()
+    device = lib.ggml_backend_dev_by_type(_DEVICE_GPU) or lib.ggml_backend_dev_by_type(
         _DEVICE_CPU)
     if not device:
         raise RpcUnavailable("llama.cpp sees no device to serve")
     devices = (ctypes.c_void_p * 1)(device)
-    rpc.ggml_backend_rpc_start_server(endpoint.encode(), cache_dir.encode(), threads, 1,
+    lib.ggml_backend_rpc_start_server(endpoint.encode(), cache_dir.encode(), threads, 1,
                                       devices)
 
 
@@ -90,9 +95,16 @@ def register_servers(endpoints: list[str]) -> None:
     """Make each server's devices available to the models loaded after this, in order
     (llama.cpp puts remote devices before local GPUs). Every endpoint must answer: ggml
     aborts the process when a server it was given cannot be reached."""
-    ggml, rpc = _ggml(), _rpc()
+    lib = _shared()
+    before = device_count()
+    added = 0
     for endpoint in endpoints:
-        registry = rpc.ggml_backend_rpc_add_server(endpoint.encode())
-        if not registry or ggml.ggml_backend_reg_dev_count(registry) == 0:
+        registry = lib.ggml_backend_rpc_add_server(endpoint.encode())
+        if not registry or lib.ggml_backend_reg_dev_count(registry) == 0:
             raise RpcUnavailable(f"the ggml RPC server at {endpoint} offers no device")
-        ggml.ggml_backend_register(registry)
+        lib.ggml_backend_register(registry)
+        added += lib.ggml_backend_reg_dev_count(registry)
+    if device_count() != before + added:
+        raise RpcUnavailable(f"registered {added} remote device(s) but llama.cpp sees "
+                             f"{device_count() - before}: the ggml RPC backend is not the "
+                             "one libllama uses")
