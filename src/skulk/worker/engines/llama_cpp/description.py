@@ -1,6 +1,7 @@
 """The llama.cpp engine as the rest of Skulk sees it; imports nothing of llama.cpp."""
 
 import importlib.util
+import os
 from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 
@@ -21,12 +22,31 @@ def gpu_backends_in(library_folders: Iterable[Path]) -> set[GpuBackend]:
             if any(name.startswith(f"libggml-{backend}.") for name in names)}
 
 
+def library_folders() -> list[Path]:
+    """Where llama-cpp-python loads its shared libraries from, as it finds them itself
+    (`$LLAMA_CPP_LIB_PATH`, else its package's `lib`), without importing it; none when
+    it is not installed."""
+    spec = importlib.util.find_spec("llama_cpp")
+    if spec is None:
+        return []
+    override = os.environ.get("LLAMA_CPP_LIB_PATH")
+    if override:
+        return [Path(override)]
+    return [Path(package) / "lib" for package in spec.submodule_search_locations or []]
+
+
+def libllama_present() -> bool:
+    """Whether the installed llama-cpp-python carries libllama (a failed native build
+    leaves the package without it, and the first model load fails)."""
+    return any(path.name.startswith("libllama.") or path.name == "llama.dll"
+               for folder in library_folders() if folder.is_dir()
+               for path in folder.iterdir())
+
+
 def built_gpu_backends() -> set[GpuBackend]:
     """The GPU backends the installed llama-cpp-python build carries: its wheel puts one
     library per ggml backend in `llama_cpp/lib` (found, not imported)."""
-    spec = importlib.util.find_spec("llama_cpp")
-    packages = (spec.submodule_search_locations or []) if spec is not None else []
-    return gpu_backends_in(Path(package) / "lib" for package in packages)
+    return gpu_backends_in(library_folders())
 
 
 def backend_tag(built: Collection[GpuBackend], gpus: Sequence[GpuDevice]) -> str:
