@@ -12,6 +12,7 @@ from pathlib import Path
 import anyio
 from loguru import logger
 
+from skulk.api.log_buffer import LogBuffer
 from skulk.api.security import API_KEY_ENV, ApiSecurity
 from skulk.cli.endpoints import normalized_endpoint
 from skulk.cli.preflight import check_before_start
@@ -95,12 +96,17 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-q", "--quiet", action="count", default=0, help="less logging")
 
 
-def _configure_logging(verbosity: int) -> None:
+def _configure_logging(verbosity: int) -> LogBuffer:
+    """stderr at the level `-v`/`-q` ask for; the API's buffer (`skulk logs`) keeps INFO
+    and up even under `-q`, and more with `-v`."""
     level = {-2: "ERROR", -1: "WARNING", 0: "INFO", 1: "DEBUG"}.get(
         max(-2, min(verbosity, 2)), "TRACE")
     logger.remove()
     logger.add(sys.stderr, level=level,
                format="<green>{time:HH:mm:ss.SSS}</green> {level: <7} {name}: {message}")
+    buffer = LogBuffer()
+    logger.add(buffer.sink, level=level if verbosity > 0 else "INFO")
+    return buffer
 
 
 def config_from_args(args: argparse.Namespace) -> NodeConfig:
@@ -160,11 +166,11 @@ def is_loopback(host: str) -> bool:
 def run_node(args: argparse.Namespace) -> int:
     """Start a node and run it until a signal; a node that cannot start says why in one
     line (with its traceback under `-v`) and exits 2 for a usage mistake, 1 otherwise."""
-    _configure_logging(args.verbose - args.quiet)
+    logs = _configure_logging(args.verbose - args.quiet)
     try:
         config = config_from_args(args)
         check_before_start(config)
-        anyio.run(run_node_forever, config)
+        anyio.run(run_node_forever, config, None, logs)
     except KeyboardInterrupt:
         pass
     except ValueError as error:  # a flag's value the config refused
@@ -208,8 +214,9 @@ async def open_zenoh(config: NodeConfig, tls: TlsFiles | None) -> Transport:
 
 async def run_node_forever(config: NodeConfig,
                            open_transport: Callable[[NodeConfig], Awaitable[Transport]] | None
-                           = None) -> None:
-    """Run a node until SIGINT or SIGTERM, then shut it down cleanly."""
+                           = None, logs: LogBuffer | None = None) -> None:
+    """Run a node until SIGINT, SIGTERM or `POST /v1/node/stop`, then shut it down
+    cleanly."""
     from skulk.node import Node  # seconds of imports a refused start need not wait for
 
     warn_about_exposure(config)
@@ -223,7 +230,7 @@ async def run_node_forever(config: NodeConfig,
         raise SystemExit(2) from error
     transport = (await open_transport(config) if open_transport else
                  await open_zenoh(config, trust.tls))
-    node = Node(config, transport, trust=trust)
+    node = Node(config, transport, trust=trust, logs=logs)
     try:
         async with anyio.create_task_group() as tasks:
             async def stop_on_signal() -> None:
@@ -233,7 +240,13 @@ async def run_node_forever(config: NodeConfig,
                         tasks.cancel_scope.cancel()
                         return
 
+            async def stop_when_asked() -> None:
+                await node.stop_requested.wait()
+                logger.info("asked to stop over the API, shutting down")
+                tasks.cancel_scope.cancel()
+
             tasks.start_soon(stop_on_signal)
+            tasks.start_soon(stop_when_asked)
             tasks.start_soon(node.run)
             await node.ready.wait()
             if config.run_api:

@@ -2,6 +2,7 @@
 
 import importlib.util
 import os
+import re
 from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 
@@ -41,6 +42,17 @@ def libllama_present() -> bool:
     return any(path.name.startswith("libllama.") or path.name == "llama.dll"
                for folder in library_folders() if folder.is_dir()
                for path in folder.iterdir())
+
+
+def built_ggml_version(folders: list[Path] | None = None) -> str | None:
+    """ggml's version from its library's file name (`libggml.so.0.25.3`)."""
+    for folder in library_folders() if folders is None else folders:
+        if folder.is_dir():
+            for path in folder.iterdir():
+                found = re.fullmatch(r"libggml(?:\.so)?\.(\d+\.\d+\.\d+)(?:\.dylib)?", path.name)
+                if found:
+                    return found.group(1)
+    return None
 
 
 def built_gpu_backends() -> set[GpuBackend]:
