@@ -20,3 +20,9 @@ def run_skulk(*args: str, timeout: float = 60.0, stdin: str = "",
     return subprocess.run([sys.executable, "-m", "skulk.cli.main", *args], input=stdin,
                           capture_output=True, text=True, timeout=timeout,
                           env=skulk_env(**(env or {})))
+
+
+def doctor_rows(stdout: str) -> dict[str, str]:
+    """`skulk doctor`'s table rows by check name (a row: level, name, detail, fix)."""
+    return {line[6:].split("  ")[0].strip(): line for line in stdout.splitlines()
+            if line[:4].strip() in ("OK", "WARN", "FAIL")}

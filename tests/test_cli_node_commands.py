@@ -1,5 +1,5 @@
-"""`skulk --version`, `skulk logs` and `skulk stop` against a real node, which also warns
-in one line that its API is open to the network without a key."""
+"""`skulk --version`, `skulk doctor --url`, `skulk logs` and `skulk stop` against a real
+node, which also warns in one line that its API is open to the network without a key."""
 
 import select
 import subprocess
@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from tests.node_process import NodeProcess
-from tests.skulk_command import run_skulk, skulk_env
+from tests.skulk_command import doctor_rows, run_skulk, skulk_env
 
 
 def test_version_names_skulk_its_commit_and_engines() -> None:
@@ -32,6 +32,13 @@ def test_an_open_node_warns_serves_its_version_and_log_and_stops_when_asked(
         shown = run_skulk("logs", "--url", node.url, "--component", "cli")
         assert shown.returncode == 0 and " is up" in shown.stdout, shown.stderr
         assert run_skulk("logs", "--url", node.url, "--level", "error").stdout == ""
+        doctor = run_skulk("doctor", "--url", node.url, "--api-port", str(node.api_port),
+                           "--data-dir", str(tmp_path))
+        assert doctor.returncode == 0, doctor.stdout
+        rows = doctor_rows(doctor.stdout)
+        assert rows[f"API port {node.api_port}"].startswith("WARN")  # our own node has it
+        assert rows["running node"].startswith("OK") and node.url in rows["running node"]
+        assert rows["cluster plane"].startswith("OK")
         follower = subprocess.Popen(
             [sys.executable, "-m", "skulk.cli.main", "logs", "-f", "--url", node.url],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=skulk_env())

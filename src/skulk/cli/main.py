@@ -7,6 +7,7 @@ from pathlib import Path
 
 from skulk.cli import client, node_commands
 from skulk.cli.cluster import add_cluster_arguments, run_cluster
+from skulk.cli.doctor import add_doctor_arguments, run_doctor
 from skulk.cli.models_add import add_add_arguments, run_add
 from skulk.cli.models_import import add_import_arguments, run_import
 from skulk.cli.models_list import list_models
@@ -69,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
         "add", help="put a .gguf file or Hugging Face directory into this node's store"))
     add_remove_arguments(model_actions.add_parser(
         "remove", help="take a model out of this node's store"))
+    add_doctor_arguments(commands.add_parser(
+        "doctor", help="check this machine (and a running node's cluster) for what would "
+                       "slow or break Skulk"), DEFAULT_URL)
     add_logs_arguments(with_url("logs", "a running node's recent log lines; -f follows it"))
     with_url("stop", "shut a running node down gracefully (as Ctrl-C would)")
     place = with_url("place", "place a model on the cluster")
@@ -116,6 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return list_models(args.data_dir or default_data_dir())
             case "place":
                 return client.place(args.url, args.model)
+            case "doctor":
+                return run_doctor(args)
             case "logs":
                 return node_commands.logs(args.url, args.level, args.component, args.lines,
                                           args.follow)
