@@ -7,6 +7,7 @@ from pathlib import Path
 
 from skulk.cli import client, node_commands
 from skulk.cli.cluster import add_cluster_arguments, run_cluster
+from skulk.cli.completion import SHELLS, completion_script
 from skulk.cli.doctor import add_doctor_arguments, run_doctor
 from skulk.cli.models_add import add_add_arguments, run_add
 from skulk.cli.models_import import add_import_arguments, run_import
@@ -73,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_doctor_arguments(commands.add_parser(
         "doctor", help="check this machine (and a running node's cluster) for what would "
                        "slow or break Skulk"), DEFAULT_URL)
+    commands.add_parser(
+        "completion", help="print a shell completion script: source <(skulk completion bash)"
+    ).add_argument("shell", choices=SHELLS)
     add_logs_arguments(with_url("logs", "a running node's recent log lines; -f follows it"))
     with_url("stop", "shut a running node down gracefully (as Ctrl-C would)")
     place = with_url("place", "place a model on the cluster")
@@ -120,6 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return list_models(args.data_dir or default_data_dir())
             case "place":
                 return client.place(args.url, args.model)
+            case "completion":
+                print(completion_script(args.shell, parser), end="")
+                return 0
             case "doctor":
                 return run_doctor(args)
             case "logs":
