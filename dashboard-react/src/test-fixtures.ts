@@ -92,7 +92,7 @@ export function clusterState(): ClusterState {
       "node-a": telemetry("node-a", {
         warm: [{ model_id: "smollm2-135m", instance_id: "inst-1", role: "whole", tokens_per_second: null }],
       }),
-      "node-b": telemetry("node-b"),
+      "node-b": telemetry("node-b", { hostname: "studio.local" }),
     },
     topology: { nodes: [], edges: [] },
     node_health: { "node-a": { level: "ok", reasons: [] }, "node-b": { level: "ok", reasons: [] } },

@@ -18,6 +18,7 @@ from skulk.api.advertised_url import advertised_api_url
 from skulk.api.app import create_app
 from skulk.api.context import ApiContext
 from skulk.api.data_plane import DataPlaneReceiver
+from skulk.api.log_buffer import LogBuffer
 from skulk.api.metrics import NodeCounters
 from skulk.api.peer_reads import PEER_READ_SERVICE, peer_read_handler
 from skulk.api.routers.diagnostics import node_diagnostics
@@ -51,18 +52,14 @@ from skulk.shared.types.chunks import DataChunk
 from skulk.shared.types.commands import Command, CommandEnvelope, PlaceInstance
 from skulk.shared.types.drafting import DRAFT_SERVICE
 from skulk.shared.types.events import Event, NodeRevoked, StateSnapshotHydrated
-from skulk.shared.types.ids import (
-    ModelId,
-    NodeId,
-    RunnerId,
-    new_command_id,
-    new_instance_id,
-)
+from skulk.shared.types.ids import ModelId, NodeId, RunnerId, new_command_id, new_instance_id
 from skulk.shared.types.telemetry import GpuDevice, NodeTelemetry
 from skulk.shared.types.traces import RankSpans
 from skulk.trust.revocations import save_revoked
 from skulk.trust.setup import NodeTrust, admit_with_token, trust_at_start
+from skulk.versions import versions
 from skulk.worker.draft_service import ADVERTISED_DRAFTERS, DraftService
+from skulk.worker.engines.llama_cpp.description import built_ggml_version
 from skulk.worker.gpus import probe_gpus, refresh_gpus_forever
 from skulk.worker.local_runner import SupervisorFactory
 from skulk.worker.main import Worker
@@ -84,8 +81,11 @@ class Node:
         *,
         trust: NodeTrust | None = None,
         supervisor_factory: SupervisorFactory = RunnerSupervisor,
+        logs: LogBuffer | None = None,
     ) -> None:
         self.config = config
+        self.logs = logs or LogBuffer()  # what `skulk run`'s loguru sink keeps, for the API
+        self.stop_requested = anyio.Event()  # set by `POST /v1/node/stop`
         self._transport = transport
         self._given_trust = trust
         self.trust: NodeTrust | None = None
@@ -390,7 +390,9 @@ class Node:
                              runners_report=lambda: (self._worker.runners_report()
                                                      if self._worker is not None else []),
                              ask_peer=lambda node, path, timeout: self.router.ask(
-                                 PEER_READ_SERVICE, node, path, timeout))
+                                 PEER_READ_SERVICE, node, path, timeout),
+                             versions=lambda: versions(built_ggml_version()),
+                             logs=self.logs, request_stop=self.stop_requested.set)
         context.metrics.watch_node(self._counters, lambda: self.replica.state)
         self.router.answer_signed(PEER_READ_SERVICE, peer_read_handler(
             context, asyncio.get_running_loop(), node_diagnostics))

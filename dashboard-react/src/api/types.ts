@@ -35,6 +35,8 @@ export interface NodeTelemetry {
   backends: string[];
   has_worker: boolean;
   api_url: string | null;
+  /** The machine's host name (empty or absent from nodes that predate it). */
+  hostname?: string;
   disk_total_bytes: number;
   disk_free_bytes: number;
   warm: WarmModel[];
@@ -125,6 +127,7 @@ export interface ClusterNode {
   node_id: string;
   alive: boolean;
   api_url: string | null;
+  hostname?: string | null;
   has_worker: boolean | null;
   backends: string[];
   memory_available_bytes: number | null;

@@ -24,6 +24,8 @@ export interface GraphNode {
   backends: string[];
   warm: string[];
   apiUrl: string | null;
+  /** The machine's host name, shown beside the id; null when the node did not say. */
+  hostname: string | null;
 }
 
 export interface GraphLink {
@@ -98,6 +100,7 @@ export function buildClusterGraph(cluster: ClusterSummary, state: ClusterState):
       backends: reading?.backends ?? summary?.backends ?? [],
       warm: (reading?.warm ?? summary?.warm ?? []).map((w) => `${w.model_id} (${w.role})`),
       apiUrl: reading?.api_url ?? summary?.api_url ?? null,
+      hostname: reading?.hostname || summary?.hostname || null,
     };
   });
   return { nodes, links: buildLinks(state, new Set(ids)), masterId: cluster.master_node_id, selfId: cluster.node_id };

@@ -28,6 +28,13 @@ describe("ClusterView", () => {
     expect(screen.getByRole("list", { name: "Cluster summary" }).textContent).toContain("2 of 2 nodes alive");
   });
 
+  it("shows each node's host name beside its id, when the node reports one", () => {
+    render(withData({ state: clusterState(), cluster: clusterSummary() }, <ClusterView />));
+    const b = screen.getByRole("article", { name: "node-b" });
+    expect(within(b).getByTitle("host name").textContent).toBe("studio.local");
+    expect(within(screen.getByRole("article", { name: "node-a" })).queryByTitle("host name")).toBeNull();
+  });
+
   it("warns when the cluster is insecure, and only then", () => {
     const { unmount } = render(withData({ state: clusterState(), cluster: clusterSummary() }, <ClusterView />));
     expect(screen.queryByRole("alert")).toBeNull();

@@ -25,6 +25,7 @@ from skulk.api.routers import (
     instances,
     metrics,
     models,
+    node_control,
     ollama,
     placement_fits,
     responses,
@@ -32,6 +33,7 @@ from skulk.api.routers import (
     state,
     store,
     traces,
+    version,
 )
 from skulk.api.security import ApiSecurity, SecurityMiddleware
 
@@ -51,7 +53,7 @@ def create_app(context: ApiContext, security: ApiSecurity | None = None,
                            expose_headers=[COMMAND_ID_HEADER])
     dialects = (chat, completions, responses, embeddings, anthropic, ollama, sessions, models)
     operations = (state, cluster, instances, placement_fits, events, cancel, metrics,
-                  diagnostics, traces, store)
+                  diagnostics, traces, store, version, node_control)
     for module in (*dialects, *operations):
         app.include_router(module.router)
     install_dashboard(app, dashboard_dir)  # last: it must not shadow any API route

@@ -11,6 +11,7 @@ from typing import Annotated
 import anyio
 from fastapi import Depends, Request
 
+from skulk.api.log_buffer import LogBuffer
 from skulk.api.metrics import ApiMetrics
 from skulk.api.sessions import SessionStore
 from skulk.api.streams import StreamRegistry
@@ -20,6 +21,7 @@ from skulk.shared.replica import StateReplica
 from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.commands import Command
 from skulk.shared.types.ids import ModelId, NodeId
+from skulk.versions import Versions, versions
 
 
 async def _nobody_answers(node_id: NodeId, path: bytes, timeout: float) -> bytes | None:
@@ -58,6 +60,12 @@ class ApiContext:
     # Another node's signed answer to a peer read (path bytes in, JSON bytes out).
     ask_peer: Callable[[NodeId, bytes, float], Awaitable[bytes | None]] = _nobody_answers
     started_at: float = field(default_factory=time.monotonic)
+    # What this node runs, for `GET /version` (the node adds what its engines report).
+    versions: Callable[[], Versions] = versions
+    # The node's recent log lines (filled by the sink `skulk run` adds to loguru).
+    logs: LogBuffer = field(default_factory=LogBuffer)
+    # Asks the node to shut down as on SIGTERM (`POST /v1/node/stop`).
+    request_stop: Callable[[], None] = lambda: None
 
 
 async def api_context(request: Request) -> ApiContext:

@@ -1,10 +1,14 @@
 """Serving the API app with uvicorn inside a node that owns its signals."""
 
 import contextlib
+import errno
+import socket
 from collections.abc import Iterator
 
 import uvicorn
 from fastapi import FastAPI
+
+from skulk.startup_failure import StartupFailure
 
 
 class _QuietSignalsServer(uvicorn.Server):
@@ -15,7 +19,28 @@ class _QuietSignalsServer(uvicorn.Server):
         yield
 
 
+def bind_api_socket(host: str, port: int) -> socket.socket:
+    """The API's listening socket, bound here rather than by uvicorn, which reports a
+    taken port by logging and exiting the process."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        taken = error.errno == errno.EADDRINUSE
+        raise StartupFailure(
+            f"the API port {port} is already in use: choose another with --api-port" if taken
+            else f"the API cannot listen on {host}:{port} ({error.strerror}): "
+                 "check --api-host and --api-port") from error
+    sock.set_inheritable(True)
+    return sock
+
+
 async def serve_api(app: FastAPI, host: str, port: int) -> None:
     """Serve `app` until cancelled."""
+    sock = bind_api_socket(host, port)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
-    await _QuietSignalsServer(config).serve()
+    with sock:
+        await _QuietSignalsServer(config).serve(sockets=[sock])

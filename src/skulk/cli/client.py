@@ -21,7 +21,7 @@ def _auth() -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"} if key else {}
 
 
-def _request(method: str, url: str, **kwargs: Any) -> httpx.Response:
+def request_node(method: str, url: str, **kwargs: Any) -> httpx.Response:
     try:
         return httpx.request(method, url, timeout=httpx.Timeout(600.0, connect=5.0),
                              headers=_auth(), **kwargs)
@@ -30,7 +30,7 @@ def _request(method: str, url: str, **kwargs: Any) -> httpx.Response:
             f"no Skulk node answers at {url} ({error}); start one with `skulk run`") from error
 
 
-def _print_error(response: httpx.Response) -> int:
+def print_error(response: httpx.Response) -> int:
     try:
         message = response.json()["error"]["message"]
     except (ValueError, KeyError, TypeError):
@@ -48,9 +48,9 @@ def fetch_text(fetch: dict[str, Any] | None) -> str:
 
 
 def status(url: str) -> int:
-    response = _request("GET", f"{url}/cluster")
+    response = request_node("GET", f"{url}/cluster")
     if response.status_code != 200:
-        return _print_error(response)
+        return print_error(response)
     cluster = response.json()
     print(f"node {cluster['node_id']}, master {cluster['master_node_id'] or 'not elected yet'}")
     for node in cluster["nodes"]:
@@ -74,9 +74,9 @@ def status(url: str) -> int:
 
 
 def place(url: str, model: str) -> int:
-    response = _request("POST", f"{url}/place_instance", json={"model_id": model})
+    response = request_node("POST", f"{url}/place_instance", json={"model_id": model})
     if response.status_code >= 300:
-        return _print_error(response)
+        return print_error(response)
     print(f"placed {model} as instance {response.json()['instance_id']}")
     return 0
 
@@ -110,7 +110,7 @@ def _stream_reply(url: str, model: str, messages: list[dict[str, str]], max_toke
                           timeout=httpx.Timeout(600.0, connect=5.0)) as response:
             if response.status_code != 200:
                 response.read()
-                _print_error(response)
+                print_error(response)
                 return None
             for line in response.iter_lines():
                 if not line.startswith("data: ") or line == "data: [DONE]":
@@ -142,9 +142,9 @@ def forget(url: str, node_id: str) -> int:
 
 def _membership_action(url: str, action: str, node_id: str,
                        said: Callable[[dict[str, Any]], str]) -> int:
-    response = _request("POST", f"{url}/cluster/{action}", json={"node_id": node_id})
+    response = request_node("POST", f"{url}/cluster/{action}", json={"node_id": node_id})
     if response.status_code != 200:
-        return _print_error(response)
+        return print_error(response)
     print(said(response.json()))
     return 0
 
@@ -155,9 +155,9 @@ def models_in_cluster(url: str) -> int:
     from skulk.shared.types.ids import NodeId
     from skulk.shared.types.telemetry import NodeTelemetry
 
-    response = _request("GET", f"{url}/state")
+    response = request_node("GET", f"{url}/state")
     if response.status_code != 200:
-        return _print_error(response)
+        return print_error(response)
     readings = {NodeId(node): NodeTelemetry.model_validate(reading)
                 for node, reading in response.json()["telemetry"].items()}
     for line in cluster_lines(readings):

@@ -5,22 +5,42 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from skulk.cli import client
+from skulk.cli import client, node_commands
 from skulk.cli.cluster import add_cluster_arguments, run_cluster
+from skulk.cli.completion import SHELLS, completion_script
+from skulk.cli.doctor import add_doctor_arguments, run_doctor
 from skulk.cli.models_add import add_add_arguments, run_add
 from skulk.cli.models_import import add_import_arguments, run_import
 from skulk.cli.models_list import list_models
 from skulk.cli.models_pull import add_pull_arguments, run_pull
 from skulk.cli.models_remove import add_remove_arguments, run_remove
+from skulk.cli.node_commands import add_logs_arguments
 from skulk.cli.run import add_run_arguments, run_node
 from skulk.paths import default_data_dir
+from skulk.versions import version_text, versions
+from skulk.worker.engines.llama_cpp.description import built_ggml_version
 
 DEFAULT_URL = "http://127.0.0.1:52415"
+
+
+class _PrintVersions(argparse.Action):
+    """`--version`: found only when asked (it runs git and reads package metadata)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 default: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        print(version_text(versions(built_ggml_version())))
+        parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="skulk", description="Run language models across the machines you own.")
+    parser.add_argument("--version", action=_PrintVersions,
+                        help="print the versions of Skulk, its checkout and its engines")
     commands = parser.add_subparsers(dest="command")
     add_run_arguments(commands.add_parser("run", help="start a node (the default)"))
 
@@ -51,6 +71,14 @@ def build_parser() -> argparse.ArgumentParser:
         "add", help="put a .gguf file or Hugging Face directory into this node's store"))
     add_remove_arguments(model_actions.add_parser(
         "remove", help="take a model out of this node's store"))
+    add_doctor_arguments(commands.add_parser(
+        "doctor", help="check this machine (and a running node's cluster) for what would "
+                       "slow or break Skulk"), DEFAULT_URL)
+    commands.add_parser(
+        "completion", help="print a shell completion script: source <(skulk completion bash)"
+    ).add_argument("shell", choices=SHELLS)
+    add_logs_arguments(with_url("logs", "a running node's recent log lines; -f follows it"))
+    with_url("stop", "shut a running node down gracefully (as Ctrl-C would)")
     place = with_url("place", "place a model on the cluster")
     place.add_argument("model")
     chat = with_url("chat", "chat with a model in the terminal")
@@ -60,12 +88,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The parser's subcommands by name (`run`, `status`, ...)."""
+    return {name: sub for action in parser._actions
+            if isinstance(action, argparse._SubParsersAction)
+            for name, sub in action.choices.items()}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    known = {"run", "status", "cluster", "models", "place", "chat", "-h", "--help"}
+    parser = build_parser()
+    known = {*subcommands(parser), "-h", "--help", "--version"}
     if not args_list or args_list[0] not in known:
         args_list.insert(0, "run")  # bare `skulk [flags]` starts a node
-    args = build_parser().parse_args(args_list)
+    args = parser.parse_args(args_list)
     try:
         match args.command:
             case "run":
@@ -88,6 +124,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return list_models(args.data_dir or default_data_dir())
             case "place":
                 return client.place(args.url, args.model)
+            case "completion":
+                print(completion_script(args.shell, parser), end="")
+                return 0
+            case "doctor":
+                return run_doctor(args)
+            case "logs":
+                return node_commands.logs(args.url, args.level, args.component, args.lines,
+                                          args.follow)
+            case "stop":
+                return node_commands.stop(args.url)
             case "chat":
                 return client.chat(args.url, args.model, args.max_tokens, args.temperature)
     except client.NodeUnreachable as error:

@@ -5,18 +5,23 @@ import ipaddress
 import os
 import signal
 import sys
+import traceback
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
 from loguru import logger
 
+from skulk.api.log_buffer import LogBuffer
 from skulk.api.security import API_KEY_ENV, ApiSecurity
-from skulk.node import Node
+from skulk.cli.endpoints import normalized_endpoint
+from skulk.cli.preflight import check_before_start
 from skulk.node_config import NodeConfig
 from skulk.node_identity import load_or_create_identity
 from skulk.paths import default_data_dir
+from skulk.routing.tls import TlsFiles
 from skulk.routing.transport import Transport
+from skulk.startup_failure import USAGE, StartupFailure, startup_failure_in
 from skulk.trust.revocations import load_revoked
 from skulk.trust.setup import TrustError, trust_at_start
 from skulk.worker.engines.node_options import parse_node_engine_options
@@ -91,12 +96,17 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-q", "--quiet", action="count", default=0, help="less logging")
 
 
-def _configure_logging(verbosity: int) -> None:
+def _configure_logging(verbosity: int) -> LogBuffer:
+    """stderr at the level `-v`/`-q` ask for; the API's buffer (`skulk logs`) keeps INFO
+    and up even under `-q`, and more with `-v`."""
     level = {-2: "ERROR", -1: "WARNING", 0: "INFO", 1: "DEBUG"}.get(
         max(-2, min(verbosity, 2)), "TRACE")
     logger.remove()
     logger.add(sys.stderr, level=level,
                format="<green>{time:HH:mm:ss.SSS}</green> {level: <7} {name}: {message}")
+    buffer = LogBuffer()
+    logger.add(buffer.sink, level=level if verbosity > 0 else "INFO")
+    return buffer
 
 
 def config_from_args(args: argparse.Namespace) -> NodeConfig:
@@ -105,8 +115,8 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         namespace=args.namespace,
         api_host=args.api_host,
         api_port=args.api_port,
-        listen=args.listen or [DEFAULT_LISTEN],
-        peers=args.peer,
+        listen=[normalized_endpoint(e, "--listen") for e in args.listen] or [DEFAULT_LISTEN],
+        peers=[normalized_endpoint(e, "--peer") for e in args.peer],
         run_api=not args.no_api,
         run_worker=not args.no_worker,
         serve=args.serve,
@@ -141,8 +151,8 @@ def warn_about_exposure(config: NodeConfig) -> None:
                        "and answer, and can command it. Use only on a network you trust "
                        "completely.")
     if not is_loopback(config.api_host) and not config.security.api_keys:
-        logger.warning("\n  the API listens on {} without --api-key: anyone who reaches "
-                       "port {} can use your models. Give --api-key KEY (or $SKULK_API_KEY).",
+        logger.warning("the API listens on {} without --api-key: anyone who reaches port {} "
+                       "can use your models; give --api-key KEY (or $SKULK_API_KEY)",
                        config.api_host, config.api_port)
 
 
@@ -154,16 +164,26 @@ def is_loopback(host: str) -> bool:
 
 
 def run_node(args: argparse.Namespace) -> int:
-    _configure_logging(args.verbose - args.quiet)
+    """Start a node and run it until a signal; a node that cannot start says why in one
+    line (with its traceback under `-v`) and exits 2 for a usage mistake, 1 otherwise."""
+    logs = _configure_logging(args.verbose - args.quiet)
     try:
         config = config_from_args(args)
-    except ValueError as error:
-        print(f"skulk run: {error}", file=sys.stderr)
-        return 2
-    try:
-        anyio.run(run_node_forever, config)
+        check_before_start(config)
+        anyio.run(run_node_forever, config, None, logs)
     except KeyboardInterrupt:
         pass
+    except ValueError as error:  # a flag's value the config refused
+        print(f"skulk run: {error}", file=sys.stderr)
+        return USAGE
+    except BaseException as error:
+        failure = startup_failure_in(error)
+        if failure is None:
+            raise
+        if args.verbose:
+            traceback.print_exception(error)
+        print(f"skulk run: {failure.message}", file=sys.stderr)
+        return failure.exit_code
     return 0
 
 
@@ -177,11 +197,27 @@ def api_banner(config: NodeConfig) -> str:
             f"  or:  skulk chat {model}")
 
 
+async def open_zenoh(config: NodeConfig, tls: TlsFiles | None) -> Transport:
+    """The cluster transport; Zenoh's refusal (a taken port, an address this machine
+    lacks) becomes one line without the paths inside Zenoh's build tree."""
+    from skulk.routing.zenoh_transport import ZenohTransport, ZenohUnavailable
+
+    try:
+        return await ZenohTransport.open(listen=config.listen, connect=config.peers,
+                                         multicast_scouting=config.discover, tls=tls,
+                                         denied=load_revoked(config.data_dir))
+    except ZenohUnavailable as error:
+        raise StartupFailure(f"the cluster transport cannot start: {error}; check "
+                             "--listen (another node on this machine needs its own port)"
+                             ) from error
+
+
 async def run_node_forever(config: NodeConfig,
                            open_transport: Callable[[NodeConfig], Awaitable[Transport]] | None
-                           = None) -> None:
-    """Run a node until SIGINT or SIGTERM, then shut it down cleanly."""
-    from skulk.routing.zenoh_transport import ZenohTransport
+                           = None, logs: LogBuffer | None = None) -> None:
+    """Run a node until SIGINT, SIGTERM or `POST /v1/node/stop`, then shut it down
+    cleanly."""
+    from skulk.node import Node  # seconds of imports a refused start need not wait for
 
     warn_about_exposure(config)
     identity = load_or_create_identity(config.data_dir)
@@ -193,11 +229,8 @@ async def run_node_forever(config: NodeConfig,
         logger.error("{}", error)
         raise SystemExit(2) from error
     transport = (await open_transport(config) if open_transport else
-                 await ZenohTransport.open(listen=config.listen, connect=config.peers,
-                                           multicast_scouting=config.discover,
-                                           tls=trust.tls,
-                                           denied=load_revoked(config.data_dir)))
-    node = Node(config, transport, trust=trust)
+                 await open_zenoh(config, trust.tls))
+    node = Node(config, transport, trust=trust, logs=logs)
     try:
         async with anyio.create_task_group() as tasks:
             async def stop_on_signal() -> None:
@@ -207,7 +240,13 @@ async def run_node_forever(config: NodeConfig,
                         tasks.cancel_scope.cancel()
                         return
 
+            async def stop_when_asked() -> None:
+                await node.stop_requested.wait()
+                logger.info("asked to stop over the API, shutting down")
+                tasks.cancel_scope.cancel()
+
             tasks.start_soon(stop_on_signal)
+            tasks.start_soon(stop_when_asked)
             tasks.start_soon(node.run)
             await node.ready.wait()
             if config.run_api:

@@ -9,6 +9,7 @@ publications to its own subscribers, which is how a lone node talks to itself.
 import asyncio
 import json
 import os
+import re
 from collections.abc import Sequence
 
 import anyio
@@ -83,6 +84,15 @@ def _config(listen: list[str], connect: list[str], multicast_scouting: bool,
     return config
 
 
+class ZenohUnavailable(RuntimeError):
+    """Zenoh refused to open a session (a bad endpoint, a port already bound)."""
+
+
+def _plain(message: str) -> str:
+    """Zenoh's message without the source locations inside Zenoh's build tree."""
+    return re.sub(r" at /\S+?\.rs:\d+\.?", "", message).strip()
+
+
 def _undeclare(entity: "zenoh.Publisher | zenoh.Subscriber[None]") -> None:
     entity.undeclare()  # type: ignore[no-untyped-call]  # the zenoh stub leaves it unannotated
 
@@ -109,9 +119,12 @@ class ZenohTransport:
         Peers in `connect` need not be up yet: Zenoh keeps retrying in the background.
         `denied`: node ids whose certificates are refused (revoked members).
         """
-        config = _config(listen, connect, multicast_scouting, tls, denied)
-        # Opening binds sockets and tries the connect endpoints: keep it off the loop.
-        session = await anyio.to_thread.run_sync(zenoh.open, config)
+        try:
+            config = _config(listen, connect, multicast_scouting, tls, denied)
+            # Opening binds sockets and tries the connect endpoints: keep it off the loop.
+            session = await anyio.to_thread.run_sync(zenoh.open, config)
+        except zenoh.ZError as error:
+            raise ZenohUnavailable(_plain(str(error))) from error
         return cls(session)
 
     def peer_count(self) -> int:

@@ -2,6 +2,7 @@
 
 import os
 import shutil
+import socket
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -65,6 +66,7 @@ def read_telemetry(node_id: NodeId, *, has_worker: bool, backends: list[str],
         memory_total_bytes=total,
         memory_available_bytes=available,
         cpu_count=os.cpu_count() or 1,
+        hostname=socket.gethostname()[:255],
         backends=backends,
         has_worker=has_worker,
         api_url=api_url,

@@ -1,4 +1,5 @@
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ def test_readings_are_real_and_positive() -> None:
     reading = read_telemetry(NodeId("n"), has_worker=True, backends=probe_backends())
     assert 0 < reading.memory_available_bytes <= reading.memory_total_bytes
     assert reading.cpu_count >= 1
+    assert reading.hostname == socket.gethostname()
 
 
 def test_llama_cpp_backend_is_claimed_when_importable() -> None:

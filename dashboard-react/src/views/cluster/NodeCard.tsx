@@ -13,7 +13,10 @@ export function NodeCard({ node }: { node: GraphNode }) {
   return (
     <article className={`panel node-card ${node.alive ? "" : "gone"}`} aria-labelledby={`node-${node.id}`} data-node={node.id}>
       <header className="card-head">
-        <h3 id={`node-${node.id}`}>{node.id}</h3>
+        <div className="node-name">
+          <h3 id={`node-${node.id}`}>{node.id}</h3>
+          {node.hostname && <span className="hostname" title="host name">{node.hostname}</span>}
+        </div>
         <div className="badges">
           {node.isMaster && <span className="badge accent">master</span>}
           {node.isSelf && <span className="badge neutral">this node</span>}

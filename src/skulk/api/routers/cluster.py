@@ -91,6 +91,7 @@ async def cluster(context: Context) -> dict[str, object]:
             "node_id": node_id,
             "alive": node_id in live,
             "api_url": reading.api_url if reading else None,
+            "hostname": reading.hostname if reading else None,
             "has_worker": reading.has_worker if reading else None,
             "backends": reading.backends if reading else [],
             "memory_available_bytes": reading.memory_available_bytes if reading else None,

@@ -113,6 +113,10 @@ class NodeTelemetry(WireModel):
     backends: list[str] = Field(description="Engine tags, e.g. `llama_cpp-cpu`.")
     has_worker: bool = Field(description="Whether the node runs models.")
     api_url: str | None = Field(default=None, description="The node's HTTP API, if it serves one.")
+    hostname: str = Field(
+        default="", max_length=255,
+        description="The machine's host name, so people can tell nodes apart by more than "
+                    "their ids (empty from nodes that predate it).")
     disk_total_bytes: int = Field(default=0, description="Size of the data dir's volume.")
     disk_free_bytes: int = Field(default=0, description="Free space on that volume.")
     warm: list[WarmModel] = Field(

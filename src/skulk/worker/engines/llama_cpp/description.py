@@ -1,6 +1,8 @@
 """The llama.cpp engine as the rest of Skulk sees it; imports nothing of llama.cpp."""
 
 import importlib.util
+import os
+import re
 from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 
@@ -21,12 +23,42 @@ def gpu_backends_in(library_folders: Iterable[Path]) -> set[GpuBackend]:
             if any(name.startswith(f"libggml-{backend}.") for name in names)}
 
 
+def library_folders() -> list[Path]:
+    """Where llama-cpp-python loads its shared libraries from, as it finds them itself
+    (`$LLAMA_CPP_LIB_PATH`, else its package's `lib`), without importing it; none when
+    it is not installed."""
+    spec = importlib.util.find_spec("llama_cpp")
+    if spec is None:
+        return []
+    override = os.environ.get("LLAMA_CPP_LIB_PATH")
+    if override:
+        return [Path(override)]
+    return [Path(package) / "lib" for package in spec.submodule_search_locations or []]
+
+
+def libllama_present() -> bool:
+    """Whether the installed llama-cpp-python carries libllama (a failed native build
+    leaves the package without it, and the first model load fails)."""
+    return any(path.name.startswith("libllama.") or path.name == "llama.dll"
+               for folder in library_folders() if folder.is_dir()
+               for path in folder.iterdir())
+
+
+def built_ggml_version(folders: list[Path] | None = None) -> str | None:
+    """ggml's version from its library's file name (`libggml.so.0.25.3`)."""
+    for folder in library_folders() if folders is None else folders:
+        if folder.is_dir():
+            for path in folder.iterdir():
+                found = re.fullmatch(r"libggml(?:\.so)?\.(\d+\.\d+\.\d+)(?:\.dylib)?", path.name)
+                if found:
+                    return found.group(1)
+    return None
+
+
 def built_gpu_backends() -> set[GpuBackend]:
     """The GPU backends the installed llama-cpp-python build carries: its wheel puts one
     library per ggml backend in `llama_cpp/lib` (found, not imported)."""
-    spec = importlib.util.find_spec("llama_cpp")
-    packages = (spec.submodule_search_locations or []) if spec is not None else []
-    return gpu_backends_in(Path(package) / "lib" for package in packages)
+    return gpu_backends_in(library_folders())
 
 
 def backend_tag(built: Collection[GpuBackend], gpus: Sequence[GpuDevice]) -> str:

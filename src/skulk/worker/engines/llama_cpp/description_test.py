@@ -12,6 +12,7 @@ from skulk.worker.engines.llama_cpp.description import (
     GPU_BACKENDS,
     LlamaCppOptions,
     backend_tag,
+    built_ggml_version,
     gpu_backends_in,
 )
 
@@ -53,3 +54,10 @@ def test_gpu_layers_is_a_count() -> None:
     assert LlamaCppOptions.parse({"gpu_layers": "33"}).gpu_layers == 33
     with pytest.raises(EngineOptionError, match="gpu_layers"):
         LlamaCppOptions.parse({"gpu_layers": "-1"})
+
+
+def test_ggml_version_comes_from_the_library_file_name(tmp_path: Path) -> None:
+    (tmp_path / "libggml.so.0.25.3").touch()
+    (tmp_path / "libggml-cpu.so.0.25.3").touch()
+    assert built_ggml_version([tmp_path]) == "0.25.3"
+    assert built_ggml_version([tmp_path / "missing"]) is None

@@ -1,0 +1,14 @@
+"""`GET /version`: what this node runs, for bug reports and for checking that every
+machine of a cluster was upgraded."""
+
+from fastapi import APIRouter
+
+from skulk.api.context import Context
+from skulk.versions import Versions
+
+router = APIRouter(tags=["operations"])
+
+
+@router.get("/version", summary="Skulk's version, the checkout's commit, and the engines'")
+async def version(context: Context) -> Versions:
+    return context.versions()
