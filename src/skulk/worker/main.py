@@ -314,6 +314,7 @@ class Worker:
         try:
             return await self._device_links.options_for(instance, runner_id)
         except (OSError, ValueError) as error:
+            self._close_links(runner_id)  # those that did open
             await self._give_up(instance.instance_id, runner_id,
                                 f"the {instance.engine} device links could not open: {error}")
             return None

@@ -10,6 +10,7 @@ import multiprocessing
 import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
+from pathlib import Path
 
 import psutil
 
@@ -66,7 +67,7 @@ def _run_head(endpoints: list[str], while_loaded: Callable[[], int] = lambda: 0
 
 
 def test_a_head_offloads_half_the_layers_to_a_device_server_and_says_the_same(
-        tmp_path: object) -> None:
+        tmp_path: Path) -> None:
     port = free_port()
     spawn = multiprocessing.get_context("spawn")
     server = spawn.Process(target=_serve, args=(port, str(tmp_path)), daemon=True)
