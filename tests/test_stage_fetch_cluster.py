@@ -55,13 +55,17 @@ def test_a_pipeline_rank_copies_only_its_layers_files_from_a_peer_and_serves(
 
         def b_sees_a_holding() -> bool:
             telemetry = b.state()["telemetry"]
-            own = telemetry.get(b_id, {})
-            reached = any(p["node_id"] == a_id
-                          for p in own.get("reachability", {}).get("peers", []))
             held = telemetry.get(a_id, {}).get("held_models", [])
-            return reached and any(h["model_id"] == MODEL for h in held) and \
+            return any(h["model_id"] == MODEL for h in held) and \
                 MODEL in {m["id"] for m in b.get("/v1/models").json()["data"]}
+
+        def each_reaches_the_other() -> bool:  # the ring is wired from both sides' edges
+            telemetry = a.state()["telemetry"]
+            return all(any(p["node_id"] == other for p in telemetry.get(node, {}).get(
+                "reachability", {}).get("peers", []))
+                for node, other in ((a_id, b_id), (b_id, a_id)))
         b.wait_until(b_sees_a_holding, 60.0, "B to see A holding the model")
+        a.wait_until(each_reaches_the_other, 60.0, "A and B to observe each other")
 
         started = time.monotonic()
         placed = httpx.post(f"{a.url}/place_instance", timeout=60, json={
