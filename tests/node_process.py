@@ -83,6 +83,18 @@ class NodeProcess:
                        for instance in state["instances"].values())
         self.wait_until(ready, timeout, "a model instance to be ready")
 
+    def wait_instance_ready(self, instance_id: str, timeout: float) -> dict[str, Any]:
+        """The instance as `GET /instance/{id}` shows it once ready; fails at once if it
+        is gone (given up or deleted), with this node's log."""
+        def ready() -> bool:
+            reply = self.get(f"/instance/{instance_id}")
+            assert reply.status_code == 200, \
+                f"instance {instance_id} is gone: {reply.text}\n{self.log()}"
+            return bool(reply.json()["status"] == "ready")
+        self.wait_until(ready, timeout, f"instance {instance_id} to be ready")
+        instance: dict[str, Any] = self.get(f"/instance/{instance_id}").json()
+        return instance
+
     def runner_pids(self) -> list[int]:
         import psutil
         assert self.process is not None

@@ -26,3 +26,13 @@ def doctor_rows(stdout: str) -> dict[str, str]:
     """`skulk doctor`'s table rows by check name (a row: level, name, detail, fix)."""
     return {line[6:].split("  ")[0].strip(): line for line in stdout.splitlines()
             if line[:4].strip() in ("OK", "WARN", "FAIL")}
+
+
+def writable(folder: Path) -> bool:
+    """Whether a file can be made in `folder` (as root, even a read-only folder takes one)."""
+    try:
+        (folder / "probe").touch()
+    except OSError:
+        return False
+    (folder / "probe").unlink()
+    return True

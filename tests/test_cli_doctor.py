@@ -5,13 +5,13 @@ import socket
 from pathlib import Path
 
 from skulk.testing.ports import free_port
-from tests.skulk_command import doctor_rows, run_skulk
+from tests.skulk_command import doctor_rows, run_skulk, writable
 
 
 def test_a_held_port_and_an_unwritable_data_dir_fail_with_their_fixes(tmp_path: Path) -> None:
     read_only = tmp_path / "read-only"
     read_only.mkdir(mode=0o555)
-    unwritable = read_only if not _writable(read_only) else Path("/proc")  # root: /proc
+    unwritable = read_only if not writable(read_only) else Path("/proc")  # root: /proc
     with socket.socket() as held:
         held.bind(("0.0.0.0", 0))
         held.listen()
@@ -27,12 +27,3 @@ def test_a_held_port_and_an_unwritable_data_dir_fail_with_their_fixes(tmp_path: 
     assert rows["Python"].startswith("OK")
     assert {"llama.cpp", "MLX", "memory", "discovery", "running node"} <= set(rows)
     assert result.stdout.rstrip().endswith("ok") and "2 failed" in result.stdout
-
-
-def _writable(folder: Path) -> bool:
-    try:
-        (folder / "probe").touch()
-    except OSError:
-        return False
-    (folder / "probe").unlink()
-    return True

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from skulk.startup_failure import ENVIRONMENT, USAGE
-from tests.skulk_command import run_skulk
+from tests.skulk_command import run_skulk, writable
 
 
 @pytest.fixture
@@ -58,7 +58,7 @@ def test_a_bad_listen_endpoint_shows_the_expected_form(tmp_path: Path) -> None:
 def test_a_data_dir_that_cannot_be_written(tmp_path: Path) -> None:
     read_only = tmp_path / "read-only"
     read_only.mkdir(mode=0o555)
-    if read_only.stat().st_uid == 0 and _writable(read_only):
+    if read_only.stat().st_uid == 0 and writable(read_only):
         read_only = Path("/proc/skulk-data")  # root writes anywhere but in /proc
     code, line = refused(read_only / "skulk")
     assert code == ENVIRONMENT
@@ -79,12 +79,3 @@ def test_a_llama_cpp_without_its_library_says_how_to_rebuild(tmp_path: Path) -> 
     assert code == ENVIRONMENT
     assert "without libllama" in line and "make install" in line
     assert "tools/llama-cpp-backends.sh .venv/bin/python" in line
-
-
-def _writable(folder: Path) -> bool:
-    try:
-        (folder / "probe").touch()
-    except OSError:
-        return False
-    (folder / "probe").unlink()
-    return True

@@ -45,16 +45,7 @@ def _place(node: NodeProcess, **fields: Any) -> dict[str, Any]:
     placed = httpx.post(f"{node.url}/place_instance", timeout=60,
                         json={"model_id": MODEL, "engine": "llama_cpp", **fields})
     assert placed.status_code == 201, placed.text
-    instance_id = placed.json()["instance_id"]
-
-    def ready() -> bool:
-        reply = node.get(f"/instance/{instance_id}")
-        assert reply.status_code == 200, \
-            f"instance {instance_id} is gone: {reply.text}\n{node.log()}"
-        return bool(reply.json()["status"] == "ready")
-    node.wait_until(ready, READY_SECONDS, f"instance {instance_id} to be ready")
-    instance: dict[str, Any] = node.get(f"/instance/{instance_id}").json()
-    return instance
+    return node.wait_instance_ready(placed.json()["instance_id"], READY_SECONDS)
 
 
 def _delete(node: NodeProcess, instance_id: str) -> None:

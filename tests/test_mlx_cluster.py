@@ -63,16 +63,6 @@ def _place(node: NodeProcess, **fields: Any) -> httpx.Response:
                       json={"model_id": "smollm2-135m", "engine": "mlx", **fields})
 
 
-def _wait_ready(node: NodeProcess, instance_id: str) -> dict[str, Any]:
-    def ready() -> bool:
-        reply = node.get(f"/instance/{instance_id}")
-        assert reply.status_code == 200, f"instance {instance_id} is gone: {reply.text}"
-        return bool(reply.json()["status"] == "ready")
-    node.wait_until(ready, READY_SECONDS, f"instance {instance_id} to be ready")
-    instance: dict[str, Any] = node.get(f"/instance/{instance_id}").json()
-    return instance
-
-
 def _delete(node: NodeProcess, instance_id: str) -> None:
     assert httpx.delete(f"{node.url}/instance/{instance_id}", timeout=30).status_code < 300
     node.wait_until(lambda: not node.state()["instances"], 60.0, "the instance to go")
@@ -91,7 +81,7 @@ def _greedy(node: NodeProcess, prompt: str) -> str:
 def _served_by(node: NodeProcess, **placement: Any) -> tuple[dict[str, Any], list[str]]:
     placed = _place(node, **placement)
     assert placed.status_code == 201, placed.text
-    instance = _wait_ready(node, placed.json()["instance_id"])
+    instance = node.wait_instance_ready(placed.json()["instance_id"], READY_SECONDS)
     return instance, [_greedy(node, prompt) for prompt in PROMPTS]
 
 
@@ -171,7 +161,7 @@ def test_killing_a_rank_mid_stream_ends_it_with_an_error_and_re_places(
     api = trio[0]
     placed = _place(api, min_nodes=2, excluded_nodes=[api.node_id()])
     assert placed.status_code == 201, placed.text
-    instance = _wait_ready(api, placed.json()["instance_id"])
+    instance = api.wait_instance_ready(placed.json()["instance_id"], READY_SECONDS)
     by_id = {n.node_id(): n for n in trio}
     last_rank = max(instance["ranks"], key=lambda r: r["rank"])
     victim = by_id[last_rank["node_id"]]
@@ -192,5 +182,5 @@ def test_killing_a_rank_mid_stream_ends_it_with_an_error_and_re_places(
         return bool(instances) and instance["instance_id"] not in instances
     api.wait_until(replaced, 120.0, "the instance to be placed again")
     [new_id] = api.state()["instances"]
-    _wait_ready(api, new_id)
+    api.wait_instance_ready(new_id, READY_SECONDS)
     assert _greedy(api, PROMPTS[0])

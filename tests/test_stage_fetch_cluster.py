@@ -5,7 +5,6 @@ on the weights, and serve."""
 
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -37,16 +36,6 @@ def _pull_sharded_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
              lambda done, total: None)
 
 
-def _wait_ready(node: Any, instance_id: str) -> dict[str, Any]:
-    def ready() -> bool:
-        reply = node.get(f"/instance/{instance_id}")
-        assert reply.status_code == 200, f"instance {instance_id} is gone: {reply.text}"
-        return bool(reply.json()["status"] == "ready")
-    node.wait_until(ready, READY_SECONDS, f"instance {instance_id} to be ready")
-    instance: dict[str, Any] = node.get(f"/instance/{instance_id}").json()
-    return instance
-
-
 def test_a_pipeline_rank_copies_only_its_layers_files_from_a_peer_and_serves(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _pull_sharded_model(tmp_path, monkeypatch)
@@ -71,7 +60,7 @@ def test_a_pipeline_rank_copies_only_its_layers_files_from_a_peer_and_serves(
         placed = httpx.post(f"{a.url}/place_instance", timeout=60, json={
             "model_id": MODEL, "engine": "mlx", "min_nodes": 2, "sharding": "pipeline"})
         assert placed.status_code == 201, placed.text
-        instance = _wait_ready(a, placed.json()["instance_id"])
+        instance = a.wait_instance_ready(placed.json()["instance_id"], READY_SECONDS)
         [b_rank] = [r for r in instance["ranks"] if r["node_id"] == b_id]
         reply = httpx.post(f"{b.url}/v1/chat/completions", timeout=120, json={
             "model": MODEL, "max_tokens": 6, "temperature": 0,

@@ -260,7 +260,7 @@ class Node:
         global_events = await self._subscription(tasks, topics.GLOBAL_EVENTS)
         tasks.start_soon(self.replica.run, global_events)
         telemetry = await self._subscription(tasks, topics.TELEMETRY)
-        tasks.start_soon(self._apply_telemetry, telemetry)
+        tasks.start_soon(self.telemetry.follow, telemetry)
         data = await self._open(tasks, self.router.subscribe_with_origin(topics.DATA))
         tasks.start_soon(self._data_plane.receive_chunks, data, lambda: self.replica.state)
         rank_spans = await self._open(tasks,
@@ -331,10 +331,6 @@ class Node:
             weights_port=None if self._weights is None else self._weights.port,
             gpus=self._gpus, memory_limit=self.config.memory_limit_bytes,
             reachability=self.prober.reachability() if self.prober is not None else None)
-
-    async def _apply_telemetry(self, readings: AsyncIterator[NodeTelemetry]) -> None:
-        async for reading in readings:
-            self.telemetry.update(reading)
 
     async def _react_to_applied_events(self, tasks: TaskGroup) -> None:
         """Applied events acknowledge our local events, and control-plane failures end the

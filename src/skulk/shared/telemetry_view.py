@@ -1,7 +1,7 @@
 """The telemetry view: each node's newest readings, last writer wins, expired on read."""
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.telemetry import NodeTelemetry
@@ -29,6 +29,11 @@ class TelemetryView:
 
     def set_own_node(self, node_id: NodeId) -> None:
         self._own_node = node_id
+
+    async def follow(self, readings: AsyncIterator[NodeTelemetry]) -> None:
+        """Keep every reading the telemetry plane brings."""
+        async for reading in readings:
+            self.update(reading)
 
     def update(self, reading: NodeTelemetry, *, gossip: bool = True) -> None:
         if gossip and reading.node_id == self._own_node:
