@@ -83,6 +83,19 @@ class LlamaCppOptions(EngineOptions):
     runs the model on its head (rank 0), which offloads the later layers to the other
     ranks' devices, each served over ggml RPC behind the nodes' relays."""
 
+    max_batch: int = Field(default=4, ge=1, le=64)
+    """Requests decoded together in one context (llama.cpp sequences); 1 serves one
+    request at a time. The instance's concurrency bound."""
+    shared_kv: bool = True
+    """On: the sequences share one context's KV cells (what placement reserves). A
+    request's greedy text may then differ at near-ties from its text alone, as attention
+    sums over cells laid out differently, and when the cells run short the youngest
+    request pauses. Off: each sequence has a whole context's cells of its own (`max_batch`
+    times the KV memory, which placement does not reserve) and every request's output is
+    bit-identical to its output alone."""
+    prefill_chunk: int = Field(default=512, ge=16)
+    """Tokens per step's batch: prompts longer than this are prefilled over several steps
+    while the other requests keep decoding."""
     gpu_layers: int = Field(default=0, ge=0)
     """How many of the shard's layers go to the GPU (llama.cpp's `n_gpu_layers`), chosen
     by the master from the node's free GPU memory; the rest run on the CPU. The shard's

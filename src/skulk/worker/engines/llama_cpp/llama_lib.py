@@ -1,20 +1,21 @@
-"""The one typed doorway to llama-cpp-python: the only module that imports it.
+"""The typed doorway to llama-cpp-python (with `sequences_lib`, the only modules that
+import it): chat templates, grammars, where layers go, and one-sequence `Llama` contexts
+for embeddings.
 
-Most of llama-cpp-python is annotated; its raw C bindings and the private parts of `Llama`
-the engine needs (the last logits, the tokens and KV cells a context holds) are not, so
-they are reached here and nowhere else.
+Most of llama-cpp-python is annotated; its raw C bindings and the private parts the engine
+needs are not, so they are reached here and in `sequences_lib` and nowhere else.
 """
 
 import ctypes
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
+from functools import cache
 from typing import cast
 
 import llama_cpp
 import llama_cpp.llama_cpp
-import numpy as np
-import numpy.typing as npt
+from llama_cpp import _internals
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar
 from llama_cpp.llama_types import ChatCompletionRequestMessage
@@ -22,9 +23,6 @@ from llama_cpp.llama_types import ChatCompletionRequestMessage
 from skulk.shared.types.tasks import ChatMessage
 
 Grammar = LlamaGrammar
-KvBytes = ctypes.Array[ctypes.c_uint8]
-
-_SEQUENCE = 0  # llama-cpp-python decodes everything in sequence 0
 
 
 def any_json_grammar() -> Grammar:
@@ -60,8 +58,23 @@ class ChatTemplate:
         return RenderedPrompt(rendered.prompt, rendered.added_special)
 
 
+def chat_template_from(model: "_internals.LlamaModel") -> ChatTemplate | None:
+    """The template in a GGUF's metadata, with its BOS and EOS tokens; None if the file
+    carries none."""
+    template = model.metadata().get("tokenizer.chat_template")
+    if template is None:
+        return None
+    eos_id, bos_id = model.token_eos(), model.token_bos()
+    return ChatTemplate(Jinja2ChatFormatter(
+        template=template,
+        eos_token=model.token_get_text(eos_id) if eos_id != -1 else "",
+        bos_token=model.token_get_text(bos_id) if bos_id != -1 else "",
+        stop_token_ids=[eos_id]))
+
+
 class LlamaContext:
-    """A GGUF model loaded in one llama.cpp context."""
+    """A GGUF model loaded in one llama.cpp context of one sequence (llama-cpp-python's
+    `Llama`): embeddings, and a plain greedy run to compare with."""
 
     def __init__(self, llama: llama_cpp.Llama) -> None:
         self._llama = llama
@@ -71,18 +84,7 @@ class LlamaContext:
         return self._llama.n_vocab()
 
     def chat_template(self) -> ChatTemplate | None:
-        """The template in the GGUF's metadata, with its BOS and EOS tokens; None if the
-        file carries none."""
-        template = self._llama.metadata.get("tokenizer.chat_template")
-        if template is None:
-            return None
-        model = self._llama._model
-        eos_id, bos_id = model.token_eos(), model.token_bos()
-        return ChatTemplate(Jinja2ChatFormatter(
-            template=template,
-            eos_token=model.token_get_text(eos_id) if eos_id != -1 else "",
-            bos_token=model.token_get_text(bos_id) if bos_id != -1 else "",
-            stop_token_ids=[eos_id]))
+        return chat_template_from(self._llama._model)
 
     def tokenize(self, text: str, *, add_bos: bool, special: bool) -> list[int]:
         return self._llama.tokenize(text.encode("utf-8"), add_bos=add_bos, special=special)
@@ -94,14 +96,6 @@ class LlamaContext:
         """Whether the token ends a generation (EOS, end of turn, ...)."""
         return bool(llama_cpp.llama_vocab_is_eog(self._llama._model.vocab, token))
 
-    def set_seed(self, seed: int) -> None:
-        self._llama.set_seed(seed)
-
-    def reset(self) -> None:
-        """Forget every held token: the next generation prefills in full."""
-        reset: Callable[[], None] = self._llama.reset  # left unannotated upstream
-        reset()
-
     def generate(self, prompt: list[int], *, top_k: int, top_p: float, min_p: float,
                  temperature: float, repeat_penalty: float, grammar: Grammar | None
                  ) -> Generator[int, Sequence[int] | None, None]:
@@ -110,41 +104,6 @@ class LlamaContext:
         return self._llama.generate(prompt, top_k=top_k, top_p=top_p, min_p=min_p,
                                     temp=temperature, repeat_penalty=repeat_penalty,
                                     grammar=grammar)
-
-    def last_logits(self) -> npt.NDArray[np.float32]:
-        """The raw logits the last evaluated token was sampled from."""
-        pointer = llama_cpp.llama_get_logits_ith(self._llama._ctx.ctx, -1)
-        logits: npt.NDArray[np.float32] = np.ctypeslib.as_array(pointer,
-                                                                shape=(self.n_vocab,))
-        return logits
-
-    def held_tokens(self) -> npt.NDArray[np.intc]:
-        """The tokens whose KV the context holds, in order (a view, not a copy)."""
-        return self._llama._input_ids
-
-    def hold_tokens(self, tokens: npt.NDArray[np.intc]) -> None:
-        """Declare that the context holds the KV of `tokens` (just loaded with
-        `load_sequence`); the next generation re-evaluates at least the last one."""
-        count = len(tokens)
-        self._llama.input_ids[:count] = tokens
-        self._llama.n_tokens = count
-        self._llama._requires_eval = True
-
-    def save_sequence(self) -> tuple[KvBytes, int]:
-        """The KV cells of the context's sequence, and how many bytes of them are set."""
-        context = self._llama._ctx.ctx
-        size = llama_cpp.llama_state_seq_get_size(context, _SEQUENCE)
-        buffer = (ctypes.c_uint8 * size)()
-        written = llama_cpp.llama_state_seq_get_data(context, buffer, size, _SEQUENCE)
-        return buffer, int(written)
-
-    def load_sequence(self, data: KvBytes, size: int) -> bool:
-        """Replace the sequence's KV cells with saved ones; False if llama.cpp refused
-        them (the context then holds no cells)."""
-        self._llama._ctx.kv_cache_seq_rm(_SEQUENCE, 0, -1)
-        loaded = llama_cpp.llama_state_seq_set_data(self._llama._ctx.ctx, data, size,
-                                                    _SEQUENCE)
-        return bool(loaded != 0)
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """One unit-length vector per text (a context opened with `embedding=True`)."""
@@ -189,9 +148,9 @@ def offload_for(layer_counts: list[int]) -> Offload:
 
 def open_context(model_path: str, *, context_tokens: int, threads: int | None,
                  embedding: bool = False, offload: Offload | None = None) -> LlamaContext:
-    """Load a GGUF on the CPU, its later layers on other devices as `offload` says; an
-    embedding context mean-pools the last hidden states. Prefill uses as many threads as
-    decoding (llama-cpp-python would otherwise take every core for it)."""
+    """Load a GGUF in a one-sequence `Llama`, its later layers on other devices as
+    `offload` says; an embedding context mean-pools the last hidden states. Prefill uses
+    as many threads as decoding (llama-cpp-python would otherwise take every core)."""
     layers = 0 if offload is None else offload.layers
     split = None if offload is None or not offload.split else list(offload.split)
     placement = _output_on_cpu() if split is not None else nullcontext()
@@ -207,6 +166,20 @@ def open_context(model_path: str, *, context_tokens: int, threads: int | None,
             n_threads_batch=threads, verbose=False, n_gpu_layers=layers, tensor_split=split))
 
 
+def model_params(offload: Offload | None) -> llama_cpp.llama_model_params:
+    """llama.cpp's model parameters for this offload (None: everything on the CPU). The
+    arrays they point to stay alive with them (ctypes keeps what is assigned)."""
+    params: llama_cpp.llama_model_params = llama_cpp.llama_model_default_params()
+    if offload is None:
+        return params
+    params.n_gpu_layers = 0x7FFFFFFF if offload.layers == -1 else offload.layers
+    if offload.split:
+        shares = (ctypes.c_float * llama_cpp.LLAMA_MAX_DEVICES)(*offload.split)
+        params.tensor_split = shares
+        _keep_output_on_cpu(params)
+    return params
+
+
 class _TensorBufferOverride(ctypes.Structure):
     """`struct llama_model_tensor_buft_override` (llama.h), which llama-cpp-python does not
     bind: tensors whose name matches `pattern` go to buffer type `buft`."""
@@ -218,25 +191,38 @@ class _TensorBufferOverride(ctypes.Structure):
 _OUTPUT_WEIGHTS = rb"^(output|output_norm|token_embd)\.weight$"
 
 
-@contextmanager
-def _output_on_cpu() -> Iterator[None]:
-    """Models loaded within keep the output layer on this CPU: llama.cpp would put it on
-    the last remote device with the last layers, and every token's logits (the whole
+def _keep_output_on_cpu(params: llama_cpp.llama_model_params) -> None:
+    """A split model keeps its output layer on this CPU: llama.cpp would put it on the
+    last remote device with the last layers, and every token's logits (the whole
     vocabulary, ~200 KB for a 49k vocabulary) would cross the network back to the head
-    instead of one hidden state. llama-cpp-python sets no tensor overrides, so its default
-    model parameters are given ours while the model loads."""
+    instead of one hidden state."""
+    # The binding declares this field a c_void_p ("unused") but annotates an array.
+    params.tensor_buft_overrides = ctypes.cast(  # type: ignore[assignment]
+        _output_overrides(), ctypes.c_void_p)
+
+
+@cache
+def _output_overrides() -> ctypes.Array[_TensorBufferOverride]:
+    """The override list, made once and kept for the process (llama.cpp reads it while a
+    model loads)."""
     lib = llama_cpp.llama_cpp._lib
     lib.ggml_backend_cpu_buffer_type.restype = ctypes.c_void_p
     overrides = (_TensorBufferOverride * 2)()  # ends with a null pattern
     overrides[0].pattern = _OUTPUT_WEIGHTS
     overrides[0].buft = lib.ggml_backend_cpu_buffer_type()
+    return overrides
+
+
+@contextmanager
+def _output_on_cpu() -> Iterator[None]:
+    """`Llama` objects made within keep a split model's output layer on this CPU:
+    llama-cpp-python sets no tensor overrides, so its default model parameters are given
+    ours while the model loads."""
     defaults = llama_cpp.llama_cpp.llama_model_default_params
 
     def with_overrides() -> llama_cpp.llama_model_params:
         params: llama_cpp.llama_model_params = defaults()
-        # The binding declares this field a c_void_p ("unused") but annotates an array.
-        params.tensor_buft_overrides = ctypes.cast(  # type: ignore[assignment]
-            overrides, ctypes.c_void_p)
+        _keep_output_on_cpu(params)
         return params
 
     llama_cpp.llama_cpp.llama_model_default_params = with_overrides

@@ -1,0 +1,195 @@
+"""Continuous batching with the real model: requests decoded together give what each
+gives alone, join and leave without disturbing the others, and survive a short cache."""
+
+import json
+from collections import defaultdict
+from collections.abc import Iterator
+
+import pytest
+
+from skulk.shared.types.chunks import ErrorChunk, TokenChunk
+from skulk.shared.types.ids import ConversationId, ModelId, TaskId
+from skulk.shared.types.tasks import ChatMessage, GenerationParams
+from skulk.worker.engines.llama_cpp.engine import LlamaCppEngine
+from skulk.worker.engines.llama_cpp.engine_test import model_path
+from skulk.worker.engines.protocol import EngineConfig, TaskDone, TaskJoined, TaskOutput
+
+pytestmark = pytest.mark.integration
+
+QUESTIONS = ["What is the capital of France?", "Write a haiku about rain.",
+             "Name three primary colours.", "Explain what a CPU does in one sentence.",
+             "Count from one to ten.", "What is two plus two?",
+             "Give me a name for a black cat.", "Why is the sky blue?"]
+
+
+def engine(**options: str) -> LlamaCppEngine:
+    loaded = LlamaCppEngine(EngineConfig(model_path=model_path(), context_token_limit=2048,
+                                         n_threads=2, options=options))
+    loaded.load()
+    return loaded
+
+
+@pytest.fixture(scope="module")
+def batched() -> Iterator[LlamaCppEngine]:
+    """Each sequence with cells of its own: outputs do not depend on the batch."""
+    yield engine(max_batch="8", shared_kv="off")
+
+
+def ask(text: str, **kwargs: object) -> GenerationParams:
+    return GenerationParams.model_validate({
+        "model_id": ModelId("smollm2-135m"), "temperature": 0.0, "max_tokens": 40,
+        "messages": [ChatMessage(role="user", content=text)], **kwargs})
+
+
+def alone(on: LlamaCppEngine, params: GenerationParams) -> str:
+    return "".join(chunk.text for chunk in on.generate(params))
+
+
+class Run:
+    """Steps an engine, collecting each request's text and end."""
+
+    def __init__(self, on: LlamaCppEngine) -> None:
+        self.on = on
+        self.text: dict[TaskId, str] = defaultdict(str)
+        self.errors: dict[TaskId, ErrorChunk] = {}
+        self.done: dict[TaskId, TaskDone] = {}
+        self.joined: list[TaskId] = []
+        self.final: dict[TaskId, TokenChunk] = {}
+        self.token_count: dict[TaskId, int] = defaultdict(int)
+
+    def submit(self, name: str, params: GenerationParams) -> TaskId:
+        task_id = TaskId(name)
+        self.on.submit(task_id, params)
+        return task_id
+
+    def step(self) -> None:
+        for event in self.on.step():
+            match event:
+                case TaskJoined(task_id=task_id):
+                    self.joined.append(task_id)
+                case TaskOutput(task_id=task_id, chunk=TokenChunk() as chunk):
+                    self.text[task_id] += chunk.text
+                    self.token_count[task_id] += len(chunk.token_ids)
+                    if chunk.finish_reason is not None:
+                        self.final[task_id] = chunk
+                case TaskOutput(task_id=task_id, chunk=ErrorChunk() as error):
+                    self.errors[task_id] = error
+                case TaskDone(task_id=task_id):
+                    self.done[task_id] = event
+
+    def until_idle(self, max_steps: int = 2000) -> None:
+        for _ in range(max_steps):
+            if not self.on.has_work:
+                return
+            self.step()
+        raise AssertionError("the engine still had work after the step bound")
+
+
+def test_requests_decoded_together_give_what_each_gives_alone(
+        batched: LlamaCppEngine) -> None:
+    expected = {question: alone(batched, ask(question)) for question in QUESTIONS}
+    run = Run(batched)
+    ids = {run.submit(f"q{i}", ask(question)): question for i, question in enumerate(QUESTIONS)}
+    run.until_idle()
+    assert set(run.joined) == set(ids) and not run.errors
+    assert all(run.done[task_id].status == "complete" for task_id in ids)
+    differing = [ids[t] for t in ids if run.text[t] != expected[ids[t]]]
+    assert not differing, f"batched greedy text differs from alone for {differing}"
+
+
+def test_a_request_joins_a_running_batch_and_a_cancelled_one_leaves_it(
+        batched: LlamaCppEngine) -> None:
+    expected = alone(batched, ask(QUESTIONS[1]))
+    run = Run(batched)
+    long = run.submit("long", ask("Count to one hundred.", max_tokens=300))
+    for _ in range(5):
+        run.step()
+    late = run.submit("late", ask(QUESTIONS[1]))
+    for _ in range(5):
+        run.step()
+    assert late in run.joined and long not in run.done
+    batched.cancel(long)
+    run.until_idle()
+    assert run.done[long].status == "cancelled"
+    assert run.done[late].status == "complete" and run.text[late] == expected
+
+
+def test_more_requests_than_sequences_wait_their_turn() -> None:
+    two = engine(max_batch="2", shared_kv="off")
+    expected = [alone(two, ask(question, max_tokens=12)) for question in QUESTIONS[:5]]
+    run = Run(two)
+    ids = [run.submit(f"q{i}", ask(q, max_tokens=12)) for i, q in enumerate(QUESTIONS[:5])]
+    run.step()
+    assert len(run.joined) == 2, "only as many join as there are sequences"
+    run.until_idle()
+    assert [run.text[task_id] for task_id in ids] == expected
+
+
+def test_shared_cells_that_run_short_pause_the_youngest_and_lose_nothing() -> None:
+    # 256 shared cells for four requests of ~45 prompt and 100 generated tokens each
+    # (raw prompts the model goes on counting): younger requests give up their cells,
+    # are fed them again later, and finish.
+    short = LlamaCppEngine(EngineConfig(model_path=model_path(), context_token_limit=256,
+                                        n_threads=2, options={"max_batch": "4"}))
+    short.load()
+    run = Run(short)
+    counting = [", ".join(str(n) for n in range(i * 10, i * 10 + 12)) + "," for i in range(4)]
+    ids = [run.submit(f"q{i}", ask("", raw_prompt=prompt, max_tokens=100))
+           for i, prompt in enumerate(counting)]
+    run.until_idle()
+    assert not run.errors and all(run.done[task_id].status == "complete" for task_id in ids)
+    for task_id in ids:
+        usage = run.final[task_id].usage
+        assert usage is not None and usage.completion_tokens == run.token_count[task_id], \
+            "every generated token reached the stream once"
+    batch = short._batch
+    assert batch is not None and batch.pauses > 0, "the cells never ran short"
+
+
+def test_a_long_prompt_prefilled_in_chunks_gives_the_same_answer() -> None:
+    chunked = engine(prefill_chunk="16")
+    question = "Summarise this: " + " ".join(QUESTIONS * 3)
+    whole = engine()
+    assert alone(chunked, ask(question)) == alone(whole, ask(question))
+
+
+def test_a_conversation_moved_out_for_others_comes_back_from_host_memory() -> None:
+    one = engine(max_batch="1")
+    history = [ChatMessage(role="user", content="Name a fruit.")]
+
+    def turn() -> TokenChunk:
+        chunks = list(one.generate(GenerationParams(
+            model_id=ModelId("smollm2-135m"), messages=history, temperature=0.0,
+            max_tokens=12, session_id=ConversationId("s1"))))
+        history.append(ChatMessage(role="assistant", content="".join(c.text for c in chunks)))
+        return chunks[-1]
+
+    first = turn()
+    history.append(ChatMessage(role="user", content="And a vegetable?"))
+    alone(one, ask("Something else entirely, about ships.", session_id="s2"))
+    second = turn()
+    assert first.usage is not None and second.usage is not None
+    assert second.usage.cached_tokens > first.usage.prompt_tokens, \
+        "the only sequence served s2 in between: s1's cells came back from host memory"
+
+
+def test_grammar_and_plain_requests_share_a_batch(batched: LlamaCppEngine) -> None:
+    run = Run(batched)
+    schema = {"type": "object", "properties": {"colour": {"type": "string",
+                                                          "maxLength": 12}},
+              "required": ["colour"], "additionalProperties": False}
+    constrained = run.submit("json", ask("Pick a colour.", output="json", max_tokens=60,
+                                         json_schema=json.dumps(schema)))
+    plain = run.submit("plain", ask(QUESTIONS[0]))
+    run.until_idle()
+    assert set(json.loads(run.text[constrained])) == {"colour"}
+    assert run.text[plain] == alone(batched, ask(QUESTIONS[0]))
+
+
+def test_a_refused_request_fails_alone(batched: LlamaCppEngine) -> None:
+    run = Run(batched)
+    bad = run.submit("bad", ask("x", prompt_token_ids=[10**7]))
+    good = run.submit("good", ask(QUESTIONS[0], max_tokens=4))
+    run.until_idle()
+    assert run.errors[bad].error_kind == "invalid_request" and run.done[bad].status == "failed"
+    assert run.done[good].status == "complete" and run.text[good]

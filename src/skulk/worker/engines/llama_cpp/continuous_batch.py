@@ -1,0 +1,264 @@
+"""Continuous batching in one llama.cpp context: every step decodes one batch holding the
+next token of each decoding request and prompt chunks of the newly admitted ones.
+
+A request waits until a sequence is free, joins at the next step, and leaves the step it
+finishes or is cancelled, without stopping the others. Each holds its own sampler chain.
+Each sequence has cells for a whole context of its own by default, so a request's logits
+do not depend on what else is in the batch. With shared cells (less memory) they can run
+short: then free sequences give up the cells they kept for prefix reuse (a
+conversation's are saved to host memory first), and if that is not enough the youngest
+running request gives up its cells and is fed its tokens again later: it pauses, and
+continues where it was.
+"""
+
+import random
+from collections import deque
+from dataclasses import dataclass, field
+
+from skulk.shared.types.chunks import ErrorChunk, ErrorKind, FinishReason
+from skulk.shared.types.ids import TaskId
+from skulk.shared.types.tasks import GenerationParams
+from skulk.worker.engines.llama_cpp import batch_plan
+from skulk.worker.engines.llama_cpp.batch_plan import Feed, Portion
+from skulk.worker.engines.llama_cpp.llama_lib import Grammar
+from skulk.worker.engines.llama_cpp.sequences_lib import (
+    Sampler,
+    SequenceContext,
+    SequenceModel,
+)
+from skulk.worker.engines.llama_cpp.session_kv import SavedSessions
+from skulk.worker.engines.llama_cpp.slots import Slot, SlotTable, reusable
+from skulk.worker.engines.llama_cpp.token_text import TokenText, token_logprob
+from skulk.worker.engines.protocol import EngineEvent, TaskDone, TaskJoined, TaskOutput
+
+# llama-cpp-python's own chat-completion defaults, so outputs match its server's.
+TOP_K = 40
+MIN_P = 0.05
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """A request checked and tokenized, ready to take a sequence."""
+
+    task_id: TaskId
+    params: GenerationParams
+    prompt: list[int]
+    max_tokens: int
+    grammar: Grammar | None
+
+
+@dataclass(frozen=True)
+class Refused:
+    task_id: TaskId
+    kind: ErrorKind
+    message: str
+
+
+@dataclass
+class Running:
+    request: Admitted
+    slot: Slot
+    sampler: Sampler
+    text: TokenText
+    cached: int
+    pending: list[int]  # what enters the KV next: the prompt's rest, or the last token drawn
+    order: int  # admission order: the youngest is paused first
+    cancelled: bool = False
+
+    def feed(self) -> Feed:
+        return Feed(self.request.task_id, self.slot.index, len(self.slot.held), self.pending)
+
+
+@dataclass
+class ContinuousBatch:
+    model: SequenceModel
+    context: SequenceContext
+    sessions: SavedSessions
+    table: SlotTable
+    waiting: deque[Admitted | Refused] = field(default_factory=deque)
+    running: list[Running] = field(default_factory=list)
+    _cancelled_waiting: set[TaskId] = field(default_factory=set)
+    _admissions: int = 0
+    pauses: int = 0  # requests that gave up their cells for older ones (shared cells only)
+
+    @property
+    def has_work(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    def submit(self, item: Admitted | Refused) -> None:
+        self.waiting.append(item)
+
+    def cancel(self, task_id: TaskId) -> None:
+        for run in self.running:
+            if run.request.task_id == task_id:
+                run.cancelled = True
+                return
+        if any(item.task_id == task_id for item in self.waiting):
+            self._cancelled_waiting.add(task_id)
+
+    def step(self) -> list[EngineEvent]:
+        events: list[EngineEvent] = []
+        self._drop_cancelled(events)
+        self._admit(events)
+        if not self.running:
+            return events
+        portions, entries = self._plan()
+        if not entries:
+            return events
+        if not self.context.decode(entries):
+            # llama.cpp found no room for the batch: try again smaller next step.
+            if not self._pause_youngest(keep_one=True):
+                self._fail(self.running[0], "the KV cache has no room for this request; "
+                           "send a shorter prompt or a lower max_tokens", events)
+            return events
+        for portion in portions:
+            self._advance(portion, events)
+        return events
+
+    def _drop_cancelled(self, events: list[EngineEvent]) -> None:
+        if self._cancelled_waiting:
+            kept = deque(item for item in self.waiting
+                         if item.task_id not in self._cancelled_waiting)
+            for item in self.waiting:
+                if item.task_id in self._cancelled_waiting:
+                    events.append(TaskDone(item.task_id, "cancelled"))
+            self.waiting, self._cancelled_waiting = kept, set()
+        for run in [run for run in self.running if run.cancelled]:
+            self._leave(run)
+            events.append(TaskDone(run.request.task_id, "cancelled"))
+
+    def _admit(self, events: list[EngineEvent]) -> None:
+        while self.waiting:
+            item = self.waiting[0]
+            if isinstance(item, Refused):
+                self.waiting.popleft()
+                events.append(TaskOutput(item.task_id, ErrorChunk(error_kind=item.kind,
+                                                                  message=item.message)))
+                events.append(TaskDone(item.task_id, "failed", item.message))
+                continue
+            pick = self.table.pick(item.prompt, item.params.session_id)
+            if pick is None:
+                return  # every sequence is busy: it joins when one frees up
+            self.waiting.popleft()
+            self.running.append(self._start(item, pick.slot, pick.reused))
+            events.append(TaskJoined(item.task_id))
+
+    def _start(self, request: Admitted, slot: Slot, reused: int) -> Running:
+        session = request.params.session_id
+        if slot.session is not None and slot.session != session:
+            self.sessions.save(slot.session, self.context, slot.index, slot.held)
+        if session is not None and session in self.sessions and \
+                self.sessions.reusable(session, request.prompt) > reused:
+            slot.held = self.sessions.restore(session, self.context, slot.index)
+            reused = reusable(slot.held, request.prompt)
+        self.context.forget(slot.index, reused)
+        self.table.take(slot, request.task_id, session, keep=reused)
+        params = request.params
+        seed = params.seed if params.seed is not None else random.getrandbits(32)
+        sampler = self.model.sampler(temperature=params.temperature,
+                                     top_k=params.top_k or TOP_K, top_p=params.top_p,
+                                     min_p=MIN_P, seed=seed, grammar=request.grammar)
+        self._admissions += 1
+        return Running(request, slot, sampler, TokenText(list(params.stop)), cached=reused,
+                       pending=request.prompt[reused:], order=self._admissions)
+
+    def _plan(self) -> tuple[list[Portion], list[batch_plan.BatchEntry]]:
+        """This step's batch: decoding requests first (oldest first), then prefills; the
+        budget is the batch size or the free cells, whichever is less, made by emptying
+        free sequences and, failing that, pausing the youngest requests."""
+        while True:
+            ordered = sorted(self.running, key=lambda run: (len(run.pending) > 1, run.order))
+            decoding = sum(1 for run in ordered if len(run.pending) == 1)
+            wanted = sum(len(run.pending) for run in ordered)  # a feed starts only whole
+            while self._free_cells() < wanted and self._empty_an_idle_sequence():
+                pass
+            budget = min(self.context.batch_tokens, self._free_cells())
+            if (budget >= max(decoding, 1)) or not self._pause_youngest(keep_one=True):
+                return batch_plan.plan(self._startable(ordered, decoding), budget)
+
+    def _startable(self, ordered: list[Running], decoding: int) -> list[Feed]:
+        """The feeds worth starting: a request that holds no cells yet (new, or paused)
+        starts only when its whole feed fits beside a step of every decoding request;
+        started partly, it would be paused again at once."""
+        room = self._free_cells() - decoding
+        feeds = []
+        for run in ordered:
+            if self.context.shared_cells and len(run.pending) > 1 and not run.slot.held:
+                if len(run.pending) > room:
+                    continue
+                room -= len(run.pending)
+            feeds.append(run.feed())
+        return feeds
+
+    def _free_cells(self) -> int:
+        """Cells free for this step. Sequences with cells of their own never run short:
+        each holds a whole context, and no request is longer."""
+        if not self.context.shared_cells:
+            return self.context.batch_tokens
+        return self.context.cells - self.table.cells_held()
+
+    def _empty_an_idle_sequence(self) -> bool:
+        idle = self.table.idle_holding()
+        if not idle:
+            return False
+        slot = idle[0]
+        if slot.session is not None:
+            self.sessions.save(slot.session, self.context, slot.index, slot.held)
+        self.context.forget(slot.index)
+        slot.held.clear()
+        return True
+
+    def _pause_youngest(self, *, keep_one: bool) -> bool:
+        """The youngest request holding cells gives them up; it is fed all its tokens
+        again later. False when only the oldest holds any (it always fits alone)."""
+        holding = sorted((run for run in self.running if run.slot.held),
+                         key=lambda run: run.order)
+        if len(holding) <= (1 if keep_one else 0):
+            return False
+        youngest = holding[-1]
+        youngest.pending = youngest.slot.held + youngest.pending
+        youngest.slot.held = []
+        self.context.forget(youngest.slot.index)
+        self.pauses += 1
+        return True
+
+    def _advance(self, portion: Portion, events: list[EngineEvent]) -> None:
+        run = next(r for r in self.running if r.request.task_id == portion.feed.task_id)
+        run.slot.held.extend(run.pending[:portion.count])
+        run.pending = run.pending[portion.count:]
+        if portion.logits_at is None:
+            return
+        token = run.sampler.sample(self.context, portion.logits_at)
+        if self.model.ends_generation(token):
+            self._finish(run, "stop", events)
+            return
+        asked = run.request.params.logprobs
+        logprob = None if asked is None else token_logprob(
+            self.context.logits(portion.logits_at), token, asked,
+            lambda t: self.model.detokenize([t]))
+        chunk = run.text.add(token, self.model.detokenize([token]), logprob)
+        if chunk is not None:
+            events.append(TaskOutput(run.request.task_id, chunk))
+        if run.text.stopped:
+            self._finish(run, "stop", events)
+        elif run.text.generated >= run.request.max_tokens:
+            self._finish(run, "length", events)
+        else:
+            run.pending = [token]
+
+    def _finish(self, run: Running, reason: FinishReason, events: list[EngineEvent]) -> None:
+        final = run.text.finish(reason, len(run.request.prompt), run.cached)
+        events.append(TaskOutput(run.request.task_id, final))
+        events.append(TaskDone(run.request.task_id, "complete"))
+        self._leave(run)
+
+    def _fail(self, run: Running, message: str, events: list[EngineEvent]) -> None:
+        events.append(TaskOutput(run.request.task_id, ErrorChunk(error_kind="internal",
+                                                                 message=message)))
+        events.append(TaskDone(run.request.task_id, "failed", message))
+        self._leave(run)
+
+    def _leave(self, run: Running) -> None:
+        self.running.remove(run)
+        run.sampler.close()
+        self.table.release(run.slot)

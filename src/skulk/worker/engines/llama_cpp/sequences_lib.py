@@ -1,0 +1,187 @@
+"""The typed doorway to llama.cpp's multi-sequence API (with `llama_lib`, the only modules
+that import llama-cpp-python).
+
+One model, one context holding several sequences in a unified KV cache, one batch buffer
+that carries tokens of any sequences at once, and one sampler chain per sequence. This is
+llama.cpp's own C API through llama-cpp-python's bindings, not its `Llama` class, which
+decodes a single sequence.
+"""
+
+import ctypes
+from collections.abc import Callable
+
+import llama_cpp
+import llama_cpp.llama_cpp
+import numpy as np
+import numpy.typing as npt
+from llama_cpp import _internals, _logger
+
+from skulk.worker.engines.llama_cpp.batch_plan import BatchEntry
+from skulk.worker.engines.llama_cpp.llama_lib import (
+    ChatTemplate,
+    Grammar,
+    Offload,
+    chat_template_from,
+    model_params,
+)
+
+KvBytes = ctypes.Array[ctypes.c_uint8]
+
+
+class SequenceModel:
+    """A GGUF's weights and vocabulary, loaded once for any number of contexts."""
+
+    def __init__(self, model_path: str, offload: Offload | None) -> None:
+        _logger.set_verbose(False)  # llama.cpp logs every load at INFO otherwise
+        self._model = _internals.LlamaModel(path_model=model_path,
+                                            params=model_params(offload), verbose=False)
+        self.n_vocab: int = self._model.n_vocab()
+
+    def chat_template(self) -> ChatTemplate | None:
+        return chat_template_from(self._model)
+
+    def tokenize(self, text: str, *, add_bos: bool, special: bool) -> list[int]:
+        tokens: list[int] = self._model.tokenize(text.encode("utf-8"), add_bos, special)
+        return tokens
+
+    def detokenize(self, tokens: list[int]) -> bytes:
+        piece: bytes = self._model.detokenize(tokens)
+        return piece
+
+    def ends_generation(self, token: int) -> bool:
+        """Whether the token ends a generation (EOS, end of turn, ...)."""
+        return bool(llama_cpp.llama_vocab_is_eog(self._model.vocab, token))
+
+    def sampler(self, *, temperature: float, top_k: int, top_p: float, min_p: float,
+                seed: int, grammar: Grammar | None) -> "Sampler":
+        return Sampler(self, temperature=temperature, top_k=top_k, top_p=top_p,
+                       min_p=min_p, seed=seed, grammar=grammar)
+
+    @property
+    def handle(self) -> _internals.LlamaModel:
+        return self._model
+
+
+class SequenceContext:
+    """A context of `sequences` sequences with `cells` KV cells (shared, or divided among
+    them equally), decoding batches of at most `batch_tokens` tokens."""
+
+    def __init__(self, model: SequenceModel, *, cells: int, sequences: int,
+                 shared_cells: bool, batch_tokens: int, threads: int) -> None:
+        params = llama_cpp.llama_context_default_params()
+        params.n_ctx = cells
+        params.n_batch = batch_tokens
+        params.n_ubatch = batch_tokens
+        params.n_seq_max = sequences
+        # Unified: the sequences share all cells. Otherwise each has `cells / sequences`
+        # of its own, and a request's logits do not depend on the others in the batch.
+        params.kv_unified = shared_cells
+        params.n_threads = threads
+        params.n_threads_batch = threads
+        params.no_perf = True
+        self._model = model
+        self._context = _internals.LlamaContext(model=model.handle, params=params,
+                                                verbose=False)
+        self.cells: int = llama_cpp.llama_n_ctx(self._context.ctx)
+        self.shared_cells = shared_cells
+        self.batch_tokens = batch_tokens
+        self._batch = llama_cpp.llama_batch_init(batch_tokens, 0, 1)
+        self._tokens = np.ctypeslib.as_array(self._batch.token, shape=(batch_tokens,))
+        self._positions = np.ctypeslib.as_array(self._batch.pos, shape=(batch_tokens,))
+        self._seq_counts = np.ctypeslib.as_array(self._batch.n_seq_id, shape=(batch_tokens,))
+        self._wants_logits = np.ctypeslib.as_array(self._batch.logits, shape=(batch_tokens,))
+        self._seq_ids = [self._batch.seq_id[i] for i in range(batch_tokens)]
+
+    def close(self) -> None:
+        if self._batch is not None:
+            llama_cpp.llama_batch_free(self._batch)
+            self._batch = None
+        close: Callable[[], None] = self._context.close  # left unannotated upstream
+        close()
+
+    def decode(self, entries: list[BatchEntry]) -> bool:
+        """Evaluate the entries in one batch; False when the KV cache had no room for
+        them (nothing was evaluated). Raises on any other failure."""
+        count = len(entries)
+        if not 0 < count <= self.batch_tokens:
+            raise ValueError(f"a batch holds 1 to {self.batch_tokens} tokens, not {count}")
+        for index, entry in enumerate(entries):
+            self._tokens[index] = entry.token
+            self._positions[index] = entry.position
+            self._seq_counts[index] = 1
+            self._seq_ids[index][0] = entry.sequence
+            self._wants_logits[index] = entry.logits
+        self._batch.n_tokens = count
+        status = llama_cpp.llama_decode(self._context.ctx, self._batch)
+        if status == 1:
+            return False
+        if status != 0:
+            raise RuntimeError(f"llama_decode failed with status {status}")
+        return True
+
+    def logits(self, index: int) -> npt.NDArray[np.float32]:
+        """The next-token logits of the batch's `index`-th entry (a view, valid until the
+        next decode)."""
+        pointer = llama_cpp.llama_get_logits_ith(self._context.ctx, index)
+        logits: npt.NDArray[np.float32] = np.ctypeslib.as_array(
+            pointer, shape=(self._model.n_vocab,))
+        return logits
+
+    def forget(self, sequence: int, start: int = 0) -> None:
+        """Free the sequence's KV cells from position `start` on."""
+        llama_cpp.llama_memory_seq_rm(self._context.memory, sequence, start, -1)
+
+    def save(self, sequence: int) -> tuple[KvBytes, int]:
+        """The sequence's KV cells, and how many bytes of the buffer are set."""
+        size = llama_cpp.llama_state_seq_get_size(self._context.ctx, sequence)
+        buffer = (ctypes.c_uint8 * size)()
+        written = llama_cpp.llama_state_seq_get_data(self._context.ctx, buffer, size,
+                                                     sequence)
+        return buffer, int(written)
+
+    def restore(self, sequence: int, data: KvBytes, size: int) -> bool:
+        """Put saved KV cells in the (emptied) sequence; False if llama.cpp refused them
+        (no room, or another model's), leaving the sequence empty."""
+        self.forget(sequence)
+        loaded = llama_cpp.llama_state_seq_set_data(self._context.ctx, data, size, sequence)
+        if loaded == 0:
+            self.forget(sequence)
+        return bool(loaded != 0)
+
+    @property
+    def raw(self) -> _internals.LlamaContext:
+        return self._context
+
+
+class Sampler:
+    """One sequence's sampler chain: the grammar first when there is one, then greedy, or
+    top-k, top-p, min-p, temperature and a seeded draw, as llama-cpp-python chains them."""
+
+    def __init__(self, model: SequenceModel, *, temperature: float, top_k: int,
+                 top_p: float, min_p: float, seed: int, grammar: Grammar | None) -> None:
+        self._chain = llama_cpp.llama_sampler_chain_init(
+            llama_cpp.llama_sampler_chain_default_params())
+        links = []
+        if grammar is not None:
+            links.append(llama_cpp.llama_sampler_init_grammar(
+                model.handle.vocab, grammar._grammar.encode("utf-8"),
+                grammar._root.encode("utf-8")))
+        if temperature == 0.0:
+            links.append(llama_cpp.llama_sampler_init_greedy())
+        else:
+            links += [llama_cpp.llama_sampler_init_top_k(top_k),
+                      llama_cpp.llama_sampler_init_top_p(top_p, 1),
+                      llama_cpp.llama_sampler_init_min_p(min_p, 1),
+                      llama_cpp.llama_sampler_init_temp(temperature),
+                      llama_cpp.llama_sampler_init_dist(seed)]
+        for link in links:
+            llama_cpp.llama_sampler_chain_add(self._chain, link)  # the chain owns it
+
+    def sample(self, context: SequenceContext, index: int) -> int:
+        """Draw the next token from the batch's `index`-th logits (and accept it)."""
+        return int(llama_cpp.llama_sampler_sample(self._chain, context.raw.ctx, index))
+
+    def close(self) -> None:
+        if self._chain is not None:
+            llama_cpp.llama_sampler_free(self._chain)
+            self._chain = None

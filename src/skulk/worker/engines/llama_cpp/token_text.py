@@ -1,0 +1,74 @@
+"""One request's tokens turned into the chunks the user sees: incremental UTF-8 decoding
+(a character split over tokens waits for its last byte), stop sequences held back until
+they cannot be one, and each token's log probability from the logits it was drawn from."""
+
+import codecs
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from skulk.shared.types.chunks import FinishReason, TokenChunk, TokenLogprob, TopLogprob, Usage
+from skulk.worker.engines.stop_sequences import StopScanner
+
+
+def token_logprob(logits: npt.NDArray[np.float32], token: int, top: int,
+                  piece: Callable[[int], bytes]) -> TokenLogprob:
+    """The token's log probability under the raw model distribution (before temperature
+    and truncation), and the `top` likeliest tokens'."""
+    shifted = logits - logits.max()
+    logprobs = shifted - np.log(np.exp(shifted).sum())
+
+    def entry(candidate: int) -> TopLogprob:
+        raw = piece(candidate)
+        return TopLogprob(token=raw.decode("utf-8", errors="replace"), bytes=list(raw),
+                          logprob=float(logprobs[candidate]))
+
+    best = [int(c) for c in np.argpartition(logprobs, -top)[-top:]] if top else []
+    best.sort(key=lambda c: -logprobs[c])
+    chosen = entry(token)
+    return TokenLogprob(token=chosen.token, bytes=chosen.bytes, logprob=chosen.logprob,
+                        top=[entry(c) for c in best])
+
+
+class TokenText:
+    """Feed a request's tokens one at a time; get back chunks ready to send."""
+
+    def __init__(self, stops: list[str]) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._scanner = StopScanner(list(stops))
+        self._held: list[int] = []  # tokens whose text the scanner still holds back
+        self._scored: list[TokenLogprob] = []  # their log probabilities, when asked for
+        self.generated = 0
+
+    @property
+    def stopped(self) -> bool:
+        """A stop sequence appeared: nothing more is sent but the final chunk."""
+        return self._scanner.stopped
+
+    def add(self, token: int, piece: bytes, logprob: TokenLogprob | None) -> TokenChunk | None:
+        """A generated token (never an end-of-generation one); the chunk to send, if its
+        text can be sent yet."""
+        self.generated += 1
+        self._held.append(token)
+        if logprob is not None:
+            self._scored.append(logprob)
+        text = self._scanner.feed(self._decoder.decode(piece))
+        if not text:
+            return None
+        chunk = TokenChunk(text=text, token_ids=self._held, logprobs=self._scored)
+        self._held, self._scored = [], []
+        return chunk
+
+    def finish(self, reason: FinishReason, prompt_tokens: int, cached: int) -> TokenChunk:
+        """The last chunk: whatever text was held back (none after a stop sequence),
+        the finish reason and the token counts."""
+        tail = "" if self.stopped else self._scanner.feed(self._decoder.decode(b"", final=True))
+        tail += "" if self.stopped else self._scanner.flush()
+        stopped = self.stopped
+        return TokenChunk(text=tail, token_ids=[] if stopped else self._held,
+                          logprobs=[] if stopped else self._scored,
+                          finish_reason="stop" if stopped else reason,
+                          stop_sequence=self._scanner.matched,
+                          usage=Usage(prompt_tokens=prompt_tokens,
+                                      completion_tokens=self.generated, cached_tokens=cached))
