@@ -193,3 +193,14 @@ def test_a_refused_request_fails_alone(batched: LlamaCppEngine) -> None:
     run.until_idle()
     assert run.errors[bad].error_kind == "invalid_request" and run.done[bad].status == "failed"
     assert run.done[good].status == "complete" and run.text[good]
+
+
+def test_an_embedding_request_is_answered_between_steps(batched: LlamaCppEngine) -> None:
+    run = Run(batched)
+    text = run.submit("text", ask(QUESTIONS[0], max_tokens=4))
+    vectors = run.submit("vectors", ask("", embed=["a cat", "a kitten"]))
+    run.until_idle()
+    chunk = run.final[vectors]
+    assert chunk.embeddings is not None and len(chunk.embeddings) == 2
+    assert chunk.usage is not None and chunk.usage.prompt_tokens > 0
+    assert run.done[vectors].status == "complete" and run.done[text].status == "complete"

@@ -96,6 +96,9 @@ class LlamaCppOptions(EngineOptions):
     prefill_chunk: int = Field(default=512, ge=16)
     """Tokens per step's batch: prompts longer than this are prefilled over several steps
     while the other requests keep decoding."""
+    flash_attention: bool = False
+    """llama.cpp's fused attention kernels. Off, as in llama-cpp-python, so greedy text is
+    the same as there; on, the numbers differ in the last bits."""
     gpu_layers: int = Field(default=0, ge=0)
     """How many of the shard's layers go to the GPU (llama.cpp's `n_gpu_layers`), chosen
     by the master from the node's free GPU memory; the rest run on the CPU. The shard's

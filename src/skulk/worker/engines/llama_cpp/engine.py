@@ -9,9 +9,10 @@ a conversation (`session_id`) keeps its KV between turns.
 
 import itertools
 import os
+from collections import deque
 from collections.abc import Iterator
 
-from skulk.shared.types.chunks import ErrorChunk, TokenChunk
+from skulk.shared.types.chunks import ErrorChunk, TokenChunk, Usage
 from skulk.shared.types.ids import ModelId, TaskId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams
 from skulk.worker.engines.llama_cpp.continuous_batch import (
@@ -40,6 +41,7 @@ from skulk.worker.engines.protocol import (
     EngineEvent,
     InvalidRequest,
     TaskDone,
+    TaskJoined,
     TaskOutput,
 )
 
@@ -74,6 +76,7 @@ class LlamaCppEngine:
         self._embedder: LlamaContext | None = None  # made on the first embedding request
         self._offload: Offload | None = None  # a split instance's head: the others' layers
         self._backlog: list[EngineEvent] = []  # other requests' events met in `generate`
+        self._to_embed: deque[tuple[TaskId, list[str]]] = deque()
         self._own_ids = itertools.count()
 
     @property
@@ -93,6 +96,7 @@ class LlamaCppEngine:
         context = SequenceContext(self._model, cells=limit if shared else limit * sequences,
                                   sequences=sequences, shared_cells=shared,
                                   batch_tokens=max(self._options.prefill_chunk, sequences),
+                                  flash_attention=self._options.flash_attention,
                                   threads=self._threads())
         self._batch = ContinuousBatch(self._model, context, SavedSessions(MAX_SAVED_SESSIONS),
                                       SlotTable(sequences))
@@ -174,6 +178,9 @@ class LlamaCppEngine:
 
     def submit(self, task_id: TaskId, params: GenerationParams) -> None:
         _, _, batch = self._loaded()
+        if params.embed is not None:
+            self._to_embed.append((task_id, params.embed))
+            return
         try:
             batch.submit(self._admitted(task_id, params))
         except ContextOverflow as overflow:
@@ -186,7 +193,8 @@ class LlamaCppEngine:
 
     @property
     def has_work(self) -> bool:
-        return bool(self._backlog) or (self._batch is not None and self._batch.has_work)
+        return bool(self._backlog or self._to_embed) or \
+            (self._batch is not None and self._batch.has_work)
 
     @property
     def idle_step_seconds(self) -> float | None:
@@ -194,7 +202,21 @@ class LlamaCppEngine:
 
     def step(self) -> list[EngineEvent]:
         events, self._backlog = self._backlog, []
+        if self._to_embed:  # one embedding request per step, between batches
+            events += self._embedding_events(*self._to_embed.popleft())
         return events + self._loaded()[2].step()
+
+    def _embedding_events(self, task_id: TaskId, texts: list[str]) -> list[EngineEvent]:
+        try:
+            vectors, tokens = self.embed(texts)
+        except InvalidRequest as invalid:
+            return [TaskJoined(task_id),
+                    TaskOutput(task_id, ErrorChunk(error_kind="invalid_request",
+                                                   message=str(invalid))),
+                    TaskDone(task_id, "failed", str(invalid))]
+        chunk = TokenChunk(text="", embeddings=vectors, finish_reason="stop",
+                           usage=Usage(prompt_tokens=tokens, completion_tokens=0))
+        return [TaskJoined(task_id), TaskOutput(task_id, chunk), TaskDone(task_id, "complete")]
 
     # The plain protocol: one request on its own (the warm-up, tests).
 

@@ -67,7 +67,8 @@ class SequenceContext:
     them equally), decoding batches of at most `batch_tokens` tokens."""
 
     def __init__(self, model: SequenceModel, *, cells: int, sequences: int,
-                 shared_cells: bool, batch_tokens: int, threads: int) -> None:
+                 shared_cells: bool, batch_tokens: int, threads: int,
+                 flash_attention: bool = False) -> None:
         params = llama_cpp.llama_context_default_params()
         params.n_ctx = cells
         params.n_batch = batch_tokens
@@ -79,6 +80,10 @@ class SequenceContext:
         params.n_threads = threads
         params.n_threads_batch = threads
         params.no_perf = True
+        # Off, as in llama-cpp-python's `Llama` (llama.cpp's default, auto, turns it on
+        # for the CPU): the same attention kernels, so the same greedy text.
+        params.flash_attn_type = (llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attention
+                                  else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED)
         self._model = model
         self._context = _internals.LlamaContext(model=model.handle, params=params,
                                                 verbose=False)
