@@ -1,0 +1,239 @@
+"""Skulk's llama.cpp engine against llama.cpp's own `llama-server`, on the same GGUF.
+
+    .venv/bin/python bench/llama_server_compare.py [--repeats 3] [--max-tokens 128]
+
+`llama-server` is built from the llama.cpp vendored in the installed llama-cpp-python's
+sdist (bench/llama_server_build.py, cached in bench/.cache; ~5 minutes the first time).
+Three servers, each started alone, measured, stopped, in turn, `--repeats` rounds:
+  skulk            `skulk run --serve smollm2-135m` (continuous batching, 4 sequences)
+  skulk-unbatched  the same with `--no-batching` (one request at a time)
+  llama-server     `-np 4 -t <cores> -c 8192 -kvu` (4 slots sharing one context's cells,
+                   as Skulk's sequences do by default), its other defaults untouched
+The same `openai` client streams from each, greedy. Figures: time to first token and
+decode tokens/s of one stream alone (medians over prompts and rounds), and aggregate
+tokens/s with 1, 4 and 8 streams each sending `--per-stream` requests back to back
+(medians over rounds). Each prompt is made unique, so no server reuses another request's
+prompt beyond the chat template's shared system prompt.
+"""
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import openai
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.llama_server_build import llama_server  # noqa: E402
+from tests.node_process import NodeProcess  # noqa: E402
+
+PROMPTS = [
+    "Explain why the sky is blue in a few sentences.",
+    "Write a short story about a fox in the snow.",
+    "List five uses for a paperclip and explain each one.",
+    "Describe how a bicycle works.",
+]
+CONCURRENCY = (1, 4, 8)
+PARALLEL = 4
+CONTEXT = 8192
+SERVERS = ("skulk", "skulk-unbatched", "llama-server")
+
+
+@dataclass
+class Stream:
+    ttft: float
+    tokens: int
+    decode_seconds: float
+
+    @property
+    def decode_tps(self) -> float:
+        return (self.tokens - 1) / self.decode_seconds if self.decode_seconds > 0 else 0.0
+
+
+@dataclass
+class Round:
+    alone: list[Stream] = field(default_factory=list)
+    aggregate: dict[int, float] = field(default_factory=dict)
+
+
+def stream(client: openai.OpenAI, model: str, prompt: str, max_tokens: int) -> Stream:
+    started = time.perf_counter()
+    first = last = None
+    pieces = 0
+    usage_tokens = None
+    for chunk in client.chat.completions.create(
+            model=model, messages=[{"role": "user", "content": prompt}], temperature=0,
+            max_tokens=max_tokens, stream=True, stream_options={"include_usage": True}):
+        if chunk.usage is not None:
+            usage_tokens = chunk.usage.completion_tokens
+        if chunk.choices and chunk.choices[0].delta.content:
+            last = time.perf_counter()
+            first = first or last
+            pieces += 1
+    assert first is not None and last is not None, "no tokens came back"
+    return Stream(first - started, usage_tokens or pieces, last - first)
+
+
+def aggregate(client: openai.OpenAI, model: str, streams: int, per_stream: int,
+              max_tokens: int, tag: str) -> float:
+    """Tokens per second over all streams, from the first request to the last end."""
+    counts = [0] * streams
+    failures: list[BaseException] = []
+
+    def user(index: int) -> None:
+        try:
+            for turn in range(per_stream):
+                prompt = f"({tag} user {index} turn {turn}) {PROMPTS[(index + turn) % 4]}"
+                counts[index] += stream(client, model, prompt, max_tokens).tokens
+        except BaseException as error:  # reported below; a benchmark must not hide one
+            failures.append(error)
+
+    threads = [threading.Thread(target=user, args=(i,)) for i in range(streams)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=600)
+    elapsed = time.perf_counter() - started
+    if failures:
+        raise failures[0]
+    return sum(counts) / elapsed
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@contextmanager
+def skulk_server(batching: bool) -> Iterator[tuple[str, str]]:
+    with tempfile.TemporaryDirectory() as data_dir:
+        flags = ["--serve", "smollm2-135m", "-q"] + ([] if batching else ["--no-batching"])
+        node = NodeProcess(Path(data_dir), *flags).start()
+        try:
+            node.wait_model_ready(timeout=300)
+            yield f"{node.url}/v1", "smollm2-135m"
+        finally:
+            node.stop()
+
+
+@contextmanager
+def llama_cpp_server(binary: Path, gguf: Path) -> Iterator[tuple[str, str]]:
+    port = free_port()
+    process = subprocess.Popen(
+        [str(binary), "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port),
+         "-t", str(os.cpu_count()), "-np", str(PARALLEL), "-c", str(CONTEXT), "-kvu"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("llama-server did not become healthy")
+            time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}/v1", "smollm2"
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+def measure(server: Callable[[], AbstractContextManager[tuple[str, str]]], name: str,
+            round_: int, args: argparse.Namespace) -> Round:
+    result = Round()
+    with server() as (url, model):
+        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=600)
+        stream(client, model, "Say hello.", 8)  # warm up
+        for index, prompt in enumerate(PROMPTS):
+            result.alone.append(stream(client, model, f"({name} {round_}.{index}) {prompt}",
+                                       args.max_tokens))
+        for streams in CONCURRENCY:
+            result.aggregate[streams] = aggregate(client, model, streams, args.per_stream,
+                                                  args.max_tokens, f"{name} {round_}")
+    alone = statistics.median(s.decode_tps for s in result.alone)
+    print(f"  {name} round {round_}: alone {alone:.1f} tok/s, "
+          + ", ".join(f"{k} streams {v:.1f} tok/s" for k, v in result.aggregate.items()),
+          flush=True)
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument("--per-stream", type=int, default=2)
+    args = parser.parse_args()
+    from skulk.models.catalog import ModelCatalog
+
+    catalog = ModelCatalog.builtin(Path(tempfile.gettempdir()))
+    card = catalog.resolve("smollm2-135m")
+    assert card is not None
+    gguf = catalog.local_path(card, "gguf")
+    assert gguf is not None, "the bundled GGUF is not installed (make install)"
+    binary = llama_server()
+    servers = {"skulk": lambda: skulk_server(True),
+               "skulk-unbatched": lambda: skulk_server(False),
+               "llama-server": lambda: llama_cpp_server(binary, gguf)}
+    rounds: dict[str, list[Round]] = {name: [] for name in SERVERS}
+    for round_ in range(args.repeats):
+        for name in SERVERS:
+            rounds[name].append(measure(servers[name], name, round_, args))
+    figures = {name: summary(rounds[name]) for name in SERVERS}
+    report(figures, args)
+    write(figures, args)
+    return 0
+
+
+def summary(rounds: list[Round]) -> dict[str, float]:
+    alone = [s for r in rounds for s in r.alone]
+    figures = {"ttft_ms": statistics.median(s.ttft for s in alone) * 1000,
+               "decode_tps": statistics.median(s.decode_tps for s in alone)}
+    for streams in CONCURRENCY:
+        figures[f"aggregate_{streams}_tps"] = statistics.median(r.aggregate[streams]
+                                                                for r in rounds)
+    return figures
+
+
+ROWS = [("ttft_ms", "time to first token, ms"), ("decode_tps", "decode, one stream, tok/s")] + \
+    [(f"aggregate_{n}_tps", f"{n} streams, aggregate tok/s") for n in CONCURRENCY]
+
+
+def report(figures: dict[str, dict[str, float]], args: argparse.Namespace) -> None:
+    print(f"\n{args.repeats} rounds, max_tokens={args.max_tokens}, greedy, medians; "
+          f"{os.cpu_count()} cores, {PARALLEL} sequences/slots each")
+    print(f"{'':32}{'skulk':>10}{'unbatched':>11}{'llama-server':>14}{'ratio':>8}"
+          f"{'batching buys':>15}")
+    for key, label in ROWS:
+        s, u, ls = (figures[name][key] for name in SERVERS)
+        print(f"{label:32}{s:10.1f}{u:11.1f}{ls:14.1f}{s / ls:8.2f}{s / u:14.2f}x")
+
+
+def write(figures: dict[str, dict[str, float]], args: argparse.Namespace) -> None:
+    try:
+        from bench.results import write_result
+    except ImportError:  # the results helper arrives with the website
+        return
+    write_result("llama_server_compare", {
+        "repeats": args.repeats, "max_tokens": args.max_tokens,
+        "per_stream": args.per_stream, "parallel": PARALLEL, "figures": figures,
+        "ratios": {key: figures["skulk"][key] / figures["llama-server"][key]
+                   for key, _ in ROWS}})
+
+
+if __name__ == "__main__":
+    sys.exit(main())
