@@ -37,7 +37,7 @@ def metrics_markdown(metrics: ApiMetrics) -> str:
              "from the node's metrics registry when this site was built. Request "
              "measures are counted as requests pass; node and cluster measures are read "
              "when scraped. Counters carry Prometheus' `_total` suffix; histograms add "
-             "`_bucket`, `_sum` and `_count`.", ""]
+             "`_bucket`, `_sum` and `_count`; both also export a `_created` timestamp.", ""]
     lines += table(["metric", "type", "labels", "what"], metric_rows(metrics))
     lines += ["", "A scrape configuration for every node of a cluster:", "", "```yaml",
               "scrape_configs:", "  - job_name: skulk", "    static_configs:",
