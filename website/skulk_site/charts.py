@@ -54,6 +54,10 @@ def provenance(document: Document) -> str:
             f"{document.get('source', '')}").strip()
 
 
+def _figure(value: float) -> str:
+    return f"{value:,.0f}" if value >= 1000 else f"{value:.3g}"
+
+
 def _bars(axes: Axes, groups: list[str], series: dict[str, list[float]],
           errors: dict[str, list[tuple[float, float]]] | None = None) -> None:
     width = 0.8 / max(len(series), 1)
@@ -65,7 +69,10 @@ def _bars(axes: Axes, groups: list[str], series: dict[str, list[float]],
                       [hi - v for v, (_, hi) in zip(values, errors[label], strict=True)]]
         bars = axes.bar(offsets, values, width, label=label, yerr=spread, capsize=2,
                         color=COLOURS[index % len(COLOURS)])
-        axes.bar_label(bars, fmt="%.3g", fontsize=7, padding=2)
+        axes.bar_label(bars, labels=[_figure(v) for v in values], fontsize=7, padding=2)
+    highest = max([v for values in series.values() for v in values]
+                  + [hi for spans in (errors or {}).values() for _, hi in spans])
+    axes.set_ylim(0, highest * 1.35)  # room above the bars for the legend
     axes.set_xticks(range(len(groups)), groups)
     axes.spines[["top", "right"]].set_visible(False)
 
@@ -77,7 +84,7 @@ def served_vs_direct(results: Document) -> Figure:
     decode.set_title("decode (tokens/s, higher is better)", fontsize=10)
     _bars(ttft, [""], {names[k]: [results[k]["ttft_ms"]] for k in names})
     ttft.set_title("time to first token (ms, lower is better)", fontsize=10)
-    ttft.legend(fontsize=8, loc="lower right")
+    ttft.legend(fontsize=8, loc="upper left")
     return figure
 
 
@@ -89,7 +96,7 @@ def batching(results: Document) -> Figure:
         label: [series[str(c)] for c in counts] for label, series in by_label.items()})
     axes.set_xlabel("concurrent requests")
     axes.set_ylabel("aggregate tokens/s")
-    axes.legend(fontsize=8)
+    axes.legend(fontsize=8, loc="upper left")
     return figure
 
 
@@ -106,7 +113,7 @@ def speculative(results: Document) -> Figure:
             for w in workloads] for c in configurations})
     axes.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
     axes.set_ylabel("decode speed vs plain (x)")
-    axes.legend(fontsize=7, ncols=2)
+    axes.legend(fontsize=7, ncols=3, loc="upper left")
     return figure
 
 
@@ -144,7 +151,7 @@ def master_failover(results: Document) -> Figure:
     _bars(axes, ["seconds until a chat succeeds"], {
         "master killed: survivors serve again": [figures["failover"]],
         "cold start of one node": [figures["cold_start"]]})
-    axes.legend(fontsize=8)
+    axes.legend(fontsize=8, loc="upper left")
     return figure
 
 

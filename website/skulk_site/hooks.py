@@ -12,9 +12,18 @@ from pathlib import Path
 from typing import Any
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-for entry in (REPOSITORY / "src", REPOSITORY / "website"):
-    if str(entry) not in sys.path:
+
+
+def _use_this_checkout() -> None:
+    """Generate from this checkout's code, whichever Skulk the environment installed
+    (MkDocs restores sys.path after loading a hook, so on_config does this again)."""
+    for entry in (REPOSITORY / "website", REPOSITORY / "src"):
+        if str(entry) in sys.path:
+            sys.path.remove(str(entry))
         sys.path.insert(0, str(entry))
+
+
+_use_this_checkout()
 
 from mkdocs.config.defaults import MkDocsConfig  # noqa: E402
 from mkdocs.structure.files import File, Files  # noqa: E402
@@ -59,6 +68,11 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "health": _health,
 }
 _rendered: dict[str, str] = {}
+
+
+def on_config(config: MkDocsConfig) -> MkDocsConfig:
+    _use_this_checkout()
+    return config
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:
