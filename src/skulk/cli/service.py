@@ -83,7 +83,11 @@ def run_service(args: argparse.Namespace) -> int:
         if args.dry_run:
             print(f"run: {' '.join(command)}")
             return 0
-        return subprocess.run(command).returncode
+        try:
+            return subprocess.run(command).returncode
+        except OSError as error:
+            print(f"skulk: cannot run {command[0]}: {error}", file=sys.stderr)
+            return 1
     executable = (args.executable or installed_executable()).absolute()
     refusal = _refusal(args, platform, executable)
     if refusal is not None:
