@@ -39,7 +39,8 @@ def machine_description() -> dict[str, Any]:
     cores = os.cpu_count() or 0
     memory = _memory_gib()
     return {
-        "summary": f"{cores}-core {platform.system()} {platform.machine()}, {memory:g} GiB",
+        "summary": f"{cores}-core {_cpu_model()} ({platform.system()} {platform.machine()}), "
+                   f"{memory:g} GiB",
         "cpu": _cpu_model(), "cores": cores, "memory_gib": memory,
         "os": platform.platform(), "python": platform.python_version(),
         "load_average": [round(value, 2) for value in os.getloadavg()],

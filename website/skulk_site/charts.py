@@ -49,6 +49,8 @@ def provenance(document: Document) -> str:
     machine = document["machine"]
     summary = machine.get("summary", "an undescribed machine")
     conditions = f" ({machine['conditions']})" if machine.get("conditions") else ""
+    if not conditions and machine.get("load_average"):
+        conditions = f" (load average {machine['load_average'][0]:g} at the end)"
     commit = str(document["commit"])[:10]
     return (f"Measured on {summary}{conditions}, {document['date']}, commit `{commit}`. "
             f"{document.get('source', '')}").strip()

@@ -12,6 +12,7 @@ from skulk_site.markdown import anchor, cell, table
 
 Schema = dict[str, Any]
 METHODS = ("get", "post", "put", "patch", "delete")
+DIALECT_NAMES = {"openai": "OpenAI", "anthropic": "Anthropic", "ollama": "Ollama"}
 
 
 def api_document() -> dict[str, Any]:
@@ -152,7 +153,7 @@ def http_api_markdown(document: dict[str, Any]) -> str:
         by_tag.setdefault((operation.get("tags") or ["other"])[0], []).append(
             (method, path, operation))
     for tag, members in by_tag.items():
-        lines += ["", f"## {tag.capitalize()}", ""]
+        lines += ["", f"## {DIALECT_NAMES.get(tag, tag.capitalize())}", ""]
         for method, path, operation in members:
             lines += _operation_section(document, method, path, operation)
     lines += ["## Types", "", "The objects the bodies above are made of.", ""]
