@@ -17,7 +17,7 @@ def _parameters(card: ModelCard) -> str:
 
 def _sources(card: ModelCard) -> str:
     approximate = "~" if "sources.size_bytes" in card.unverified else ""
-    return "; ".join(
+    return "<br>".join(
         f"{source.format}{' ' + source.quant if source.quant else ''} "
         f"{approximate}{_size(source.size_bytes)}"
         + (" (bundled)" if source.package else "") for source in card.sources)
