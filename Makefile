@@ -88,9 +88,10 @@ test-dashboard: $(STAMP) $(DASHBOARD_INDEX) chromium
 	cd $(DASHBOARD) && SKULK_BIN=$(CURDIR)/$(BIN)/skulk CHROMIUM_PATH=$(CHROMIUM) npm run e2e
 
 # The site, with its reference pages generated from the code and its charts from
-# bench/results/; --strict: a broken link, anchor or missing page fails the build.
+# bench/results/; --strict: a broken link, anchor or missing page fails the build (not with
+# --quiet, which hides the warnings --strict counts).
 website: $(STAMP)
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet -f website/mkdocs.yml
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -f website/mkdocs.yml
 
 # The built home page and two reference pages in headless Chromium (the dashboard's
 # playwright-core): their content renders and nothing logs an error. Screenshots go to

@@ -72,6 +72,7 @@ _rendered: dict[str, str] = {}
 
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
     _use_this_checkout()
+    _rendered.clear()  # `mkdocs serve` rebuilds: generate afresh each time
     return config
 
 
