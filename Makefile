@@ -1,7 +1,8 @@
 # Two commands on a fresh machine:
 #   make run   - create .venv, install Skulk and the bundled model, build the dashboard,
 #                start a one-node cluster
-#   make test  - install what the tests need and run the whole suite (the dashboard's too)
+#   make test  - install what the tests need and run the whole suite (the dashboard's and
+#                the website's too)
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -17,12 +18,14 @@ DASHBOARD_DEPS := $(DASHBOARD)/node_modules/.package-lock.json
 DASHBOARD_SOURCES := $(shell find $(DASHBOARD)/src -type f 2>/dev/null) \
 	$(addprefix $(DASHBOARD)/,index.html vite.config.ts tsconfig.json)
 CHROMIUM ?= /usr/bin/chromium
+# The website (website/, MkDocs): built into build/website, checked in Chromium.
+SITE := build/website
 # Without npm, `make run` starts a node that serves the API and says at `/` how to build
 # the dashboard.
 RUN_DASHBOARD := $(if $(shell command -v npm 2>/dev/null),$(DASHBOARD_INDEX))
 
 .PHONY: run install test test-dashboard test-netns test-fast typecheck lint bench clean \
-	dashboard chromium
+	dashboard chromium website website-check website-screenshots
 
 run: $(STAMP) $(RUN_DASHBOARD)
 	$(BIN)/skulk run --serve smollm2-135m $(ARGS)
@@ -53,8 +56,9 @@ $(STAMP): pyproject.toml tools/llama-cpp-backends.sh
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 	$(BIN)/python -m mypy
-	$(BIN)/python -m ruff check src tests bench
+	$(BIN)/python -m ruff check src tests bench website
 	$(MAKE) --no-print-directory test-dashboard
+	$(MAKE) --no-print-directory website-check
 
 dashboard: $(DASHBOARD_INDEX)
 
@@ -83,6 +87,22 @@ test-dashboard: $(STAMP) $(DASHBOARD_INDEX) chromium
 	cd $(DASHBOARD) && npm test
 	cd $(DASHBOARD) && SKULK_BIN=$(CURDIR)/$(BIN)/skulk CHROMIUM_PATH=$(CHROMIUM) npm run e2e
 
+# The site, with its reference pages generated from the code and its charts from
+# bench/results/; --strict: a broken link, anchor or missing page fails the build (not with
+# --quiet, which hides the warnings --strict counts).
+website: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -f website/mkdocs.yml
+
+# The built home page and two reference pages in headless Chromium (the dashboard's
+# playwright-core): their content renders and nothing logs an error. Screenshots go to
+# build/website-check/; `make website-screenshots` refreshes the ones in docs/screenshots/.
+website-check: website $(DASHBOARD_DEPS) chromium
+	mkdir -p build/website-check
+	CHROMIUM_PATH=$(CHROMIUM) node website/check-site.mjs $(SITE) build/website-check
+
+website-screenshots: website $(DASHBOARD_DEPS) chromium
+	CHROMIUM_PATH=$(CHROMIUM) node website/check-site.mjs $(SITE) docs/screenshots
+
 test-netns: $(STAMP)
 	$(BIN)/python -m pytest -q -m netns
 
@@ -93,11 +113,12 @@ typecheck: $(STAMP)
 	$(BIN)/python -m mypy
 
 lint: $(STAMP)
-	$(BIN)/python -m ruff check src tests bench
+	$(BIN)/python -m ruff check src tests bench website
 
 bench: $(STAMP)
 	$(BIN)/python bench/chat_latency.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(DASHBOARD)/node_modules \
-		$(DASHBOARD)/e2e-artifacts src/skulk/api/dashboard_dist
+		$(DASHBOARD)/e2e-artifacts src/skulk/api/dashboard_dist build/website \
+		build/website-check

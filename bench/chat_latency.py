@@ -22,6 +22,7 @@ from typing import cast
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.results import write_result  # noqa: E402
 from tests.node_process import NodeProcess  # noqa: E402
 
 PROMPTS = [
@@ -120,6 +121,10 @@ def main() -> int:
     print(f"{'time to first token ms':24}{s_ttft:14.1f}{d_ttft:18.1f}{s_ttft / d_ttft:10.2f}"
           f"   (+{s_ttft - d_ttft:.1f} ms)")
     print(f"{'decode tokens/s':24}{s_tps:14.1f}{d_tps:18.1f}{s_tps / d_tps:10.2f}")
+    write_result("chat_latency", {
+        "requests": len(skulk), "max_tokens": args.max_tokens,
+        "skulk": {"ttft_ms": s_ttft, "decode_tps": s_tps},
+        "direct": {"ttft_ms": d_ttft, "decode_tps": d_tps}})
     return 0
 
 

@@ -19,6 +19,7 @@ import anyio
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.results import write_result  # noqa: E402
 from tests.node_process import NodeProcess  # noqa: E402
 
 from skulk.master.event_log import DEFAULT_SYNC_INTERVAL_SECONDS  # noqa: E402
@@ -160,6 +161,7 @@ def indexing_only() -> bool:
 
 def main() -> int:
     print(f"{'':34}{'skulk':>10}{'baseline':>10}{'ratio':>8}")
+    payload: dict[str, object] = {}
     if not indexing_only():
         three, single = formation()
         print(f"{'formation s (3 nodes / 1 node)':34}{three:10.2f}{single:10.2f}"
@@ -167,6 +169,8 @@ def main() -> int:
         moved, cold = failover()
         print(f"{'failover s (vs cold start)':34}{moved:10.2f}{cold:10.2f}"
               f"{moved / cold:8.2f}")
+        payload["formation_s"] = {"three_nodes": three, "one_node": single}
+        payload["master_failover_s"] = {"failover": moved, "cold_start": cold}
     rates = {}
     for name, interval in (("group", DEFAULT_SYNC_INTERVAL_SECONDS), ("every", 0.0),
                            ("never", None)):
@@ -179,6 +183,8 @@ def main() -> int:
           f"{rates['group'] / rates['never']:8.2f}")
     print(f"{'  fsync every event vs no fsync':34}{rates['every']:10.0f}{rates['never']:10.0f}"
           f"{rates['every'] / rates['never']:8.2f}")
+    payload["indexing_events_per_s"] = {**rates, "no_log": in_memory}
+    write_result("cluster", payload)
     return 0
 
 

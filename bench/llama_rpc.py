@@ -33,6 +33,7 @@ from typing import IO, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.llama_rpc_support import MARK, make_members  # noqa: E402
+from bench.results import write_result  # noqa: E402
 
 NETNS_HOSTS = "/work/shared/tools/netns-hosts"
 SUPPORT = str(Path(__file__).resolve().parent / "llama_rpc_support.py")
@@ -306,6 +307,10 @@ def print_report(samples: dict[str, list[dict[str, Any]]], load_seconds: dict[st
           f"hop {figures['direct']['ttft_ms'] - whole['ttft_ms']:+.1f} ms, the relays "
           f"{relayed['ttft_ms'] - figures['direct']['ttft_ms']:+.1f} ms")
     print_cpu(samples)
+    write_result("llama_rpc", {"max_tokens": max_tokens, "rate": rate, "configurations": {
+        name: {"ttft_ms": row["ttft_ms"], "decode_tps": row["decode"],
+               "load_s": load_seconds[name], "wire_bytes_per_token": row["wire_bytes_per_token"]}
+        for name, row in figures.items()}})
     differing = differing_texts(samples)
     print("greedy text identical across whole, direct and relayed in all "
           f"{requests} requests" if not differing else "greedy text DIFFERS:\n  "

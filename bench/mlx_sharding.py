@@ -27,6 +27,7 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.results import write_result  # noqa: E402
 from tests.node_process import NodeProcess  # noqa: E402
 
 PROMPTS = ["Explain why the sky is blue.", "Write a short poem about the sea.",
@@ -169,6 +170,12 @@ def main() -> None:
     for concurrency in (1, 4, 8):
         on, off = batched["batching"][concurrency], batched["no batching"][concurrency]
         print(f"| {concurrency} | {on:.1f} | {off:.1f} | {on / off:.2f} |")
+    write_result("mlx_sharding", {
+        "tokens": args.tokens, "repeats": args.repeats,
+        "splits": {label: {"ttft_ms": r["ttft_s"] * 1000, "decode_tps": r["decode_tps"]}
+                   for label, r in split.items()},
+        "concurrency": {label: {str(c): tps for c, tps in by_count.items()}
+                        for label, by_count in batched.items()}})
 
 
 if __name__ == "__main__":

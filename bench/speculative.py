@@ -31,6 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.remote_drafting import remote_drafting  # noqa: E402
+from bench.results import write_result  # noqa: E402
 from tests.speculative_support import import_models, probe  # noqa: E402
 
 CODE_BLOCKS = [
@@ -218,6 +219,7 @@ def _run_mlx(repeats: int, draft_model: bool, fixed_draft_model: bool,
     print("\n| workload | configuration | decode tok/s | vs plain | acceptance | "
           "accepted per drafted round | text = plain |")
     print("|---|---|---|---|---|---|---|")
+    rows: list[dict[str, Any]] = []
     for load, requests in loads.items():
         for name in configs:
             summary = summarise([last[name][r["id"]] for r in requests])
@@ -228,6 +230,12 @@ def _run_mlx(repeats: int, draft_model: bool, fixed_draft_model: bool,
             print(f"| {load} | {name} | {statistics.median(rates[(load, name)]):.1f} | "
                   f"{statistics.median(ratio):.2f}x{spread} | {summary['acceptance']:.0%} "
                   f"| {summary['accepted_per_round']:.2f} | {'yes' if same else 'NO'} |")
+            rows.append({"workload": load, "configuration": name,
+                         "decode_tps": statistics.median(rates[(load, name)]),
+                         "vs_plain": statistics.median(ratio), "vs_plain_range": [
+                             min(ratio), max(ratio)], "acceptance": summary["acceptance"],
+                         "text_equals_plain": same})
+    write_result("speculative", {"engine": "mlx", "repeats": repeats, "rows": rows})
 
 
 def run_llama_cpp(repeats: int) -> None:

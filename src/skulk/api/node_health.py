@@ -22,6 +22,31 @@ DISK_WARN_FRACTION = 0.10
 STALE_TELEMETRY_SECONDS = 6.0
 
 
+# Every reason a node's health can give: its level, when it is given, and what to do (the
+# troubleshooting page of the website is generated from this table).
+REASONS: dict[str, tuple[Level, str, str]] = {
+    "node_gone": ("error", "the node left the cluster (no heartbeat within its TTL)",
+                  "restart skulk on it, or check its network link"),
+    "no_telemetry": ("warn", "a live member has sent no readings yet",
+                     "check the node's load and its network link"),
+    "stale_telemetry": ("warn", f"the newest readings are over {STALE_TELEMETRY_SECONDS:g} s "
+                        "old (they come every 2 s)",
+                        "check the node's load and its network link"),
+    "disk_full": ("error", "under 1 GiB free on the data dir's volume",
+                  "free space on the volume that holds the node's data dir"),
+    "disk_low": ("warn", "under 5 GiB or under 10% free on the data dir's volume",
+                 "free space on the volume that holds the node's data dir"),
+    "runner_failed": ("error", "a runner of an instance on this node failed",
+                      "see the node's log, then DELETE /instance/{instance_id} and place the "
+                      "model again"),
+}
+
+
+def _reason(code: str, message: str, **remedy_fields: str) -> "HealthReason":
+    level, _, remedy = REASONS[code]
+    return HealthReason(code, level, message, remedy.format(**remedy_fields))
+
+
 @dataclass(frozen=True)
 class HealthReason:
     code: str
@@ -34,11 +59,10 @@ def _disk(reading: NodeTelemetry) -> HealthReason | None:
     free, total = reading.disk_free_bytes, reading.disk_total_bytes
     if total <= 0:
         return None
-    remedy = "free space on the volume that holds the node's data dir"
     if free < DISK_ERROR_BYTES:
-        return HealthReason("disk_full", "error", f"only {free / GIB:.1f} GiB disk left", remedy)
+        return _reason("disk_full", f"only {free / GIB:.1f} GiB disk left")
     if free < DISK_WARN_BYTES or free < total * DISK_WARN_FRACTION:
-        return HealthReason("disk_low", "warn", f"{free / GIB:.1f} GiB disk left", remedy)
+        return _reason("disk_low", f"{free / GIB:.1f} GiB disk left")
     return None
 
 
@@ -46,17 +70,14 @@ def node_reasons(node_id: NodeId, reading: NodeTelemetry | None, alive: bool, st
                  now: float) -> list[HealthReason]:
     reasons = []
     if not alive:
-        reasons.append(HealthReason("node_gone", "error", "the node left the cluster",
-                                    "restart skulk on it, or check its network link"))
+        reasons.append(_reason("node_gone", "the node left the cluster"))
     if reading is None:
         if alive:
-            reasons.append(HealthReason("no_telemetry", "warn", "no readings from the node",
-                                        "check the node's load and its network link"))
+            reasons.append(_reason("no_telemetry", "no readings from the node"))
     else:
         if now - reading.stamp > STALE_TELEMETRY_SECONDS:
-            reasons.append(HealthReason(
-                "stale_telemetry", "warn", f"last readings {now - reading.stamp:.0f} s old",
-                "check the node's load and its network link"))
+            reasons.append(_reason("stale_telemetry",
+                                   f"last readings {now - reading.stamp:.0f} s old"))
         disk = _disk(reading)
         if disk is not None:
             reasons.append(disk)
@@ -64,11 +85,9 @@ def node_reasons(node_id: NodeId, reading: NodeTelemetry | None, alive: bool, st
         for runner_id, shard in instance.shards.items():
             status = state.runners.get(runner_id)
             if shard.node_id == node_id and isinstance(status, RunnerFailed):
-                reasons.append(HealthReason(
-                    "runner_failed", "error",
-                    f"runner of {instance.model_id} failed: {status.error}",
-                    f"see the node's log, then DELETE /instance/{instance.instance_id} and "
-                    "place the model again"))
+                reasons.append(_reason(
+                    "runner_failed", f"runner of {instance.model_id} failed: {status.error}",
+                    instance_id=str(instance.instance_id)))
     return reasons
 
 

@@ -16,6 +16,7 @@ from skulk.cli.models_pull import add_pull_arguments, run_pull
 from skulk.cli.models_remove import add_remove_arguments, run_remove
 from skulk.cli.node_commands import add_logs_arguments
 from skulk.cli.run import add_run_arguments, run_node
+from skulk.cli.service import add_service_arguments, run_service
 from skulk.paths import default_data_dir
 from skulk.versions import version_text, versions
 from skulk.worker.engines.llama_cpp.description import built_ggml_version
@@ -77,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "completion", help="print a shell completion script: source <(skulk completion bash)"
     ).add_argument("shell", choices=SHELLS)
+    add_service_arguments(commands.add_parser(
+        "service", help="run this node as a service that starts on boot (systemd on Linux, "
+                        "launchd on macOS)"))
     add_logs_arguments(with_url("logs", "a running node's recent log lines; -f follows it"))
     with_url("stop", "shut a running node down gracefully (as Ctrl-C would)")
     place = with_url("place", "place a model on the cluster")
@@ -129,6 +133,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 0
             case "doctor":
                 return run_doctor(args)
+            case "service":
+                return run_service(args)
             case "logs":
                 return node_commands.logs(args.url, args.level, args.component, args.lines,
                                           args.follow)

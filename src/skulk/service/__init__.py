@@ -1,0 +1,1 @@
+"""Running a node as a service: systemd on Linux, launchd on macOS (`skulk service`)."""
