@@ -35,6 +35,7 @@ import openai
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.llama_server_build import llama_server  # noqa: E402
+from bench.results import write_result  # noqa: E402
 from tests.node_process import NodeProcess  # noqa: E402
 
 PROMPTS = [
@@ -224,10 +225,6 @@ def report(figures: dict[str, dict[str, float]], args: argparse.Namespace) -> No
 
 
 def write(figures: dict[str, dict[str, float]], args: argparse.Namespace) -> None:
-    try:
-        from bench.results import write_result
-    except ImportError:  # the results helper arrives with the website
-        return
     write_result("llama_server_compare", {
         "repeats": args.repeats, "max_tokens": args.max_tokens,
         "per_stream": args.per_stream, "parallel": PARALLEL, "figures": figures,

@@ -102,6 +102,23 @@ def batching(results: Document) -> Figure:
     return figure
 
 
+def llama_server(results: Document) -> Figure:
+    figure, (ttft, rate) = plt.subplots(1, 2, figsize=(9, 3.4),
+                                         gridspec_kw={"width_ratios": [1, 3]})
+    names = {"skulk": "Skulk", "skulk-unbatched": "Skulk --no-batching",
+             "llama-server": "llama-server"}
+    figures = results["figures"]
+    rows = {"decode_tps": "1 stream\n(decode)", "aggregate_4_tps": "4 streams",
+            "aggregate_8_tps": "8 streams"}
+    _bars(rate, list(rows.values()), {label: [figures[name][key] for key in rows]
+                                      for name, label in names.items()})
+    rate.set_title("tokens/s (higher is better)", fontsize=10)
+    rate.legend(fontsize=8, loc="upper left")
+    _bars(ttft, [""], {label: [figures[name]["ttft_ms"]] for name, label in names.items()})
+    ttft.set_title("first token (ms, lower is better)", fontsize=10)
+    return figure
+
+
 def speculative(results: Document) -> Figure:
     rows = results["rows"]
     workloads = list(dict.fromkeys(row["workload"] for row in rows))
@@ -193,6 +210,10 @@ CHARTS = (
     Chart("batching", "Batching throughput by concurrency", "mlx_sharding", "concurrency",
           batching, "Aggregate tokens/s of one MLX node serving 1, 4 and 8 concurrent "
           "requests with continuous batching and with `--no-batching`."),
+    Chart("llama-server", "llama.cpp: Skulk against llama-server", "llama_server_compare",
+          "figures", llama_server, "The bundled GGUF served by Skulk (4 sequences batched "
+          "continuously, and one request at a time) and by llama.cpp's own llama-server "
+          "(4 slots) built from the same llama.cpp, same client, greedy, one after the other."),
     Chart("speculative", "Speculative speedup by workload", "speculative", "rows",
           speculative, "Decode speed with each drafter relative to plain decoding in the same "
           "repeat (whiskers: the range over repeats). Greedy text was identical to plain."),
