@@ -26,6 +26,7 @@ from skulk.worker.engines.protocol import EngineConfig
 from skulk.worker.engines.registry import spawn_environment
 from skulk.worker.runner import messages
 from skulk.worker.runner.bootstrap import entrypoint
+from skulk.worker.runner.coalesce import coalesce
 from skulk.worker.runner.flight_recorder import FlightRecorder
 from skulk.worker.runner.messages import FromRunner, ToRunner
 
@@ -68,6 +69,7 @@ class RunnerSupervisor:
         self._stopping = False
         self._exited = False
         self._first_chunk_at: dict[TaskId, float] = {}
+        self._tokens_after_first: dict[TaskId, int] = {}
         self._timeline: dict[TaskId, list[int]] = {}  # wall µs: started, acknowledged, first
         self.tokens_per_second: float | None = None
         self.recorder = FlightRecorder()
@@ -102,7 +104,7 @@ class RunnerSupervisor:
                     self._process.pid, self._engine_name)
         while True:
             batch = await anyio.to_thread.run_sync(self._take_messages, abandon_on_cancel=True)
-            for message in batch:
+            for message in coalesce(batch):
                 await self._forward(message)
             if not batch and not self._process.is_alive():
                 for message in self._drain():
@@ -171,8 +173,13 @@ class RunnerSupervisor:
         self._sequences[task_id] = sequence + 1
         now = time.monotonic()
         first = self._first_chunk_at.setdefault(task_id, now)
-        if sequence > 1 and now > first:  # chunks after the first measure decode speed
-            self.tokens_per_second = (sequence - 1) / (now - first)
+        tokens = len(chunk.token_ids) if isinstance(chunk, TokenChunk) else 0
+        if sequence == 0:
+            self._tokens_after_first[task_id] = 0
+        else:  # tokens after the first chunk measure decode speed (chunks may hold several)
+            self._tokens_after_first[task_id] = self._tokens_after_first.get(task_id, 0) + tokens
+            if now > first and self._tokens_after_first[task_id] > 1:
+                self.tokens_per_second = self._tokens_after_first[task_id] / (now - first)
         timeline = self._timeline.get(task_id)
         if timeline is not None:
             if len(timeline) == 2:
@@ -216,6 +223,7 @@ class RunnerSupervisor:
             return
         self._sequences.pop(task_id, None)
         self._first_chunk_at.pop(task_id, None)
+        self._tokens_after_first.pop(task_id, None)
         self._timeline.pop(task_id, None)
         self.recorder.record("task_ended", f"{task_id} {status}" + (f": {error}" if error else ""))
         await self._on_event(TaskStatusUpdated(task_id=task_id, status=status, error=error))
