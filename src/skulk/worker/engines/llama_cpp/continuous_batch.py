@@ -128,20 +128,21 @@ class ContinuousBatch:
             events.append(TaskDone(run.request.task_id, "cancelled"))
 
     def _admit(self, events: list[EngineEvent]) -> None:
+        """Refusals end at once; the others join, in order, while sequences are free."""
+        for refused in [item for item in self.waiting if isinstance(item, Refused)]:
+            self.waiting.remove(refused)
+            events.append(TaskOutput(refused.task_id, ErrorChunk(error_kind=refused.kind,
+                                                                 message=refused.message)))
+            events.append(TaskDone(refused.task_id, "failed", refused.message))
         while self.waiting:
-            item = self.waiting[0]
-            if isinstance(item, Refused):
-                self.waiting.popleft()
-                events.append(TaskOutput(item.task_id, ErrorChunk(error_kind=item.kind,
-                                                                  message=item.message)))
-                events.append(TaskDone(item.task_id, "failed", item.message))
-                continue
-            pick = self.table.pick(item.prompt, item.params.session_id)
+            request = self.waiting[0]
+            assert isinstance(request, Admitted)
+            pick = self.table.pick(request.prompt, request.params.session_id)
             if pick is None:
                 return  # every sequence is busy: it joins when one frees up
             self.waiting.popleft()
-            self.running.append(self._start(item, pick.slot, pick.reused))
-            events.append(TaskJoined(item.task_id))
+            self.running.append(self._start(request, pick.slot, pick.reused))
+            events.append(TaskJoined(request.task_id))
 
     def _start(self, request: Admitted, slot: Slot, reused: int) -> Running:
         session = request.params.session_id
