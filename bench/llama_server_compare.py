@@ -65,6 +65,31 @@ class Stream:
 class Round:
     alone: list[Stream] = field(default_factory=list)
     aggregate: dict[int, float] = field(default_factory=dict)
+    # CPU milliseconds per generated token of each of the server's processes (Skulk: the
+    # node, which carries the per-token path, and the runner, which computes), alone and
+    # at the most streams: where a token's time goes.
+    cpu_ms_per_token: dict[str, float] = field(default_factory=dict)
+
+
+class CpuMeter:
+    """CPU seconds the named processes spent between `start` and `stop`."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        import psutil
+
+        self._processes = {name: psutil.Process(pid) for name, pid in pids.items()}
+        self._before: dict[str, float] = {}
+
+    def _now(self) -> dict[str, float]:
+        return {name: sum(process.cpu_times()[:2]) for name, process in self._processes.items()}
+
+    def start(self) -> None:
+        self._before = self._now()
+
+    def per_token(self, tokens: int) -> dict[str, float]:
+        after = self._now()
+        return {name: (after[name] - self._before[name]) * 1000 / max(tokens, 1)
+                for name in after}
 
 
 def stream(client: openai.OpenAI, model: str, prompt: str, max_tokens: int) -> Stream:
@@ -86,8 +111,9 @@ def stream(client: openai.OpenAI, model: str, prompt: str, max_tokens: int) -> S
 
 
 def aggregate(client: openai.OpenAI, model: str, streams: int, per_stream: int,
-              max_tokens: int, tag: str) -> float:
-    """Tokens per second over all streams, from the first request to the last end."""
+              max_tokens: int, tag: str) -> tuple[float, int]:
+    """Tokens per second over all streams, from the first request to the last end, and
+    how many tokens that was."""
     counts = [0] * streams
     failures: list[BaseException] = []
 
@@ -108,7 +134,7 @@ def aggregate(client: openai.OpenAI, model: str, streams: int, per_stream: int,
     elapsed = time.perf_counter() - started
     if failures:
         raise failures[0]
-    return sum(counts) / elapsed
+    return sum(counts) / elapsed, sum(counts)
 
 
 def free_port() -> int:
@@ -119,19 +145,21 @@ def free_port() -> int:
 
 
 @contextmanager
-def skulk_server(batching: bool) -> Iterator[tuple[str, str]]:
+def skulk_server(batching: bool) -> Iterator[tuple[str, str, dict[str, int]]]:
     with tempfile.TemporaryDirectory() as data_dir:
         flags = ["--serve", "smollm2-135m", "-q"] + ([] if batching else ["--no-batching"])
         node = NodeProcess(Path(data_dir), *flags).start()
         try:
             node.wait_model_ready(timeout=300)
-            yield f"{node.url}/v1", "smollm2-135m"
+            assert node.process is not None
+            pids = {"node": node.process.pid, "runner": node.runner_pids()[0]}
+            yield f"{node.url}/v1", "smollm2-135m", pids
         finally:
             node.stop()
 
 
 @contextmanager
-def llama_cpp_server(binary: Path, gguf: Path) -> Iterator[tuple[str, str]]:
+def llama_cpp_server(binary: Path, gguf: Path) -> Iterator[tuple[str, str, dict[str, int]]]:
     port = free_port()
     process = subprocess.Popen(
         [str(binary), "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port),
@@ -148,24 +176,31 @@ def llama_cpp_server(binary: Path, gguf: Path) -> Iterator[tuple[str, str]]:
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("llama-server did not become healthy")
             time.sleep(0.2)
-        yield f"http://127.0.0.1:{port}/v1", "smollm2"
+        yield f"http://127.0.0.1:{port}/v1", "smollm2", {"server": process.pid}
     finally:
         process.terminate()
         process.wait(30)
 
 
-def measure(server: Callable[[], AbstractContextManager[tuple[str, str]]], name: str,
-            round_: int, args: argparse.Namespace) -> Round:
+def measure(server: Callable[[], AbstractContextManager[tuple[str, str, dict[str, int]]]],
+            name: str, round_: int, args: argparse.Namespace) -> Round:
     result = Round()
-    with server() as (url, model):
+    with server() as (url, model, pids):
         client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=600)
         stream(client, model, "Say hello.", 8)  # warm up
+        meter = CpuMeter(pids)
+        meter.start()
         for index, prompt in enumerate(PROMPTS):
             result.alone.append(stream(client, model, f"({name} {round_}.{index}) {prompt}",
                                        args.max_tokens))
+        for process, ms in meter.per_token(sum(s.tokens for s in result.alone)).items():
+            result.cpu_ms_per_token[f"{process}_alone"] = ms
         for streams in CONCURRENCY:
-            result.aggregate[streams] = aggregate(client, model, streams, args.per_stream,
-                                                  args.max_tokens, f"{name} {round_}")
+            meter.start()
+            result.aggregate[streams], tokens = aggregate(
+                client, model, streams, args.per_stream, args.max_tokens, f"{name} {round_}")
+            for process, ms in meter.per_token(tokens).items():
+                result.cpu_ms_per_token[f"{process}_{streams}_streams"] = ms
     alone = statistics.median(s.decode_tps for s in result.alone)
     print(f"  {name} round {round_}: alone {alone:.1f} tok/s, "
           + ", ".join(f"{k} streams {v:.1f} tok/s" for k, v in result.aggregate.items()),
@@ -207,6 +242,9 @@ def summary(rounds: list[Round]) -> dict[str, float]:
     for streams in CONCURRENCY:
         figures[f"aggregate_{streams}_tps"] = statistics.median(r.aggregate[streams]
                                                                 for r in rounds)
+    for key in rounds[0].cpu_ms_per_token:
+        figures[f"cpu_ms_per_token_{key}"] = statistics.median(r.cpu_ms_per_token[key]
+                                                               for r in rounds)
     return figures
 
 
@@ -222,6 +260,11 @@ def report(figures: dict[str, dict[str, float]], args: argparse.Namespace) -> No
     for key, label in ROWS:
         s, u, ls = (figures[name][key] for name in SERVERS)
         print(f"{label:32}{s:10.1f}{u:11.1f}{ls:14.1f}{s / ls:8.2f}{s / u:14.2f}x")
+    print("\nCPU ms per generated token, by process (medians over rounds):")
+    for name in SERVERS:
+        cpu = {key.removeprefix("cpu_ms_per_token_"): value
+               for key, value in figures[name].items() if key.startswith("cpu_ms_per_token_")}
+        print(f"  {name:16}" + "  ".join(f"{key} {value:.2f}" for key, value in cpu.items()))
 
 
 def write(figures: dict[str, dict[str, float]], args: argparse.Namespace) -> None:
