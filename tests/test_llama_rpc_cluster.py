@@ -101,7 +101,7 @@ def test_sessions_logprobs_json_and_embeddings_work_on_a_split_instance(
             first = session.generate(max_tokens=8)
             session.append(messages=[{"role": "user", "content": "And another one?"}])
             second = session.generate(max_tokens=8)
-        assert first.cached_tokens == 0 and second.text
+        assert first.cached_tokens < first.prompt_tokens and second.text
         assert second.cached_tokens >= first.prompt_tokens, second
 
         openai_client = _client(api)

@@ -22,11 +22,12 @@ def test_turns_reuse_the_cache_and_match_a_fresh_request_with_the_full_history(
                 "model": "smollm2-135m", "max_tokens": 3,
                 "messages": [{"role": "user", "content": "Unrelated."}]})
             turn = session.generate(max_tokens=16)
-            # A new session starts from an empty cache: the full history is prefilled.
+            # A new session with the same history gives the same text (it may reuse the
+            # first session's cells: a prompt's prefix is reused across requests).
             with client.create_session("smollm2-135m") as fresh:
                 fresh.append(messages=history)
                 from_scratch = fresh.generate(max_tokens=16)
-            assert from_scratch.cached_tokens == 0
+            assert from_scratch.cached_tokens < from_scratch.prompt_tokens
             assert turn.text == from_scratch.text
             history.append({"role": "assistant", "content": turn.text})
             if number > 0:

@@ -5,6 +5,7 @@ import os
 import re
 from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 
@@ -88,17 +89,20 @@ class LlamaCppOptions(EngineOptions):
     request at a time. The instance's concurrency bound."""
     shared_kv: bool = True
     """On: the sequences share one context's KV cells (what placement reserves). A
-    request's greedy text may then differ at near-ties from its text alone, as attention
-    sums over cells laid out differently, and when the cells run short the youngest
+    request's greedy text may then differ at near-ties from its text alone (attention sums
+    over cells laid out by what else runs), and when the cells run short the youngest
     request pauses. Off: each sequence has a whole context's cells of its own (`max_batch`
-    times the KV memory, which placement does not reserve) and every request's output is
-    bit-identical to its output alone."""
+    times the KV memory, which placement does not reserve) and, with flash attention, every
+    request's output is bit-identical to its output alone."""
+    flash_attention: Literal["auto", "on", "off"] = "auto"
+    """llama.cpp's fused attention kernels. `auto`: off with shared cells, as in
+    llama-cpp-python (greedy text as its `create_chat_completion` gives), on with cells of
+    each sequence's own (its kernels do not depend on the other sequences in the batch;
+    the plain ones do, at near-ties)."""
+
     prefill_chunk: int = Field(default=512, ge=16)
     """Tokens per step's batch: prompts longer than this are prefilled over several steps
     while the other requests keep decoding."""
-    flash_attention: bool = False
-    """llama.cpp's fused attention kernels. Off, as in llama-cpp-python, so greedy text is
-    the same as there; on, the numbers differ in the last bits."""
     gpu_layers: int = Field(default=0, ge=0)
     """How many of the shard's layers go to the GPU (llama.cpp's `n_gpu_layers`), chosen
     by the master from the node's free GPU memory; the rest run on the CPU. The shard's
@@ -113,6 +117,12 @@ class LlamaCppOptions(EngineOptions):
     rpc_cache_dir: str | None = None
     """A device server's: where it keeps the tensors the head sends by hash, so a reload
     sends only hashes."""
+
+    @property
+    def uses_flash_attention(self) -> bool:
+        if self.flash_attention == "auto":
+            return not self.shared_kv
+        return self.flash_attention == "on"
 
 
 # llama.cpp maps the GGUF as it is on disk; its compute buffers and the small C++ runtime

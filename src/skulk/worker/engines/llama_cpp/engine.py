@@ -96,7 +96,7 @@ class LlamaCppEngine:
         context = SequenceContext(self._model, cells=limit if shared else limit * sequences,
                                   sequences=sequences, shared_cells=shared,
                                   batch_tokens=max(self._options.prefill_chunk, sequences),
-                                  flash_attention=self._options.flash_attention,
+                                  flash_attention=self._options.uses_flash_attention,
                                   threads=self._threads())
         self._batch = ContinuousBatch(self._model, context, SavedSessions(MAX_SAVED_SESSIONS),
                                       SlotTable(sequences))
