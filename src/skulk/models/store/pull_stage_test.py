@@ -13,8 +13,9 @@ from skulk.models.store.manifest import read_entry
 from skulk.models.store.pull import PullRequest, pull
 from skulk.testing.fake_hub import FakeHub
 from skulk.testing.sharded_llama import shard_name, write_sharded_llama
-from skulk.worker.engines.mlx.families.llama.pipeline import load_llama_stage
-from skulk.worker.engines.mlx.families.llama.weights import stage_spec
+from skulk.worker.engines.mlx.families.quirks import LlamaQuirks
+from skulk.worker.engines.mlx.families.stage import load_stage
+from skulk.worker.engines.mlx.families.stage_spec import stage_spec
 from skulk.worker.weights_digest import files_digest
 
 REPO = "someone/tiny-llama-mlx"
@@ -38,9 +39,9 @@ def _fetched(hub: FakeHub) -> set[str]:
 def _stage_parameters(model_dir: Path, rank: int, start: int, end: int
                       ) -> dict[str, mx.array]:
     config = json.loads((model_dir / "config.json").read_text())
-    spec = stage_spec(rank=rank, size=2, start_layer=start, end_layer=end, n_layers=6,
-                      tied=bool(config.get("tie_word_embeddings", True)))
-    return dict(tree_flatten(load_llama_stage(model_dir, config, spec).module.parameters()))
+    spec = stage_spec(rank=rank, size=2, start_layer=start, end_layer=end, n_layers=6)
+    stage = load_stage(model_dir, config, spec, LlamaQuirks())
+    return dict(tree_flatten(stage.model.parameters()))
 
 
 def test_a_stage_pull_fetches_only_its_layers_files_and_loads_as_that_stage(

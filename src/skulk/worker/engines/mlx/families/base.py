@@ -10,9 +10,13 @@ from skulk.worker.engines.mlx.shard import ModelShard
 class ModelFamily(Protocol):
     """The sharding code of one model architecture, kept beside its model code."""
 
-    name: str
-    model_types: frozenset[str]
-    """The config.json `model_type` values this family loads."""
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def model_types(self) -> frozenset[str]:
+        """The config.json `model_type` values this family loads."""
+        ...
 
     def load_pipeline(
         self, model_dir: Path, config: dict[str, Any], group: Group,
