@@ -6,6 +6,8 @@ Run as `python -m tests.mlx_rank_helper '<json spec>'` from the repository root.
   deciding rank takes the argmax, every rank learns it through a fixed-shape all_sum);
   each rank writes `rank<r>.json` (tokens, timings) into `out`, the decider also
   `logits.npy` (the prompt's logits).
+- "many": "greedy" for each of `jobs` (each its own model_dir, sharding, ranges and out)
+  in turn over the same ring, so one set of processes checks many models.
 - "connect": connect only (a test starts one rank of two to see the deadline end it).
 - "stall": connect, then rank 0 either exits at once or hangs ("peer" = "exit" | "hang")
   while rank 1 waits in a recv from it, which must end within the collective deadline.
@@ -54,7 +56,7 @@ def greedy(
 
 
 def run_greedy(spec: dict[str, Any], group: Group) -> None:
-    rank = int(spec["rank"])
+    rank = group.rank
     start_layer, end_layer = spec["ranges"][rank]
     shard = load_shard(Path(spec["model_dir"]), group, start_layer, end_layer,
                        spec["sharding"])
@@ -86,6 +88,9 @@ def main() -> None:
                          float(spec.get("collective_deadline", 30.0)))
     if spec["mode"] == "greedy":
         run_greedy(spec, group)
+    elif spec["mode"] == "many":
+        for job in spec["jobs"]:
+            run_greedy({**spec, **job}, group)
     elif spec["mode"] == "stall":
         run_stall(spec, group)
     else:
