@@ -8,6 +8,9 @@ Run as `python -m tests.mlx_rank_helper '<json spec>'` from the repository root.
   `logits.npy` (the prompt's logits).
 - "many": "greedy" for each of `jobs` (each its own model_dir, sharding, ranges and out)
   in turn over the same ring, so one set of processes checks many models.
+- "engine": the MLX engine itself as one rank of a split instance (it wires its own
+  ring): load, warm up, answer one chat request; rank 0 writes the tokens it streamed
+  to `out/engine.json`.
 - "connect": connect only (a test starts one rank of two to see the deadline end it).
 - "stall": connect, then rank 0 either exits at once or hangs ("peer" = "exit" | "hang")
   while rank 1 waits in a recv from it, which must end within the collective deadline.
@@ -82,8 +85,33 @@ def run_stall(spec: dict[str, Any], group: Group) -> None:
     print("received: the peer was not stalled", flush=True)
 
 
+def run_engine(spec: dict[str, Any]) -> None:
+    from skulk.shared.types.ids import ModelId
+    from skulk.shared.types.tasks import ChatMessage, GenerationParams
+    from skulk.worker.engines.mlx.engine import MlxEngine
+    from skulk.worker.engines.protocol import EngineConfig
+
+    rank, hosts = int(spec["rank"]), spec["hosts"]
+    start_layer, end_layer = spec["ranges"][rank]
+    engine = MlxEngine(EngineConfig(
+        model_path=spec["model_dir"], context_token_limit=512, start_layer=start_layer,
+        end_layer=end_layer, world_size=len(hosts), rank=rank,
+        options={"ring_hosts": ",".join(hosts), "ring_connect_seconds": "30"}))
+    engine.load()
+    engine.warm_up()
+    params = GenerationParams(model_id=ModelId("m"), max_tokens=int(spec["max_tokens"]),
+                              temperature=0.0,
+                              messages=[ChatMessage(role="user", content=spec["text"])])
+    tokens = [t for chunk in engine.generate(params) for t in chunk.token_ids]
+    if rank == 0:
+        (Path(spec["out"]) / "engine.json").write_text(json.dumps({"tokens": tokens}))
+
+
 def main() -> None:
     spec = json.loads(sys.argv[1])
+    if spec["mode"] == "engine":
+        run_engine(spec)
+        return
     group = connect_ring(int(spec["rank"]), spec["hosts"], float(spec["connect_deadline"]),
                          float(spec.get("collective_deadline", 30.0)))
     if spec["mode"] == "greedy":

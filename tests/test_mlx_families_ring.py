@@ -14,10 +14,16 @@ import mlx.core as mx
 import numpy as np
 import pytest
 
+from skulk.models.mlx_import.store import import_to_store
+from skulk.shared.types.ids import ModelId
+from skulk.shared.types.tasks import ChatMessage, GenerationParams
+from skulk.testing.family_checkpoint import write_family_checkpoint
 from skulk.testing.random_family import FAMILIES, tiny_config, write_random_model
 from skulk.worker.engines.mlx.collectives import SoloGroup
+from skulk.worker.engines.mlx.engine import MlxEngine
 from skulk.worker.engines.mlx.families.support import SPLITS
 from skulk.worker.engines.mlx.shard_loader import load_shard
+from skulk.worker.engines.protocol import EngineConfig
 from tests.mlx_rank_helper import greedy
 from tests.test_mlx_distributed import ranks, run_ring
 
@@ -106,3 +112,34 @@ def test_gemma3_over_three_ranks(tmp_path: Path, ranks: list[subprocess.Popen[st
     want_tokens, want_logits = expected(model_dir)
     assert tokens == want_tokens
     np.testing.assert_array_equal(logits, want_logits)
+
+
+@pytest.mark.parametrize("model_type", ["qwen3", "gemma3_text", "mistral"])
+def test_an_imported_model_split_over_two_engines_answers_like_one(
+    tmp_path: Path, ranks: list[subprocess.Popen[str]], model_type: str
+) -> None:
+    """A published (bf16) checkpoint imported into the store, then the MLX engine itself
+    on two ranks over the ring, speculation and all, against the engine on one."""
+    source = write_family_checkpoint(tmp_path / "published", model_type, n_layers=3, seed=2)
+    model_dir = import_to_store(source, tmp_path / "models", f"{model_type}-mlx", model_type,
+                                None).path
+    alone = MlxEngine(EngineConfig(model_path=str(model_dir), context_token_limit=512))
+    alone.load()
+    want = [t for chunk in alone.generate(chat(TEXT, 12)) for t in chunk.token_ids]
+    assert len(set(want)) > 2, "degenerate output compares nothing"
+    out = tmp_path / "out"
+    out.mkdir()
+    finished = run_ring(ranks, {"mode": "engine", "model_dir": str(model_dir),
+                                "ranges": [[0, 1], [1, 3]], "text": TEXT, "max_tokens": 12,
+                                "out": str(out)}, 2)
+    for rank, result in enumerate(finished):
+        assert result.returncode == 0, f"rank {rank} failed:\n{result.stderr}"
+    assert json.loads((out / "engine.json").read_text())["tokens"] == want
+
+
+TEXT = "The quick brown fox jumps over the lazy dog. Hello!"
+
+
+def chat(text: str, max_tokens: int) -> GenerationParams:
+    return GenerationParams(model_id=ModelId("m"), max_tokens=max_tokens, temperature=0.0,
+                            messages=[ChatMessage(role="user", content=text)])

@@ -29,10 +29,10 @@ _FAMILY_FIELDS: dict[str, dict[str, Any]] = {
     "mistral": {"tie_word_embeddings": False, "head_dim": 16},
     "qwen2": {"tie_word_embeddings": True},
     "qwen3": {"tie_word_embeddings": False, "head_dim": 24},
-    "gemma2": {"head_dim": 16, "query_pre_attn_scalar": 16.0,
+    "gemma2": {"head_dim": 16, "query_pre_attn_scalar": 16,
                "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0},
     # Every other layer slides over a window shorter than the test prompts.
-    "gemma3_text": {"head_dim": 16, "query_pre_attn_scalar": 16.0, "sliding_window": 4,
+    "gemma3_text": {"head_dim": 16, "query_pre_attn_scalar": 16, "sliding_window": 4,
                     "sliding_window_pattern": 2, "rope_local_base_freq": 10000.0},
     "phi3": {"tie_word_embeddings": False},
 }
