@@ -1,7 +1,7 @@
 """The MLX engine split across simulated machines, beside one node on one core, in one run.
 
     .venv/bin/python bench/mlx_sharding.py [--tokens 32] [--repeats 3] [--rates 1gbit,200mbit]
-                                           [--three]
+                                           [--micro-batches] [--three]
 
 Each rank is the MLX engine in a process of its own, in its own network namespace (a
 host of `../shared/tools/netns-hosts`, its outgoing rate capped with `tc tbf`) and pinned
@@ -9,12 +9,13 @@ to its own core with `taskset`: as if on separate machines, linked at a LAN's (1
 a Wi-Fi's (200 Mbit) rate. The baseline is one node on one core holding the whole model.
 Everything runs with one BLAS thread, greedy, no drafting, no prefix cache.
 
-Reported: single-stream time to first token and decode tokens/s for 2 (and, with
-`--three`, 3) ranks; aggregate tokens/s with 1, 4 and 8 concurrent streams; the measured
-cost of one hop per token (the pipeline's time per token minus one node's), and by
-arithmetic what a LAN's (0.5 ms) and a Wi-Fi's (5 ms) round trip would add, since these
-machines' kernel has no netem to add latency. Three ranks on a 2-core machine share a
-core and are labelled oversubscribed.
+With `--micro-batches`, 2 ranks run a second time with `mlx.pipeline_micro_batches` on
+(each decode step in one micro-batch per rank). Reported: single-stream time to first
+token and decode tokens/s for 2 (and, with `--three`, 3) ranks; aggregate tokens/s with
+1, 4 and 8 concurrent streams; the measured cost of one hop per token (the pipeline's
+time per token minus one node's), and by arithmetic what a LAN's (0.5 ms) and a Wi-Fi's
+(5 ms) round trip would add, since these machines' kernel has no netem to add latency.
+Three ranks on a 2-core machine share a core and are labelled oversubscribed.
 
 Needs root (network namespaces). The model is the bundled SmolLM2 imported for MLX as fp32.
 """
@@ -69,7 +70,8 @@ def layer_ranges(ranks: int) -> list[list[int]]:
 
 
 def run_configuration(model: Path, cores: list[int], args: argparse.Namespace,
-                      log_dir: Path, label: str) -> dict[str, Any]:
+                      log_dir: Path, label: str, micro_batches: bool = False
+                      ) -> dict[str, Any]:
     """Start one rank per entry of `cores` (host i on core cores[i]); rank 0's report."""
     ring = [f"10.77.0.{host + 1}:{RING_PORT}" for host in range(len(cores))]
     ranges = layer_ranges(len(cores))
@@ -82,7 +84,8 @@ def run_configuration(model: Path, cores: list[int], args: argparse.Namespace,
         for rank, core in enumerate(cores):
             spec = {"model": str(model), "rank": rank, "hosts": ring if len(cores) > 1 else
                     ["solo"], "layers": ranges[rank], "tokens": args.tokens,
-                    "repeats": args.repeats, "streams": [1, 4, 8]}
+                    "repeats": args.repeats, "streams": [1, 4, 8],
+                    "micro_batches": micro_batches}
             log = (log_dir / f"{label}-rank{rank}.log").open("w")
             processes.append(subprocess.Popen(
                 ["ip", "netns", "exec", f"{PREFIX}-n{rank}", "taskset", "-c", str(core),
@@ -143,6 +146,8 @@ def main() -> int:
     parser.add_argument("--tokens", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--rates", default="1gbit,200mbit")
+    parser.add_argument("--micro-batches", action="store_true",
+                        help="also 2 ranks with mlx.pipeline_micro_batches on")
     parser.add_argument("--three", action="store_true",
                         help="also 3 ranks (on a 2-core machine two of them share a core)")
     args = parser.parse_args()
@@ -165,6 +170,9 @@ def main() -> int:
                 cap(count, rate)
                 splits[f"{rate}, 2 ranks"] = run_configuration(
                     model, [0, 1 % cores], args, log_dir, f"{rate}-2")
+                if args.micro_batches:
+                    splits[f"{rate}, 2 ranks, micro-batched"] = run_configuration(
+                        model, [0, 1 % cores], args, log_dir, f"{rate}-2-micro", True)
                 if args.three:
                     over = " (oversubscribed: 3 ranks on 2 cores)" if cores < 3 else ""
                     splits[f"{rate}, 3 ranks{over}"] = run_configuration(

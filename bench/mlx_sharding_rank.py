@@ -74,6 +74,7 @@ def main() -> None:
                "ring_connect_seconds": "60"}
     if len(hosts) > 1:
         options["ring_hosts"] = ",".join(hosts)
+        options["pipeline_micro_batches"] = "true" if spec["micro_batches"] else "false"
     engine = MlxEngine(EngineConfig(
         model_path=spec["model"], context_token_limit=2048, n_threads=1, start_layer=start,
         end_layer=end, world_size=len(hosts), rank=rank, options=options))

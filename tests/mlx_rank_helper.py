@@ -9,8 +9,8 @@ Run as `python -m tests.mlx_rank_helper '<json spec>'` from the repository root.
 - "many": "greedy" for each of `jobs` (each its own model_dir, sharding, ranges and out)
   in turn over the same ring, so one set of processes checks many models.
 - "engine": the MLX engine itself as one rank of a split instance (it wires its own
-  ring): load, warm up, answer one chat request; rank 0 writes the tokens it streamed
-  to `out/engine.json`.
+  ring): load, warm up, answer `texts` (or one `text`) as chat requests all in flight
+  at once; rank 0 writes the tokens it streamed, per request, to `out/engine.json`.
 - "connect": connect only (a test starts one rank of two to see the deadline end it).
 - "stall": connect, then rank 0 either exits at once or hangs ("peer" = "exit" | "hang")
   while rank 1 waits in a recv from it, which must end within the collective deadline.
@@ -86,25 +86,39 @@ def run_stall(spec: dict[str, Any], group: Group) -> None:
 
 
 def run_engine(spec: dict[str, Any]) -> None:
-    from skulk.shared.types.ids import ModelId
+    from skulk.shared.types.chunks import TokenChunk
+    from skulk.shared.types.ids import ModelId, TaskId
     from skulk.shared.types.tasks import ChatMessage, GenerationParams
     from skulk.worker.engines.mlx.engine import MlxEngine
-    from skulk.worker.engines.protocol import EngineConfig
+    from skulk.worker.engines.protocol import EngineConfig, TaskDone, TaskOutput
 
     rank, hosts = int(spec["rank"]), spec["hosts"]
     start_layer, end_layer = spec["ranges"][rank]
     engine = MlxEngine(EngineConfig(
         model_path=spec["model_dir"], context_token_limit=512, start_layer=start_layer,
         end_layer=end_layer, world_size=len(hosts), rank=rank,
-        options={"ring_hosts": ",".join(hosts), "ring_connect_seconds": "30"}))
+        options={"ring_hosts": ",".join(hosts), "ring_connect_seconds": "30",
+                 **spec.get("options", {})}))
     engine.load()
     engine.warm_up()
-    params = GenerationParams(model_id=ModelId("m"), max_tokens=int(spec["max_tokens"]),
-                              temperature=0.0,
-                              messages=[ChatMessage(role="user", content=spec["text"])])
-    tokens = [t for chunk in engine.generate(params) for t in chunk.token_ids]
+    texts = spec["texts"] if "texts" in spec else [spec["text"]]
+    for index, text in enumerate(texts):  # all in flight together: one batch
+        engine.submit(TaskId(f"t{index}"), GenerationParams(
+            model_id=ModelId("m"), max_tokens=int(spec["max_tokens"]), temperature=0.0,
+            messages=[ChatMessage(role="user", content=text)]))
+    tokens: dict[str, list[int]] = {f"t{index}": [] for index in range(len(texts))}
+    done: set[str] = set()
+    while len(done) < len(texts):
+        for event in engine.step():
+            if isinstance(event, TaskOutput) and isinstance(event.chunk, TokenChunk):
+                tokens[event.task_id].extend(event.chunk.token_ids)
+            elif isinstance(event, TaskDone):
+                done.add(event.task_id)
     if rank == 0:
-        (Path(spec["out"]) / "engine.json").write_text(json.dumps({"tokens": tokens}))
+        answers = [tokens[f"t{index}"] for index in range(len(texts))]
+        (Path(spec["out"]) / "engine.json").write_text(json.dumps(
+            {"tokens": answers[0], "answers": answers,
+             "micro_batches": engine.loop.settings.micro_batches}))
 
 
 def main() -> None:

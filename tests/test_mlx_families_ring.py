@@ -143,3 +143,34 @@ TEXT = "The quick brown fox jumps over the lazy dog. Hello!"
 def chat(text: str, max_tokens: int) -> GenerationParams:
     return GenerationParams(model_id=ModelId("m"), max_tokens=max_tokens, temperature=0.0,
                             messages=[ChatMessage(role="user", content=text)])
+
+
+BATCH = ["The quick brown fox", "Hello! How are you today?", "Numbers like 12345 appear",
+         "Skulk joins machines", "Café, naïve, über", "user assistant system tool"]
+
+
+def test_a_pipeline_in_micro_batches_answers_a_batch_like_one_engine(
+    tmp_path: Path, ranks: list[subprocess.Popen[str]]
+) -> None:
+    """Six requests in flight over two ranks, each step run as two micro-batches (one per
+    rank, so the first computes the second while the last computes the first): every
+    request's tokens are one engine's for the same batch."""
+    source = write_family_checkpoint(tmp_path / "published", "qwen2", n_layers=3, seed=1)
+    model_dir = import_to_store(source, tmp_path / "models", "qwen2-mlx", "qwen2", None).path
+    alone = MlxEngine(EngineConfig(model_path=str(model_dir), context_token_limit=512,
+                                   options={"speculation": "false"}))
+    alone.load()
+    want = [[t for c in alone.generate(chat(text, 10)) for t in c.token_ids]
+            for text in BATCH]
+    assert len({tuple(answer) for answer in want}) > 3, "the answers compare nothing"
+    out = tmp_path / "out"
+    out.mkdir()
+    finished = run_ring(ranks, {
+        "mode": "engine", "model_dir": str(model_dir), "ranges": [[0, 1], [1, 3]],
+        "texts": BATCH, "max_tokens": 10, "out": str(out),
+        "options": {"pipeline_micro_batches": "true"}}, 2)
+    for rank, result in enumerate(finished):
+        assert result.returncode == 0, f"rank {rank} failed:\n{result.stderr}"
+    report = json.loads((out / "engine.json").read_text())
+    assert report["micro_batches"] == 2
+    assert report["answers"] == want

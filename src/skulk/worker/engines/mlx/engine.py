@@ -86,7 +86,9 @@ class MlxEngine:
             slots=options.max_batch if options.batching else 1,
             prefill_chunk=options.prefill_chunk,
             join_wait_seconds=options.join_wait_seconds,
-            speculation=options.speculation)
+            speculation=options.speculation,
+            micro_batches=(config.world_size if options.pipeline_micro_batches
+                           and options.sharding == "pipeline" else 1))
         shard = self._open_shard()
         speculator = None
         if options.speculation:
