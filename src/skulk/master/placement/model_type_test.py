@@ -21,10 +21,10 @@ def test_an_unknown_family_is_refused_for_a_split_with_its_name() -> None:
 
 
 def test_a_family_without_a_head_split_is_refused_tensor_but_splits_by_layers() -> None:
-    tensor = placed_mlx("gemma2", sharding="tensor")
+    tensor = placed_mlx("phi3", sharding="tensor")
     assert isinstance(tensor, PlacementError)
-    assert "gemma2: tensor sharding not supported" in tensor.message
-    assert isinstance(placed_mlx("gemma2"), Instance)
+    assert "phi3: tensor sharding not supported" in tensor.message
+    assert isinstance(placed_mlx("phi3"), Instance)
 
 
 def test_a_known_family_splits() -> None:

@@ -40,7 +40,7 @@ def test_placement_refusals_say_which_split_is_missing() -> None:
     refusal = split_refusal("qwen3_moe", "pipeline", 2)
     assert refusal is not None and refusal.startswith(
         "qwen3_moe: pipeline sharding not supported yet")
-    assert split_refusal("gemma2", "pipeline", 3) is None
-    tensor = split_refusal("gemma2", "tensor", 2)
+    assert split_refusal("phi3", "pipeline", 3) is None
+    tensor = split_refusal("phi3", "tensor", 2)
     assert tensor is not None and "use a pipeline split" in tensor
     assert split_refusal("qwen3", "tensor", 2) is None

@@ -15,14 +15,17 @@ SPLITS: dict[str, frozenset[Sharding]] = {
     "mistral": BOTH,  # mlx-lm runs Mistral checkpoints as Llamas
     "qwen2": BOTH,
     "qwen3": BOTH,
+    # mlx-lm's Gemma 2 attention adds a batch's [B, 1, L, S] mask to scores shaped
+    # [B, kv_heads, repeats, L, S]: split heads leave one KV head per rank and the batch
+    # axis then broadcasts into it, so it is not split by heads.
     "gemma2": PIPELINE_ONLY,
-    "gemma3_text": PIPELINE_ONLY,
-    "phi3": PIPELINE_ONLY,
+    "gemma3_text": BOTH,  # by heads: the split of head_split.py (mlx-lm's has no shard)
+    "phi3": PIPELINE_ONLY,  # fused qkv and gate/up projections: no plain row split
 }
 """Every `model_type` a split supports, and the shardings it supports."""
 
-_NO_TENSOR_WHY = ("mlx-lm's model has no head split for it (its attention or MLP is laid "
-                  "out differently); use a pipeline split")
+_NO_TENSOR_WHY = ("mlx-lm's attention for it does not take a plain head split (fused "
+                  "projections, or masks that do not survive one); use a pipeline split")
 
 
 def split_refusal(model_type: str, sharding: Sharding, width: int) -> str | None:

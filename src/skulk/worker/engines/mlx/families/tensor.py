@@ -1,9 +1,10 @@
 """Tensor parallelism: every rank holds every layer, split by heads and MLP rows.
 
-mlx-lm's own `shard` (on the families whose model has one) splits q/k/v and gate/up by
-output rows and o/down by input columns, with an all-reduce after each; the embedding
-and head stay whole, so after the last all-reduce every rank holds the same hidden
-states and rank 0 decides. Families whose mlx-lm model has no `shard` are refused.
+mlx-lm's own `shard` (or, for families whose model has none, the same split in
+head_split.py) splits q/k/v and gate/up by output rows and o/down by input columns, with
+an all-reduce after each; the embedding and head stay whole, so after the last
+all-reduce every rank holds the same hidden states and rank 0 decides. Which families
+split this way is `support.SPLITS`.
 """
 
 from pathlib import Path
@@ -13,6 +14,7 @@ import mlx.core as mx
 
 from skulk.worker.engines.mlx import mlx_api
 from skulk.worker.engines.mlx.collectives import Group, RingGroup
+from skulk.worker.engines.mlx.families.head_split import split_by_heads
 from skulk.worker.engines.mlx.families.quirks import Plain
 
 
@@ -79,9 +81,9 @@ def load_tensor(model_dir: Path, config: dict[str, Any], group: Group,
     if error is not None:
         raise ValueError(f"cannot split {model_dir.name} by heads: {error}")
     model = mlx_api.load_lazily(model_dir)
-    if not hasattr(model, "shard"):
-        raise ValueError(f"mlx-lm's {config['model_type']} model cannot be split by heads; "
-                         "use a pipeline split")
-    model.shard(group.native)
+    if hasattr(model, "shard"):
+        model.shard(group.native)
+    else:
+        split_by_heads(model, group.native)
     mx.eval(model.parameters())
     return TensorShard(model, quirks, group)
