@@ -25,6 +25,11 @@ class ModelFamily(Protocol):
         """This rank's stage: layers [start_layer, end_layer), passing hidden states on."""
         ...
 
+    def load_whole(self, model_dir: Path, config: dict[str, Any], group: Group
+                   ) -> ModelShard | None:
+        """The whole model on one rank when the family runs it itself; None: mlx-lm's."""
+        ...
+
     def load_tensor(self, model_dir: Path, config: dict[str, Any], group: Group) -> ModelShard:
         """This rank's share of every layer, split by heads over the group."""
         ...

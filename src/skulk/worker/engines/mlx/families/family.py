@@ -30,6 +30,13 @@ class MlxLmFamily:
     ) -> ModelShard:
         return load_pipeline(model_dir, config, group, self.quirks, start_layer, end_layer)
 
+    def load_whole(self, model_dir: Path, config: dict[str, Any], group: Group
+                   ) -> ModelShard | None:
+        if self.quirks.whole_model_is_mlx_lm:
+            return None
+        return load_pipeline(model_dir, config, group, self.quirks, 0,
+                             int(config["num_hidden_layers"]))
+
     def load_tensor(self, model_dir: Path, config: dict[str, Any], group: Group) -> ModelShard:
         if "tensor" not in SPLITS[self.name]:
             raise ValueError(f"{self.name}: tensor sharding not supported; use a pipeline "

@@ -10,10 +10,11 @@ from mlx.utils import tree_flatten
 
 from skulk.testing.random_family import FAMILIES, tiny_config, write_random_model
 from skulk.worker.engines.mlx import mlx_api
-from skulk.worker.engines.mlx.collectives import GroupError
+from skulk.worker.engines.mlx.collectives import GroupError, SoloGroup
 from skulk.worker.engines.mlx.families.pipeline import PipelineShard, hop_bytes_per_token
 from skulk.worker.engines.mlx.families.registry import family_for_config
-from skulk.worker.engines.mlx.shard_loader import read_config
+from skulk.worker.engines.mlx.shard import ModelShard
+from skulk.worker.engines.mlx.shard_loader import load_shard, read_config
 
 PROMPT = [[5, 17, 99, 3, 42, 7, 250, 11], [0, 0, 0, 8, 9, 10, 200, 13]]
 PADDING = [0, 3]
@@ -69,13 +70,26 @@ def pipeline_forward(stages: list[PipelineShard], tokens: mx.array,
     return logits
 
 
+def one_node(model_dir: Path) -> ModelShard:
+    """What one node runs: mlx-lm's whole model (or the family's own, for Gemma 2)."""
+    n_layers = int(read_config(model_dir)["num_hidden_layers"])
+    return load_shard(model_dir, SoloGroup(), 0, n_layers, "pipeline")
+
+
+def whole_forward(whole: ModelShard, tokens: mx.array,
+                  cache: list[mlx_api.LayerCache]) -> mx.array:
+    logits = whole.forward(tokens, cache)
+    assert logits is not None
+    return logits
+
+
 def assert_stages_equal_whole(model_dir: Path, bounds: list[int], steps: int = 4) -> None:
-    whole = mlx_api.load_model(model_dir)
+    whole = one_node(model_dir)
     stages = load_stages(model_dir, bounds)
-    whole_cache = mlx_api.make_batch_cache(whole.n_layers, PADDING)
+    whole_cache = whole.make_cache(PADDING)
     stage_caches = [stage.make_cache(PADDING) for stage in stages]
     prompt = mx.array(PROMPT, dtype=mx.int32)
-    expected = whole(prompt, whole_cache).astype(mx.float32)
+    expected = whole_forward(whole, prompt, whole_cache)
     got = pipeline_forward(stages, prompt, stage_caches)
     # Same kernels on the same shapes in the same order: bit-identical, not just close.
     assert mx.array_equal(got, expected).item()
@@ -83,7 +97,7 @@ def assert_stages_equal_whole(model_dir: Path, bounds: list[int], steps: int = 4
     # Gemma 3's sliding window of 4 positions).
     for _ in range(steps):
         step = mx.argmax(expected[:, -1, :], axis=-1).astype(mx.int32)[:, None]
-        expected = whole(step, whole_cache).astype(mx.float32)
+        expected = whole_forward(whole, step, whole_cache)
         got = pipeline_forward(stages, step, stage_caches)
         assert mx.array_equal(got, expected).item()
 
@@ -135,3 +149,18 @@ def test_activations_travel_in_the_model_dtype(tmp_path: Path) -> None:
     assert first.wire_dtype == mx.bfloat16 == last.wire_dtype
     assert hop_bytes_per_token(2048, mx.bfloat16) == 4096
     assert hop_bytes_per_token(2048, mx.float32) == 8192
+
+
+@pytest.mark.parametrize("model_type", FAMILIES)
+def test_one_node_computes_a_row_of_a_padded_batch_as_it_computes_it_alone(
+    tmp_path: Path, model_type: str
+) -> None:
+    """Continuous batching left-pads rows; padding must not leak into another row (mlx-lm
+    0.32's Gemma 2 attention let it, so Gemma 2 runs as the family's own stage)."""
+    model_dir = write_random_model(tmp_path / model_type, tiny_config(model_type), seed=3,
+                                   scale=4.0)
+    whole = one_node(model_dir)
+    batched = whole_forward(whole, mx.array(PROMPT, dtype=mx.int32), whole.make_cache(PADDING))
+    alone = whole_forward(whole, mx.array([PROMPT[1][PADDING[1]:]], dtype=mx.int32),
+                          whole.make_cache([0]))
+    assert mx.allclose(batched[1, PADDING[1]:], alone[0], atol=1e-4).item()

@@ -19,6 +19,10 @@ class Plain:
     """Embedding, full attention in every layer, final norm, then the head: Llama,
     Mistral, Qwen2, Qwen3, Phi-3 (mlx-lm's own model classes for each)."""
 
+    whole_model_is_mlx_lm = True
+    """One node runs mlx-lm's whole model; False: one stage of every layer instead, for a
+    family whose mlx-lm model mishandles something the stage gets right."""
+
     def embed(self, model: Any, tokens: mx.array) -> mx.array:
         hidden: mx.array = model.model.embed_tokens(tokens)
         return hidden
@@ -26,6 +30,10 @@ class Plain:
     def window(self, model: Any, layer: Any) -> int | None:
         """The attention window of one decoder layer, None for full attention."""
         return None
+
+    def layer_mask(self, layer: Any, mask: mx.array | str | None) -> mx.array | str | None:
+        """The mask as this layer's attention wants it."""
+        return mask
 
     def logits(self, model: Any, normed: mx.array) -> mx.array:
         """The output head on final-normed hidden states: the embedding matrix when the
@@ -49,7 +57,20 @@ class LlamaQuirks(Plain):
 
 class Gemma2Quirks(Plain):
     """Gemma 2 scales the embedding by sqrt(hidden size), always ties the head, and caps
-    the logits with a tanh."""
+    the logits with a tanh.
+
+    Its attention (mlx-lm 0.32) adds the mask to scores shaped [B, kv_heads, repeats, L,
+    S] without giving the mask the repeats axis, so a batch's [B, 1, L, S] mask lines its
+    batch axis up with the KV heads: rows of a left-padded batch get each other's padding.
+    The stage inserts that axis, and one node runs the stage rather than mlx-lm's model.
+    """
+
+    whole_model_is_mlx_lm = False
+
+    def layer_mask(self, layer: Any, mask: mx.array | str | None) -> mx.array | str | None:
+        if isinstance(mask, mx.array) and mask.ndim == 4 and layer.self_attn.repeats > 1:
+            return mx.expand_dims(mask, 2)
+        return mask
 
     def embed(self, model: Any, tokens: mx.array) -> mx.array:
         hidden: mx.array = model.model.embed_tokens(tokens)

@@ -63,7 +63,8 @@ class Stage:
                  for window in set(self.windows)}
         for layer, window, layer_cache in zip(self.model.model.layers, self.windows, cache,
                                               strict=True):
-            hidden = layer(hidden, masks[window], cache=layer_cache)
+            hidden = layer(hidden, self.quirks.layer_mask(layer, masks[window]),
+                           cache=layer_cache)
         return hidden
 
     def head(self, hidden: mx.array) -> mx.array:
