@@ -1,182 +1,189 @@
-"""The MLX engine split across real `skulk run` processes, beside one node, in one run.
+"""The MLX engine split across simulated machines, beside one node on one core, in one run.
 
-    .venv/bin/python bench/mlx_sharding.py [--tokens 32] [--repeats 2]
+    .venv/bin/python bench/mlx_sharding.py [--tokens 32] [--repeats 3] [--rates 1gbit,200mbit]
+                                           [--micro-batches] [--three]
 
-- decode tokens/s and time to first token of the bundled model (MLX fp32, greedy) on:
-  one node; a 2- and a 3-node pipeline; a 3-node tensor split — ratios against one node;
-- the per-token overhead of the pipeline's hops: a pipeline's time per token minus one
-  node's (the ranks' own compute adds up to one node's, so the rest is the hops);
-- aggregate tokens/s with 1, 4 and 8 concurrent requests on one node, with continuous
-  batching and with `--no-batching`.
+Each rank is the MLX engine in a process of its own, in its own network namespace (a
+host of `../shared/tools/netns-hosts`, its outgoing rate capped with `tc tbf`) and pinned
+to its own core with `taskset`: as if on separate machines, linked at a LAN's (1 Gbit) or
+a Wi-Fi's (200 Mbit) rate. The baseline is one node on one core holding the whole model.
+Everything runs with one BLAS thread, greedy, no drafting, no prefix cache.
 
-All nodes run on this machine: with 2 cores, three ranks share two cores and MLX's `recv`
-busy-waits, so the split configurations measure the cost of oversubscription as much as
-the cost of the hops. Read the ratios with that in mind.
+With `--micro-batches`, 2 ranks run a second time with `mlx.pipeline_micro_batches` on
+(each decode step in one micro-batch per rank). Reported: single-stream time to first
+token and decode tokens/s for 2 (and, with `--three`, 3) ranks; aggregate tokens/s with
+1, 4 and 8 concurrent streams; the measured cost of one hop per token (the pipeline's
+time per token minus one node's), and by arithmetic what a LAN's (0.5 ms) and a Wi-Fi's
+(5 ms) round trip would add, since these machines' kernel has no netem to add latency.
+Three ranks on a 2-core machine share a core and are labelled oversubscribed.
+
+Needs root (network namespaces). The model is the bundled SmolLM2 imported for MLX as fp32.
 """
 
 import argparse
 import json
-import statistics
+import os
+import subprocess
 import sys
 import tempfile
-import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "src"))
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.results import write_result  # noqa: E402
-from tests.node_process import NodeProcess  # noqa: E402
+from tests.speculative_support import bundled_mlx_model  # noqa: E402
 
-PROMPTS = ["Explain why the sky is blue.", "Write a short poem about the sea.",
-           "List three uses of a paperclip."]
-READY_SECONDS = 600.0
+from skulk.worker.engines.mlx.cpu import runner_environment  # noqa: E402
+from skulk.worker.engines.protocol import EngineConfig  # noqa: E402
 
-
-def nodes(root: Path, count: int, *extra: str) -> list[NodeProcess]:
-    namespace = f"bench-mlx-{time.monotonic_ns()}"
-    first = NodeProcess(root / "n0", "--namespace", namespace, "--no-auto-place", "-q", *extra)
-    rest = [NodeProcess(root / f"n{i}", "--namespace", namespace, "--no-auto-place", "-q",
-                        "--peer", f"tcp/127.0.0.1:{first.transport_port}", *extra)
-            for i in range(1, count)]
-    started = [node.start() for node in (first, *rest)]
-
-    def observed() -> bool:
-        summary = first.cluster()
-        alive = [n for n in summary["nodes"] if n["alive"] and n["has_worker"]]
-        return len(alive) == count and all(
-            len(n.get("reachable_peers", [])) == count - 1 for n in alive)
-    first.wait_until(observed, 90.0, "every node to observe the others")
-    return started
+NETNS_HOSTS = ROOT.parent / "shared" / "tools" / "netns-hosts"
+RANK_SCRIPT = ROOT / "bench" / "mlx_sharding_rank.py"
+PREFIX = f"bm{os.getpid() % 10000}"
+RING_PORT = 52600
+MARK = "BENCH "
+RUN_SECONDS = 1800
+ROUND_TRIPS_MS = {"LAN": 0.5, "Wi-Fi": 5.0}
+N_LAYERS = 30
 
 
-def place(api: NodeProcess, **fields: Any) -> str:
-    reply = httpx.post(f"{api.url}/place_instance", timeout=60,
-                       json={"model_id": "smollm2-135m", "engine": "mlx", **fields})
-    reply.raise_for_status()
-    instance_id: str = reply.json()["instance_id"]
-    api.wait_until(lambda: api.get(f"/instance/{instance_id}").json()["status"] == "ready",
-                   READY_SECONDS, f"{fields} to be ready")
-    return instance_id
-
-
-def delete(api: NodeProcess, instance_id: str) -> None:
-    httpx.delete(f"{api.url}/instance/{instance_id}", timeout=60).raise_for_status()
-    api.wait_until(lambda: not api.state()["instances"], 120.0, "the instance to go")
-
-
-def stream_once(api: NodeProcess, prompt: str, tokens: int) -> tuple[float, float, int]:
-    """(time to first token, decode tokens/s after it, tokens) of one greedy stream."""
-    body = {"model": "smollm2-135m", "max_tokens": tokens, "temperature": 0, "stream": True,
-            "stream_options": {"include_usage": True},
-            "messages": [{"role": "user", "content": prompt}]}
-    started = time.monotonic()
-    first: float | None = None
-    produced = 0
-    with httpx.stream("POST", f"{api.url}/v1/chat/completions", json=body,
-                      timeout=600) as response:
-        response.raise_for_status()
-        for line in response.iter_lines():
-            if not line.startswith("data: ") or line == "data: [DONE]":
-                continue
-            event = json.loads(line[6:])
-            if event.get("usage"):
-                produced = event["usage"]["completion_tokens"]
-            elif event["choices"] and event["choices"][0]["delta"].get("content"):
-                first = first or time.monotonic()
-    ended = time.monotonic()
-    assert first is not None, "the stream produced no text"
-    decode_rate = (produced - 1) / (ended - first) if produced > 1 and ended > first else 0.0
-    return first - started, decode_rate, produced
-
-
-def measure(api: NodeProcess, tokens: int, repeats: int) -> dict[str, float]:
-    stream_once(api, "Hi", 4)  # warm: kernels compiled, caches allocated
-    runs = [stream_once(api, p, tokens) for _ in range(repeats) for p in PROMPTS]
-    return {"ttft_s": statistics.median(r[0] for r in runs),
-            "decode_tps": statistics.median(r[1] for r in runs)}
-
-
-def aggregate(api: NodeProcess, concurrency: int, tokens: int) -> float:
-    """Tokens/s over all streams, from the first request to the last one finishing."""
-    prompts = [PROMPTS[i % len(PROMPTS)] for i in range(concurrency)]
-    started = time.monotonic()
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        results = list(pool.map(lambda p: stream_once(api, p, tokens), prompts))
-    return sum(r[2] for r in results) / (time.monotonic() - started)
-
-
-def splits(root: Path, tokens: int, repeats: int) -> dict[str, dict[str, float]]:
-    trio = nodes(root / "trio", 3)
+@contextmanager
+def hosts(count: int) -> Iterator[None]:
+    subprocess.run([str(NETNS_HOSTS), "up", str(count), PREFIX], check=True)
     try:
-        api = trio[0]
-        results = {}
-        placements: list[tuple[str, dict[str, int | str]]] = [
-            ("1 node", {"min_nodes": 1}),
-            ("2-node pipeline", {"min_nodes": 2, "sharding": "pipeline"}),
-            ("3-node pipeline", {"min_nodes": 3, "sharding": "pipeline"}),
-            ("3-node tensor", {"min_nodes": 3, "sharding": "tensor"})]
-        for label, fields in placements:
-            instance_id = place(api, **fields)
-            results[label] = measure(api, tokens, repeats)
-            print(f"  {label}: {results[label]}", flush=True)
-            delete(api, instance_id)
-        return results
+        yield
     finally:
-        for node in trio:
-            node.stop()
+        subprocess.run([str(NETNS_HOSTS), "down", PREFIX], check=False)
 
 
-def batching(root: Path, tokens: int) -> dict[str, dict[int, float]]:
-    results: dict[str, dict[int, float]] = {}
-    for label, extra in [("batching", ()), ("no batching", ("--no-batching",))]:
-        [solo] = nodes(root / label.replace(" ", "-"), 1, *extra)
-        try:
-            place(solo, min_nodes=1)
-            stream_once(solo, "Hi", 4)
-            results[label] = {c: aggregate(solo, c, tokens) for c in (1, 4, 8)}
-            print(f"  {label}: {results[label]}", flush=True)
-        finally:
-            solo.stop()
-    return results
+def cap(count: int, rate: str) -> None:
+    for host in range(count):
+        subprocess.run([str(NETNS_HOSTS), "link", str(host), rate, PREFIX], check=True)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tokens", type=int, default=32)
-    parser.add_argument("--repeats", type=int, default=2)
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as scratch:
-        root = Path(scratch)
-        print("splits (median over prompts and repeats):", flush=True)
-        split = splits(root, args.tokens, args.repeats)
-        print("concurrency (aggregate tokens/s, one node):", flush=True)
-        batched = batching(root, args.tokens)
-    one = split["1 node"]
+def layer_ranges(ranks: int) -> list[list[int]]:
+    bounds = [N_LAYERS * r // ranks for r in range(ranks + 1)]
+    return [[bounds[r], bounds[r + 1]] for r in range(ranks)]
+
+
+def run_configuration(model: Path, cores: list[int], args: argparse.Namespace,
+                      log_dir: Path, label: str, micro_batches: bool = False
+                      ) -> dict[str, Any]:
+    """Start one rank per entry of `cores` (host i on core cores[i]); rank 0's report."""
+    ring = [f"10.77.0.{host + 1}:{RING_PORT}" for host in range(len(cores))]
+    ranges = layer_ranges(len(cores))
+    env = {**os.environ, **runner_environment(EngineConfig(model_path=str(model),
+                                                           context_token_limit=2048,
+                                                           n_threads=1)),
+           "PYTHONUNBUFFERED": "1"}
+    processes = []
+    try:
+        for rank, core in enumerate(cores):
+            spec = {"model": str(model), "rank": rank, "hosts": ring if len(cores) > 1 else
+                    ["solo"], "layers": ranges[rank], "tokens": args.tokens,
+                    "repeats": args.repeats, "streams": [1, 4, 8],
+                    "micro_batches": micro_batches}
+            log = (log_dir / f"{label}-rank{rank}.log").open("w")
+            processes.append(subprocess.Popen(
+                ["ip", "netns", "exec", f"{PREFIX}-n{rank}", "taskset", "-c", str(core),
+                 sys.executable, str(RANK_SCRIPT), json.dumps(spec)],
+                stdout=subprocess.PIPE if rank == 0 else log, stderr=log, text=True, env=env))
+        stdout, _ = processes[0].communicate(timeout=RUN_SECONDS)
+        for process in processes[1:]:
+            process.wait(timeout=60)
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    lines = [line for line in stdout.splitlines() if line.startswith(MARK)]
+    if processes[0].returncode != 0 or not lines:
+        tail = (log_dir / f"{label}-rank0.log").read_text(errors="replace")[-3000:]
+        raise RuntimeError(f"{label}: rank 0 exited {processes[0].returncode}:\n{tail}")
+    report: dict[str, Any] = json.loads(lines[-1][len(MARK):])
+    return report
+
+
+def hop_ms(split: dict[str, Any], one: dict[str, Any], hops: int) -> float:
+    """Measured cost of one hop per token: the split's time per token beyond one node's."""
+    beyond: float = 1000 / split["single"]["decode_tps"] - 1000 / one["single"]["decode_tps"]
+    return beyond / hops
+
+
+def print_report(one: dict[str, Any], splits: dict[str, dict[str, Any]]) -> None:
     print("\n| configuration | TTFT | decode tok/s | TTFT ratio | decode ratio |")
     print("|---|---|---|---|---|")
-    for label, result in split.items():
-        print(f"| {label} | {result['ttft_s'] * 1000:.0f} ms | {result['decode_tps']:.1f} | "
-              f"{result['ttft_s'] / one['ttft_s']:.2f} | "
-              f"{result['decode_tps'] / one['decode_tps']:.2f} |")
-    for label, hops in [("2-node pipeline", 1), ("3-node pipeline", 2)]:
-        overhead = 1000 / split[label]["decode_tps"] - 1000 / one["decode_tps"]
-        print(f"\n{label}: {overhead:.1f} ms per token beyond one node's compute "
-              f"({overhead / hops:.1f} ms per hop, {hops} hop(s) + the token broadcast)")
-    print("\n| concurrent requests | batching tok/s | no batching tok/s | ratio |")
+    base = one["single"]
+    print(f"| 1 node, 1 core | {base['ttft_s'] * 1000:.0f} ms | {base['decode_tps']:.1f} "
+          "| 1.00 | 1.00 |")
+    for label, split in splits.items():
+        single = split["single"]
+        print(f"| {label} | {single['ttft_s'] * 1000:.0f} ms | {single['decode_tps']:.1f} | "
+              f"{single['ttft_s'] / base['ttft_s']:.2f} | "
+              f"{single['decode_tps'] / base['decode_tps']:.2f} |")
+    print("\n| configuration | 1 stream tok/s | 4 streams | 8 streams | 8-stream ratio |")
+    print("|---|---|---|---|---|")
+    rows = {"1 node, 1 core": one, **splits}
+    for label, report in rows.items():
+        print(f"| {label} | {report['streams-1']:.1f} | {report['streams-4']:.1f} | "
+              f"{report['streams-8']:.1f} | {report['streams-8'] / one['streams-8']:.2f} |")
+    print("\n| configuration | measured per hop per token | + LAN round trip | + Wi-Fi round "
+          "trip (decode tok/s, by arithmetic) |")
     print("|---|---|---|---|")
-    for concurrency in (1, 4, 8):
-        on, off = batched["batching"][concurrency], batched["no batching"][concurrency]
-        print(f"| {concurrency} | {on:.1f} | {off:.1f} | {on / off:.2f} |")
-    write_result("mlx_sharding", {
-        "tokens": args.tokens, "repeats": args.repeats,
-        "splits": {label: {"ttft_ms": r["ttft_s"] * 1000, "decode_tps": r["decode_tps"]}
-                   for label, r in split.items()},
-        "concurrency": {label: {str(c): tps for c, tps in by_count.items()}
-                        for label, by_count in batched.items()}})
+    for label, split in splits.items():
+        hops = int(label.split(" ranks")[0].split()[-1]) - 1
+        per_hop = hop_ms(split, one, hops)
+        per_token = 1000 / split["single"]["decode_tps"]
+        projected = [1000 / (per_token + hops * rtt) for rtt in ROUND_TRIPS_MS.values()]
+        print(f"| {label} | {per_hop:.2f} ms | {projected[0]:.1f} | {projected[1]:.1f} |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tokens", type=int, default=32)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rates", default="1gbit,200mbit")
+    parser.add_argument("--micro-batches", action="store_true",
+                        help="also 2 ranks with mlx.pipeline_micro_batches on")
+    parser.add_argument("--three", action="store_true",
+                        help="also 3 ranks (on a 2-core machine two of them share a core)")
+    args = parser.parse_args()
+    if os.geteuid() != 0 or not NETNS_HOSTS.exists():
+        print("needs root and ../shared/tools/netns-hosts", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory() as scratch:
+        model = bundled_mlx_model(Path(os.environ.get("SKULK_BENCH_MODELS",
+                                                      Path(scratch) / "models")))
+        log_dir = Path(scratch) / "logs"
+        log_dir.mkdir()
+        cores = os.cpu_count() or 1
+        count = 3 if args.three else 2
+        with hosts(count):
+            print(f"one node on core 0 ({args.tokens} tokens, {args.repeats} repeats)",
+                  flush=True)
+            one = run_configuration(model, [0], args, log_dir, "one")
+            splits: dict[str, dict[str, Any]] = {}
+            for rate in args.rates.split(","):
+                cap(count, rate)
+                splits[f"{rate}, 2 ranks"] = run_configuration(
+                    model, [0, 1 % cores], args, log_dir, f"{rate}-2")
+                if args.micro_batches:
+                    splits[f"{rate}, 2 ranks, micro-batched"] = run_configuration(
+                        model, [0, 1 % cores], args, log_dir, f"{rate}-2-micro", True)
+                if args.three:
+                    over = " (oversubscribed: 3 ranks on 2 cores)" if cores < 3 else ""
+                    splits[f"{rate}, 3 ranks{over}"] = run_configuration(
+                        model, [0, 1 % cores, 2 % cores], args, log_dir, f"{rate}-3")
+                print(f"{rate}: done", flush=True)
+        print_report(one, splits)
+    write_result("mlx_sharding", {"tokens": args.tokens, "repeats": args.repeats,
+                                  "simulated_machines": {"one_node": one, "splits": splits}})
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

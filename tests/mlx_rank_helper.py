@@ -6,6 +6,11 @@ Run as `python -m tests.mlx_rank_helper '<json spec>'` from the repository root.
   deciding rank takes the argmax, every rank learns it through a fixed-shape all_sum);
   each rank writes `rank<r>.json` (tokens, timings) into `out`, the decider also
   `logits.npy` (the prompt's logits).
+- "many": "greedy" for each of `jobs` (each its own model_dir, sharding, ranges and out)
+  in turn over the same ring, so one set of processes checks many models.
+- "engine": the MLX engine itself as one rank of a split instance (it wires its own
+  ring): load, warm up, answer `texts` (or one `text`) as chat requests all in flight
+  at once; rank 0 writes the tokens it streamed, per request, to `out/engine.json`.
 - "connect": connect only (a test starts one rank of two to see the deadline end it).
 - "stall": connect, then rank 0 either exits at once or hangs ("peer" = "exit" | "hang")
   while rank 1 waits in a recv from it, which must end within the collective deadline.
@@ -54,7 +59,7 @@ def greedy(
 
 
 def run_greedy(spec: dict[str, Any], group: Group) -> None:
-    rank = int(spec["rank"])
+    rank = group.rank
     start_layer, end_layer = spec["ranges"][rank]
     shard = load_shard(Path(spec["model_dir"]), group, start_layer, end_layer,
                        spec["sharding"])
@@ -80,12 +85,54 @@ def run_stall(spec: dict[str, Any], group: Group) -> None:
     print("received: the peer was not stalled", flush=True)
 
 
+def run_engine(spec: dict[str, Any]) -> None:
+    from skulk.shared.types.chunks import TokenChunk
+    from skulk.shared.types.ids import ModelId, TaskId
+    from skulk.shared.types.tasks import ChatMessage, GenerationParams
+    from skulk.worker.engines.mlx.engine import MlxEngine
+    from skulk.worker.engines.protocol import EngineConfig, TaskDone, TaskOutput
+
+    rank, hosts = int(spec["rank"]), spec["hosts"]
+    start_layer, end_layer = spec["ranges"][rank]
+    engine = MlxEngine(EngineConfig(
+        model_path=spec["model_dir"], context_token_limit=512, start_layer=start_layer,
+        end_layer=end_layer, world_size=len(hosts), rank=rank,
+        options={"ring_hosts": ",".join(hosts), "ring_connect_seconds": "30",
+                 **spec.get("options", {})}))
+    engine.load()
+    engine.warm_up()
+    texts = spec["texts"] if "texts" in spec else [spec["text"]]
+    for index, text in enumerate(texts):  # all in flight together: one batch
+        engine.submit(TaskId(f"t{index}"), GenerationParams(
+            model_id=ModelId("m"), max_tokens=int(spec["max_tokens"]), temperature=0.0,
+            messages=[ChatMessage(role="user", content=text)]))
+    tokens: dict[str, list[int]] = {f"t{index}": [] for index in range(len(texts))}
+    done: set[str] = set()
+    while len(done) < len(texts):
+        for event in engine.step():
+            if isinstance(event, TaskOutput) and isinstance(event.chunk, TokenChunk):
+                tokens[event.task_id].extend(event.chunk.token_ids)
+            elif isinstance(event, TaskDone):
+                done.add(event.task_id)
+    if rank == 0:
+        answers = [tokens[f"t{index}"] for index in range(len(texts))]
+        (Path(spec["out"]) / "engine.json").write_text(json.dumps(
+            {"tokens": answers[0], "answers": answers,
+             "micro_batches": engine.loop.settings.micro_batches}))
+
+
 def main() -> None:
     spec = json.loads(sys.argv[1])
+    if spec["mode"] == "engine":
+        run_engine(spec)
+        return
     group = connect_ring(int(spec["rank"]), spec["hosts"], float(spec["connect_deadline"]),
                          float(spec.get("collective_deadline", 30.0)))
     if spec["mode"] == "greedy":
         run_greedy(spec, group)
+    elif spec["mode"] == "many":
+        for job in spec["jobs"]:
+            run_greedy({**spec, **job}, group)
     elif spec["mode"] == "stall":
         run_stall(spec, group)
     else:

@@ -1,7 +1,8 @@
 """MLX pipeline and tensor shards over a real ring of processes on 127.0.0.1.
 
 Each case starts its ranks as separate processes (tests/mlx_rank_helper.py) and compares
-what the deciding rank saw with one process running the whole model.
+what the deciding rank saw with one process running the whole model. Pipelines of every
+family, over 2 and 3 ranks, are in test_mlx_families_ring.py.
 """
 
 import json
@@ -122,19 +123,6 @@ def distributed(
     # Every rank learnt the same tokens through the all_sum broadcast.
     assert all(report["tokens"] == reports[0]["tokens"] for report in reports)
     return reports[0]["tokens"], np.load(out / "logits.npy")
-
-
-@pytest.mark.parametrize("ranges", [[[0, 3], [3, 6]], [[0, 2], [2, 3], [3, 6]]],
-                         ids=["2-ranks", "3-ranks"])
-def test_pipeline_matches_one_process(
-    tmp_path: Path, ranks: list[subprocess.Popen[str]], ranges: list[list[int]]
-) -> None:
-    model_dir = write_random_llama(tmp_path / "tiny", tiny_llama_config(), seed=7)
-    expected_tokens, expected_logits = single_process(model_dir, 6)
-    tokens, logits = distributed(ranks, model_dir, tmp_path / "out", "pipeline", ranges)
-    assert logits.shape == (2, 8, 256)
-    np.testing.assert_array_equal(logits, expected_logits)
-    assert tokens == expected_tokens
 
 
 def test_tensor_split_over_three_ranks_matches_one_process(

@@ -5,15 +5,12 @@ They are written like a converted model (config.json + model.safetensors), so lo
 exercised exactly as on a real one.
 """
 
-import json
 from pathlib import Path
 from typing import Any
 
-import mlx.core as mx
+from skulk.testing.random_family import QUANTIZATION_GROUP_SIZE, write_random_model
 
-from skulk.worker.engines.mlx.families.llama.mlx_llama import random_llama_weights
-
-QUANTIZATION_GROUP_SIZE = 32
+__all__ = ["QUANTIZATION_GROUP_SIZE", "tiny_llama_config", "write_random_llama"]
 
 
 def tiny_llama_config(
@@ -35,12 +32,4 @@ def write_random_llama(
     directory: Path, config: dict[str, Any], *, seed: int = 0, quantize_bits: int | None = None
 ) -> Path:
     """Write a random-weight model of `config` into `directory` (created) and return it."""
-    directory.mkdir(parents=True, exist_ok=True)
-    config = dict(config)
-    if quantize_bits is not None:
-        config["quantization"] = {"group_size": QUANTIZATION_GROUP_SIZE, "bits": quantize_bits}
-    weights = random_llama_weights(config, seed, quantize_bits, QUANTIZATION_GROUP_SIZE)
-    mx.save_safetensors(str(directory / "model.safetensors"), weights,
-                        metadata={"format": "mlx"})
-    (directory / "config.json").write_text(json.dumps(config, indent=2))
-    return directory
+    return write_random_model(directory, config, seed=seed, quantize_bits=quantize_bits)

@@ -15,6 +15,7 @@ from skulk.shared.types.ids import NodeId
 from skulk.shared.types.instances import Sharding
 from skulk.shared.types.model_cards import EngineName, ModelCard
 from skulk.shared.types.telemetry import NodeTelemetry
+from skulk.worker.engines.registry import engine_description
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,11 @@ def plan_for(card: ModelCard, engine: EngineName, sharding: Sharding,
              nodes: Sequence[NodeTelemetry]) -> Plan | str:
     """The plan over `nodes` (in rank order), or why this shape cannot exist at all."""
     width = len(nodes)
+    refuse_type = engine_description(engine).split_refusal
+    refusal = refuse_type(card.model_type or card.family, sharding, width) if refuse_type \
+        else None
+    if refusal is not None:
+        return f"{engine} over {width} nodes: {refusal}"
     if sharding == "tensor":
         problem = tensor_split_problem(card, width)
         if problem is not None:

@@ -102,8 +102,10 @@ def import_gguf(source: Path, out_dir: Path, q_bits: int | None) -> WrittenWeigh
     gguf = GgufFile(source)
     architecture = gguf.string("general.architecture")
     if architecture != "llama":
-        raise ValueError(f"GGUF architecture {architecture!r} is not supported yet "
-                         "(only llama)")
+        raise ValueError(
+            f"GGUF architecture {architecture!r} is not supported yet: the GGUF importer maps "
+            f"llama only (Llama, Mistral and SmolLM files); for {architecture} import or "
+            "pull the model's Hugging Face or mlx-community repository instead")
     hp = read_llama_hyperparameters(gguf)
     vocabulary = read_vocabulary(gguf)
     writer = WeightsWriter(out_dir)

@@ -80,3 +80,19 @@ def test_quantized_import_repacks_without_loss(
     assert q_proj.scales.dtype == mx.float32
     logits = np.array(model(mx.array(PROMPT)))
     np.testing.assert_allclose(logits, _reference_logits(tiny_gguf), rtol=1e-3, atol=1e-3)
+
+
+def test_other_architectures_are_refused_saying_what_to_import_instead(tmp_path: Path) -> None:
+    from gguf import GGUFWriter
+
+    path = tmp_path / "qwen.gguf"
+    writer = GGUFWriter(str(path), "qwen2")
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(ValueError, match="'qwen2' is not supported yet: the GGUF importer "
+                       "maps llama only.*mlx-community repository"):
+        import_gguf(path, out, None)

@@ -44,7 +44,10 @@ def should_quantize(name: str, array: AnyArray) -> bool:
 def _read_config(source: Path, q_bits: int | None) -> dict[str, object]:
     config: dict[str, object] = json.loads((source / "config.json").read_text())
     check_architecture(config)
-    if "quantization_config" in config:
+    # mlx-lm writes its own quantization under both keys (mlx-community repos); any other
+    # "quantization_config" (GPTQ, AWQ, fp8, ...) is a format MLX cannot run.
+    if "quantization_config" in config and config["quantization_config"] != config.get(
+            "quantization"):
         raise ValueError(f"{source} holds {config['quantization_config']!r}-quantized "
                          "weights; import a float checkpoint instead")
     if "quantization" in config and q_bits is not None:

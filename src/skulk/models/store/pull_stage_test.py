@@ -12,9 +12,11 @@ from skulk.models.store.layer_files import INDEX_FILE
 from skulk.models.store.manifest import read_entry
 from skulk.models.store.pull import PullRequest, pull
 from skulk.testing.fake_hub import FakeHub
-from skulk.testing.sharded_llama import shard_name, write_sharded_llama
-from skulk.worker.engines.mlx.families.llama.pipeline import load_llama_stage
-from skulk.worker.engines.mlx.families.llama.weights import stage_spec
+from skulk.testing.random_family import tiny_config, write_random_model
+from skulk.testing.sharded_llama import shard_checkpoint, shard_name, write_sharded_llama
+from skulk.worker.engines.mlx.families.quirks import PLAIN, LlamaQuirks
+from skulk.worker.engines.mlx.families.stage import load_stage
+from skulk.worker.engines.mlx.families.stage_spec import stage_spec
 from skulk.worker.weights_digest import files_digest
 
 REPO = "someone/tiny-llama-mlx"
@@ -38,9 +40,9 @@ def _fetched(hub: FakeHub) -> set[str]:
 def _stage_parameters(model_dir: Path, rank: int, start: int, end: int
                       ) -> dict[str, mx.array]:
     config = json.loads((model_dir / "config.json").read_text())
-    spec = stage_spec(rank=rank, size=2, start_layer=start, end_layer=end, n_layers=6,
-                      tied=bool(config.get("tie_word_embeddings", True)))
-    return dict(tree_flatten(load_llama_stage(model_dir, config, spec).module.parameters()))
+    spec = stage_spec(rank=rank, size=2, start_layer=start, end_layer=end, n_layers=6)
+    stage = load_stage(model_dir, config, spec, LlamaQuirks())
+    return dict(tree_flatten(stage.model.parameters()))
 
 
 def test_a_stage_pull_fetches_only_its_layers_files_and_loads_as_that_stage(
@@ -103,3 +105,28 @@ def test_a_whole_copy_of_the_same_commit_serves_a_stage_without_fetching(
 
     assert not stage.fetched and stage.path == whole.path and stage.entry.layers is None
     assert not _fetched(hub)
+
+
+def test_a_stage_of_another_family_pulls_and_loads_the_same(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """An mlx-community style Qwen 3 repository in three files: the last stage skips the
+    file of the middle layers (the embedding's file comes too, as for every stage), and
+    loads what the whole download loads."""
+    published = write_random_model(tmp_path / "qwen", tiny_config("qwen3", n_layers=6),
+                                   seed=4)
+    shard_checkpoint(published, 3)
+    with FakeHub() as fake:
+        monkeypatch.setenv("HF_ENDPOINT", fake.endpoint)
+        monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
+        fake.add_directory("mlx-community/tiny-qwen3", published)
+        result = pull(tmp_path / "models", PullRequest("mlx-community/tiny-qwen3",
+                                                       model_id="tiny-qwen3", layers=(4, 6)),
+                      lambda done, total: None)
+        assert _fetched(fake) == {"config.json", INDEX_FILE, FIRST, LAST}
+    assert result.entry.card is not None and result.entry.card.model_type == "qwen3"
+    config = json.loads((result.path / "config.json").read_text())
+    spec = stage_spec(rank=1, size=2, start_layer=4, end_layer=6, n_layers=6)
+    pulled = dict(tree_flatten(load_stage(result.path, config, spec, PLAIN).model.parameters()))
+    whole = dict(tree_flatten(load_stage(published, config, spec, PLAIN).model.parameters()))
+    assert pulled.keys() == whole.keys() and "lm_head.weight" in pulled
+    assert all(mx.array_equal(pulled[name], whole[name]).item() for name in whole)

@@ -93,6 +93,10 @@ class EngineDescription:
     CPU, so its compute is the best it has. Must not import the engine."""
     shardings: frozenset[Sharding] = frozenset()
     """How one instance may be split across nodes; empty: whole on one node only."""
+    split_refusal: Callable[[str, Sharding, int], str | None] | None = None
+    """Why it cannot split a model of this config.json `model_type` `width` ways by a
+    sharding it has, or None when it can; None here: it splits every model type alike.
+    Must not import the engine."""
     runner_environment: Callable[[EngineConfig], dict[str, str]] = no_environment
     """Variables the runner must start with (a preloaded library, thread counts)."""
     drafts: bool = False

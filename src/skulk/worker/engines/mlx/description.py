@@ -7,6 +7,7 @@ from pathlib import Path
 from skulk.shared.types.telemetry import GpuDevice
 from skulk.worker.engines.description import EngineDescription
 from skulk.worker.engines.mlx.cpu import runner_environment
+from skulk.worker.engines.mlx.families.support import split_refusal
 from skulk.worker.engines.mlx.options import MlxOptions
 
 
@@ -41,6 +42,7 @@ MLX = EngineDescription(
     kv_bytes_per_value=4,
     probe_backend=probe_backend,
     shardings=frozenset({"pipeline", "tensor"}),
+    split_refusal=split_refusal,
     runner_environment=runner_environment,
     drafts=True,
     imports_weights=True,

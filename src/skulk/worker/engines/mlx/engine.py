@@ -15,7 +15,7 @@ from skulk.shared.types.chunks import TokenChunk
 from skulk.shared.types.ids import ModelId, TaskId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams
 from skulk.worker.engines.mlx import cpu, mlx_api
-from skulk.worker.engines.mlx.collectives import RingGroup, connect_ring
+from skulk.worker.engines.mlx.collectives import RingGroup, SoloGroup, connect_ring
 from skulk.worker.engines.mlx.drafters.registry import build_drafters, default_drafter
 from skulk.worker.engines.mlx.generation_loop import GenerationLoop, LoopSettings
 from skulk.worker.engines.mlx.options import MlxOptions
@@ -28,7 +28,7 @@ from skulk.worker.engines.mlx.requests import (
     build_request,
     unsupported,
 )
-from skulk.worker.engines.mlx.shard import ModelShard, WholeModelShard
+from skulk.worker.engines.mlx.shard import ModelShard
 from skulk.worker.engines.mlx.shard_loader import load_shard
 from skulk.worker.engines.mlx.speculation.speculator import Speculator
 from skulk.worker.engines.mlx.weights_agreement import check_ranks_agree
@@ -86,7 +86,9 @@ class MlxEngine:
             slots=options.max_batch if options.batching else 1,
             prefill_chunk=options.prefill_chunk,
             join_wait_seconds=options.join_wait_seconds,
-            speculation=options.speculation)
+            speculation=options.speculation,
+            micro_batches=(config.world_size if options.pipeline_micro_batches
+                           and options.sharding == "pipeline" else 1))
         shard = self._open_shard()
         speculator = None
         if options.speculation:
@@ -100,7 +102,8 @@ class MlxEngine:
     def _open_shard(self) -> ModelShard:
         config, options = self._config, self._options
         if config.world_size == 1:
-            return WholeModelShard(mlx_api.load_model(self._model_dir))
+            return load_shard(self._model_dir, SoloGroup(), 0,
+                              mlx_api.read_model_shape(self._model_dir).n_layers, "pipeline")
         hosts = options.ring_hosts
         if len(hosts) != config.world_size:
             raise InvalidRequest(f"a split MLX instance needs ring_hosts with one address per "

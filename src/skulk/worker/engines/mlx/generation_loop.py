@@ -7,7 +7,9 @@ One `step` on every rank of an instance, in lockstep:
 2. prefill newcomers, at most `prefill_chunk` tokens per step so the others keep decoding;
    a newcomer's cache starts from a cached prefix of an earlier conversation when it can;
 3. decode one token for every row of the batch: the deciding rank samples, and one
-   fixed-shape all_sum hands the tokens to every rank (the others add zeros);
+   fixed-shape all_sum hands the tokens to every rank (the others add zeros). A pipeline
+   may hold the batch as several micro-batches (batch_caches.py), run one after another,
+   so each rank works on one while the next rank works on the one before;
 4. rank 0 turns tokens into chunks and sees who finished; they leave at the next step.
 
 Speculative decoding (when the instance drafts at all, and while one request decodes):
@@ -35,6 +37,7 @@ from loguru import logger
 from skulk.shared.types.chunks import ErrorChunk
 from skulk.shared.types.ids import TaskId
 from skulk.worker.engines.mlx import membership, mlx_api
+from skulk.worker.engines.mlx.batch_caches import BatchCaches
 from skulk.worker.engines.mlx.membership import Control, Outcome, Proposal, Reply, TaskKey
 from skulk.worker.engines.mlx.output import StreamedText
 from skulk.worker.engines.mlx.prefix_cache import PrefixCache
@@ -82,6 +85,9 @@ class LoopSettings:
     # Whether this instance runs drafting rounds; the same on every rank, because the
     # rounds add collectives.
     speculation: bool = False
+    # Micro-batches a decode step runs in turn (a pipeline keeps its ranks busy with one
+    # per rank); the same on every rank, since each is a forward pass every rank takes.
+    micro_batches: int = 1
 
 
 @dataclass
@@ -96,9 +102,12 @@ class GenerationLoop:
     _pending: dict[TaskKey, Request] = field(default_factory=dict)
     _prefilling: list[Prefilling] = field(default_factory=list)
     _rows: list[Row] = field(default_factory=list)
-    _cache: list[mlx_api.LayerCache] | None = None
+    _batch: BatchCaches = field(init=False)
     _finishing: set[TaskId] = field(default_factory=set)  # rank 0: finished, not yet left
     prefilled_tokens: int = 0  # prompt tokens run through prefill, for tests and logs
+
+    def __post_init__(self) -> None:
+        self._batch = BatchCaches(self.settings.micro_batches)
 
     @property
     def has_work(self) -> bool:
@@ -187,15 +196,12 @@ class GenerationLoop:
             if not (finished or cancelled):
                 kept_rows.append(index)
                 continue
-            if finished and self._cache is not None and self.prefix_cache.enabled:
-                self.prefix_cache.insert(row.kv_tokens, mlx_api.extract_row(self._cache, index))
+            if finished and self.prefix_cache.enabled:
+                self.prefix_cache.insert(row.kv_tokens, self._batch.extract(index))
             self._leave(row.request, "complete" if finished else "cancelled", events)
         if len(kept_rows) < rows_before:
             self._rows = [self._rows[i] for i in kept_rows]
-            if not kept_rows:
-                self._cache = None
-            elif self._cache is not None:
-                mlx_api.keep_rows(self._cache, kept_rows)
+            self._batch.keep(kept_rows)
         still: list[Prefilling] = []
         for index, entry in enumerate(self._prefilling):
             if control.cancelled[rows_before + index]:
@@ -278,33 +284,34 @@ class GenerationLoop:
 
     def _merge(self, entry: Prefilling) -> None:
         request = entry.request
-        if self._cache is None:
-            self._cache = entry.cache
-        else:
-            mlx_api.append_rows(self._cache, entry.cache)
+        self._batch.add(entry.cache)
         output = self.make_output(request, entry.reused) if self.emits else None
         self._rows.append(Row(request, next_input=request.prompt[-1],
                               kv_tokens=list(request.prompt[:-1]), reused=entry.reused,
                               output=output))
 
     def _decode(self, events: list[EngineEvent]) -> None:
-        if not self._rows or self._cache is None:
+        if not self._rows:
             return
         if self.settings.speculation and len(self._rows) == 1:
-            self._speculative_round(self._rows[0], self._cache, events)
+            self._speculative_round(self._rows[0], self._batch.only(), events)
             return
         started = time.perf_counter()
-        inputs = mx.array([[row.next_input] for row in self._rows], dtype=mx.int32)
-        logits = self.shard.forward(inputs, self._cache)
         chosen = np.zeros(len(self._rows), dtype=np.int32)
-        if self.shard.decides:
+        # Micro-batch by micro-batch: a rank hands micro-batch k on and starts k+1 while
+        # the next rank computes k (one micro-batch: the whole batch in one pass).
+        for rows, cache in self._batch.micro_batch_rows():
+            inputs = mx.array([[self._rows[i].next_input] for i in rows], dtype=mx.int32)
+            logits = self.shard.forward(inputs, cache)
+            if not self.shard.decides:
+                mlx_api.evaluate_cache(cache)
+                continue
             if logits is None:
                 raise RuntimeError("the deciding shard returned no logits")
-            chosen[:] = sample_rows(logits[:, -1, :], [r.request.sampler for r in self._rows])
-            if self.speculator is not None and len(self._rows) == 1:
-                self.speculator.cost.observe(1, time.perf_counter() - started)
-        else:
-            mlx_api.evaluate_cache(self._cache)
+            chosen[rows] = sample_rows(logits[:, -1, :],
+                                       [self._rows[i].request.sampler for i in rows])
+        if self.speculator is not None and len(self._rows) == 1:
+            self.speculator.cost.observe(1, time.perf_counter() - started)
         tokens = self._all_sum(chosen).tolist()
         for row, token in zip(self._rows, tokens, strict=True):
             self._commit(row, [], Verdict(0, token), events)

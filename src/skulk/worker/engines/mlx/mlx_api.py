@@ -4,7 +4,7 @@
 
 It loads models and tokenizers, tokenizes and detokenizes, does the KV-cache surgery the
 generation loop asks for (merge rows, drop rows, copy one row out, seed one from a saved
-prefix), and hands the Llama family the blocks, mask and loaders its shards are built of.
+prefix), and builds mlx-lm's own model classes and masks for the sharded families.
 Most of mlx-lm's functions carry no annotations, so they are reached through `Any` here
 and nowhere else.
 """
@@ -17,16 +17,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import mlx.core as mx
-from mlx_lm.models.llama import Model, ModelArgs, TransformerBlock
 
 _utils: Any = importlib.import_module("mlx_lm.utils")
 _cache: Any = importlib.import_module("mlx_lm.models.cache")
-_llama: Any = importlib.import_module("mlx_lm.models.llama")
 _base: Any = importlib.import_module("mlx_lm.models.base")
-
-LlamaArgs = ModelArgs
-LlamaBlock = TransformerBlock
-LlamaModel = Model
 
 # mlx-lm's BatchKVCache.state: keys, values, offsets, left padding, positions held.
 _BatchState = tuple[mx.array | None, mx.array | None, mx.array, mx.array, int]
@@ -243,26 +237,13 @@ def trim_cache(cache: list[LayerCache], tokens: int) -> None:
             raise ValueError(f"could trim only {trimmed} of {tokens} cached positions")
 
 
-def llama_args(config: dict[str, Any], n_layers: int) -> LlamaArgs:
-    """mlx-lm's ModelArgs of a Llama config.json, for `n_layers` of its layers."""
-    args: LlamaArgs = _llama.ModelArgs.from_dict({**config, "num_hidden_layers": n_layers})
-    return args
-
-
-def llama_block(args: LlamaArgs) -> LlamaBlock:
-    """One of mlx-lm's Llama decoder layers, with random weights."""
-    return LlamaBlock(args)
-
-
-def random_llama_model(args: LlamaArgs) -> LlamaModel:
-    """A whole mlx-lm Llama model with random weights (seed them with `mx.random.seed`)."""
-    return LlamaModel(args)
-
-
-def attention_mask(hidden: mx.array, first_cache: LayerCache) -> mx.array | str | None:
-    """The mask mlx-lm's LlamaModel builds for hidden states [B, T, D] over this cache:
-    an array, "causal", or None for one token."""
-    mask: mx.array | str | None = _base.create_attention_mask(hidden, first_cache)
+def attention_mask(hidden: mx.array, first_cache: LayerCache, window_size: int | None = None
+                   ) -> mx.array | str | None:
+    """The mask mlx-lm's models build for hidden states [B, T, D] over this cache (limited
+    to the last `window_size` positions for a sliding-window layer): an array, "causal",
+    or None for one token."""
+    mask: mx.array | str | None = _base.create_attention_mask(
+        hidden, first_cache, window_size=window_size)
     return mask
 
 
@@ -274,7 +255,30 @@ def checkpoint_quantization(path: str, module: object,
     return settings
 
 
-def load_llama_lazily(model_dir: Path) -> LlamaModel:
-    """An mlx-lm Llama model whose weights are read only when evaluated."""
-    module: LlamaModel = _utils.load_model(model_dir, lazy=True)[0]
-    return module
+
+
+def new_model(config: dict[str, Any]) -> Any:
+    """mlx-lm's own model class of this config.json (its `model_type`, remapped as mlx-lm
+    remaps it: `mistral` is a Llama), with lazily initialised random weights."""
+    model_class, args_class = _utils._get_classes(config=config)
+    return model_class(args_class.from_dict(config))
+
+
+def has_model_code(model_type: str) -> bool:
+    """mlx-lm has an implementation of this `model_type`."""
+    try:
+        _utils._get_classes(config={"model_type": model_type})
+    except ValueError:
+        return False
+    return True
+
+
+def load_lazily(model_dir: Path) -> Any:
+    """A whole mlx-lm model of any family whose weights are read only when evaluated."""
+    return _utils.load_model(model_dir, lazy=True)[0]
+
+
+def quantize(model: Any, *, group_size: int, bits: int) -> None:
+    """Quantize every quantizable layer of an mlx-lm model in place (for test models)."""
+    nn: Any = importlib.import_module("mlx.nn")
+    nn.quantize(model, group_size=group_size, bits=bits)

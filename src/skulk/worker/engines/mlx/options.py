@@ -31,6 +31,9 @@ class MlxOptions(EngineOptions):
     """How often a split instance's ranks step without work."""
     ring_connect_seconds: float = Field(default=60, gt=0)
     """How long the ranks of a split instance try to wire their ring."""
+    pipeline_micro_batches: bool = False
+    """On: a split by layers decodes its batch as one micro-batch per rank, each rank
+    computing the next while the following rank computes the last (off: one pass)."""
     speculation: bool = True
     """Off: no drafting rounds at all."""
     draft_adaptive: bool = True

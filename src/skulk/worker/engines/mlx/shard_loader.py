@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from skulk.worker.engines.mlx import mlx_api
 from skulk.worker.engines.mlx.collectives import Group
-from skulk.worker.engines.mlx.families.registry import family_for_config
+from skulk.worker.engines.mlx.families.registry import UnknownModelFamily, family_for_config
 from skulk.worker.engines.mlx.shard import ModelShard, WholeModelShard
 
 Sharding = Literal["pipeline", "tensor"]
@@ -19,6 +19,16 @@ def read_config(model_dir: Path) -> dict[str, Any]:
         raise FileNotFoundError(f"{model_dir} has no config.json: is it an MLX model directory?")
     config: dict[str, Any] = json.loads(path.read_text())
     return config
+
+
+def _whole(model_dir: Path, config: dict[str, Any], group: Group) -> ModelShard:
+    """mlx-lm's whole model, for any family it runs, unless the family runs it itself."""
+    try:
+        family = family_for_config(config)
+    except UnknownModelFamily:
+        family = None
+    own = family.load_whole(model_dir, config, group) if family is not None else None
+    return own if own is not None else WholeModelShard(mlx_api.load_model(model_dir), group)
 
 
 def load_shard(
@@ -39,8 +49,8 @@ def load_shard(
         if (start_layer, end_layer) != (0, n_layers):
             raise ValueError(f"a single rank runs every layer: expected [0, {n_layers}), "
                              f"got [{start_layer}, {end_layer})")
-        return WholeModelShard(mlx_api.load_model(model_dir), group)
-    family = family_for_config(config)  # only a split needs Skulk's knowledge of the family
+        return _whole(model_dir, config, group)
+    family = family_for_config(config)  # a split needs Skulk's knowledge of the family
     if sharding == "pipeline":
         return family.load_pipeline(model_dir, config, group, start_layer, end_layer)
     return family.load_tensor(model_dir, config, group)

@@ -10,15 +10,24 @@ from skulk.worker.engines.mlx.shard import ModelShard
 class ModelFamily(Protocol):
     """The sharding code of one model architecture, kept beside its model code."""
 
-    name: str
-    model_types: frozenset[str]
-    """The config.json `model_type` values this family loads."""
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def model_types(self) -> frozenset[str]:
+        """The config.json `model_type` values this family loads."""
+        ...
 
     def load_pipeline(
         self, model_dir: Path, config: dict[str, Any], group: Group,
         start_layer: int, end_layer: int,
     ) -> ModelShard:
         """This rank's stage: layers [start_layer, end_layer), passing hidden states on."""
+        ...
+
+    def load_whole(self, model_dir: Path, config: dict[str, Any], group: Group
+                   ) -> ModelShard | None:
+        """The whole model on one rank when the family runs it itself; None: mlx-lm's."""
         ...
 
     def load_tensor(self, model_dir: Path, config: dict[str, Any], group: Group) -> ModelShard:

@@ -1,11 +1,30 @@
-"""Model families by config.json `model_type`: how a new architecture joins the engines."""
+"""Model families by config.json `model_type`: how a new architecture joins the engines.
+
+A family is mlx-lm's own model class for that `model_type` and the few lines around its
+layers that differ (`quirks.py`); adding one is a line here, one in `support.py`, and a
+case in the per-family ring test.
+"""
 
 from typing import Any
 
 from skulk.worker.engines.mlx.families.base import ModelFamily
-from skulk.worker.engines.mlx.families.llama import LLAMA
+from skulk.worker.engines.mlx.families.family import MlxLmFamily
+from skulk.worker.engines.mlx.families.quirks import (
+    PLAIN,
+    Gemma2Quirks,
+    Gemma3Quirks,
+    LlamaQuirks,
+)
 
-_FAMILIES: tuple[ModelFamily, ...] = (LLAMA,)
+_FAMILIES: tuple[ModelFamily, ...] = (
+    MlxLmFamily("llama", LlamaQuirks()),
+    MlxLmFamily("mistral", LlamaQuirks()),
+    MlxLmFamily("qwen2", PLAIN),
+    MlxLmFamily("qwen3", PLAIN),
+    MlxLmFamily("gemma2", Gemma2Quirks()),
+    MlxLmFamily("gemma3_text", Gemma3Quirks()),
+    MlxLmFamily("phi3", PLAIN),
+)
 
 
 class UnknownModelFamily(ValueError):
@@ -23,7 +42,7 @@ def family_for(model_type: str) -> ModelFamily:
         if model_type in family.model_types:
             return family
     raise UnknownModelFamily(
-        f"no model family shards model_type {model_type!r}; sharded MLX supports "
+        f"{model_type}: pipeline sharding not supported yet; sharded MLX supports "
         f"{', '.join(sorted(known_model_types()))}. Serve it whole on one node instead.")
 
 

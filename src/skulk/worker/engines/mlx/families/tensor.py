@@ -1,8 +1,10 @@
-"""Tensor parallelism for Llama: every rank holds every layer, split by heads and MLP rows.
+"""Tensor parallelism: every rank holds every layer, split by heads and MLP rows.
 
-mlx-lm's own `shard` splits q/k/v and gate/up by output rows and o/down by input columns
-with an all-reduce after each; the embedding and head stay whole, so after the last
-all-reduce every rank computes the same logits and rank 0 decides.
+mlx-lm's own `shard` (or, for families whose model has none, the same split in
+head_split.py) splits q/k/v and gate/up by output rows and o/down by input columns, with
+an all-reduce after each; the embedding and head stay whole, so after the last
+all-reduce every rank holds the same hidden states and rank 0 decides. Which families
+split this way is `support.SPLITS`.
 """
 
 from pathlib import Path
@@ -12,14 +14,12 @@ import mlx.core as mx
 
 from skulk.worker.engines.mlx import mlx_api
 from skulk.worker.engines.mlx.collectives import Group, RingGroup
-from skulk.worker.engines.mlx.families.llama.mlx_llama import (
-    TensorParallelLlama,
-    load_tensor_parallel,
-)
+from skulk.worker.engines.mlx.families.head_split import split_by_heads
+from skulk.worker.engines.mlx.families.quirks import Plain
 
 
 def tensor_split_error(config: dict[str, Any], size: int) -> str | None:
-    """Why this Llama cannot be split over `size` ranks, or None if it can."""
+    """Why this model's heads and MLP cannot be split over `size` ranks, or None."""
     heads = int(config["num_attention_heads"])
     kv_heads = int(config.get("num_key_value_heads") or heads)
     hidden = int(config["hidden_size"])
@@ -42,14 +42,15 @@ def tensor_split_error(config: dict[str, Any], size: int) -> str | None:
     return None
 
 
-class LlamaTensorShard:
-    """One rank of a tensor-parallel Llama (a ModelShard)."""
+class TensorShard:
+    """One rank of a tensor-parallel model (a ModelShard)."""
 
-    def __init__(self, model: TensorParallelLlama, group: RingGroup) -> None:
+    def __init__(self, model: Any, quirks: Plain, group: RingGroup) -> None:
         self.model = model
+        self.quirks = quirks
         self.group: Group = group
         self._ring = group
-        self.n_layers_here = model.n_layers
+        self.n_layers_here = len(model.model.layers)
 
     @property
     def decides(self) -> bool:
@@ -59,19 +60,30 @@ class LlamaTensorShard:
         return mlx_api.make_batch_cache(self.n_layers_here, batch_left_padding)
 
     def forward(self, tokens: mx.array, cache: list[mlx_api.LayerCache]) -> mx.array | None:
-        hidden = self.model.hidden(tokens, cache)
+        # mlx-lm's inner model: embedding, every (split) layer, final norm.
+        hidden: mx.array = self.model.model(tokens, cache)
         # Every rank must run every all-reduce, so the layers are evaluated here on all
         # ranks (under the deadline) whatever the caller then does with the logits.
         self._ring.evaluate("tensor-parallel forward", hidden)
         if not self.decides:
             return None
-        return self.model.logits(hidden).astype(mx.float32)
+        return self.quirks.logits(self.model, hidden).astype(mx.float32)
 
 
-def load_llama_tensor(model_dir: Path, config: dict[str, Any], group: RingGroup
-                      ) -> LlamaTensorShard:
-    """This rank's share of every layer of the Llama at `model_dir`."""
+def load_tensor(model_dir: Path, config: dict[str, Any], group: Group,
+                quirks: Plain) -> TensorShard:
+    """This rank's share of every layer: load lazily, split over the group, then read
+    only the slices this rank keeps."""
+    if not isinstance(group, RingGroup):
+        raise ValueError("a tensor split needs a ring group (connect_ring): mlx-lm's split "
+                         "layers all-reduce over the mlx group itself")
     error = tensor_split_error(config, group.size)
     if error is not None:
         raise ValueError(f"cannot split {model_dir.name} by heads: {error}")
-    return LlamaTensorShard(load_tensor_parallel(model_dir, group.native), group)
+    model = mlx_api.load_lazily(model_dir)
+    if hasattr(model, "shard"):
+        model.shard(group.native)
+    else:
+        split_by_heads(model, group.native)
+    mx.eval(model.parameters())
+    return TensorShard(model, quirks, group)

@@ -1,0 +1,96 @@
+"""One rank (or the one node) of bench/mlx_sharding.py: the MLX engine itself, driven
+through its batching interface (submit / step), on whatever core and network namespace the
+driver started it in.
+
+    python bench/mlx_sharding_rank.py '<json spec>'
+
+Every rank submits the same requests in the same order and steps until they are done (the
+engine's ranks agree on joins among themselves); rank 0 prints one `BENCH {json}` line with
+what it measured: per phase, time to first token, decode tokens/s and aggregate tokens/s.
+"""
+
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from skulk.shared.types.chunks import TokenChunk  # noqa: E402
+from skulk.shared.types.ids import ModelId, TaskId  # noqa: E402
+from skulk.shared.types.tasks import ChatMessage, GenerationParams  # noqa: E402
+from skulk.worker.engines.mlx.engine import MlxEngine  # noqa: E402
+from skulk.worker.engines.protocol import EngineConfig, TaskDone, TaskOutput  # noqa: E402
+
+PROMPTS = ["Explain why the sky is blue.", "Write a short poem about the sea.",
+           "List three uses of a paperclip."]
+MARK = "BENCH "
+
+
+def params(prompt: str, tokens: int) -> GenerationParams:
+    return GenerationParams(model_id=ModelId("bench"), max_tokens=tokens, temperature=0.0,
+                            messages=[ChatMessage(role="user", content=prompt)])
+
+
+def run_batch(engine: MlxEngine, name: str, streams: int, tokens: int) -> dict[str, Any]:
+    """Submit `streams` requests at once, step until all are done."""
+    ids = [TaskId(f"{name}-{i}") for i in range(streams)]
+    started = time.perf_counter()
+    for index, task_id in enumerate(ids):
+        engine.submit(task_id, params(PROMPTS[index % len(PROMPTS)], tokens))
+    first: dict[str, float] = {}
+    last: dict[str, float] = {}
+    produced: dict[str, int] = {}
+    done: set[str] = set()
+    while len(done) < streams:
+        for event in engine.step():
+            now = time.perf_counter()
+            if isinstance(event, TaskOutput) and isinstance(event.chunk, TokenChunk):
+                count = len(event.chunk.token_ids)
+                if count:
+                    first.setdefault(event.task_id, now)
+                    last[event.task_id] = now
+                    produced[event.task_id] = produced.get(event.task_id, 0) + count
+            elif isinstance(event, TaskDone):
+                if event.status != "complete":
+                    raise RuntimeError(f"{event.task_id} ended {event.status}: {event.error}")
+                done.add(event.task_id)
+    elapsed = time.perf_counter() - started
+    total = sum(produced.values())
+    decode = [(produced[t] - 1) / (last[t] - first[t]) for t in produced
+              if produced[t] > 1 and last[t] > first[t]]
+    return {"ttft_s": statistics.median(first[t] - started for t in first) if first else 0.0,
+            "decode_tps": statistics.median(decode) if decode else 0.0,
+            "aggregate_tps": total / elapsed, "tokens": total}
+
+
+def main() -> None:
+    spec = json.loads(sys.argv[1])
+    rank, hosts = int(spec["rank"]), list(spec["hosts"])
+    start, end = spec["layers"]
+    options = {"speculation": "false", "prefix_cache_mb": "0", "max_batch": "8",
+               "ring_connect_seconds": "60"}
+    if len(hosts) > 1:
+        options["ring_hosts"] = ",".join(hosts)
+        options["pipeline_micro_batches"] = "true" if spec["micro_batches"] else "false"
+    engine = MlxEngine(EngineConfig(
+        model_path=spec["model"], context_token_limit=2048, n_threads=1, start_layer=start,
+        end_layer=end, world_size=len(hosts), rank=rank, options=options))
+    engine.load()
+    engine.warm_up()
+    tokens = int(spec["tokens"])
+    report: dict[str, Any] = {}
+    singles = [run_batch(engine, f"single-{r}", 1, tokens) for r in range(spec["repeats"])]
+    report["single"] = {key: statistics.median(run[key] for run in singles)
+                        for key in ("ttft_s", "decode_tps")}
+    for streams in spec["streams"]:
+        report[f"streams-{streams}"] = run_batch(engine, f"streams-{streams}", streams,
+                                                 tokens)["aggregate_tps"]
+    if rank == 0:
+        print(MARK + json.dumps(report), flush=True)
+
+
+if __name__ == "__main__":
+    main()
