@@ -52,7 +52,8 @@ def test_greedy_output_equals_llama_cpp_python_directly(serving_node: NodeProces
     card = catalog.resolve("smollm2-135m")
     assert card is not None
     llama = Llama(model_path=str(catalog.local_path(card, "gguf")), n_ctx=2048,
-                  n_threads=os.cpu_count(), verbose=False)
+                  n_threads=os.cpu_count(), verbose=False,
+                   flash_attn=True)  # as the engine runs it
     # Not streamed, so the response, not an iterator of chunks (llama_cpp's type has both).
     direct = cast(CreateChatCompletionResponse, llama.create_chat_completion(
         messages=[{"role": "user", "content": PROMPT}], temperature=0, max_tokens=48))

@@ -42,14 +42,16 @@ class Portion:
         return self.logits_at is not None
 
 
-def plan(feeds: list[Feed], budget: int) -> tuple[list[Portion], list[BatchEntry]]:
+def plan(feeds: list[Feed], budget: int, chunk: int) -> tuple[list[Portion], list[BatchEntry]]:
     """The portions of `feeds` (in priority order) that fit `budget` tokens, and the batch
-    they make. A feed that gets nothing is left for a later step."""
+    they make. A prompt goes in whole chunks of `chunk` tokens (its last one shorter): the
+    same slices whatever else runs, so its KV comes out the same (llama.cpp's kernels
+    round differently for differently sized slices). A feed that does not fit waits."""
     portions: list[Portion] = []
     entries: list[BatchEntry] = []
     for feed in feeds:
-        count = min(len(feed.tokens), budget - len(entries))
-        if count <= 0:
+        count = min(len(feed.tokens), chunk)
+        if count > budget - len(entries):
             continue
         completes = count == len(feed.tokens)
         for offset, token in enumerate(feed.tokens[:count]):

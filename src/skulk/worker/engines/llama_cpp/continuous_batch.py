@@ -75,6 +75,7 @@ class ContinuousBatch:
     context: SequenceContext
     sessions: SavedSessions
     table: SlotTable
+    prefill_chunk: int  # prompt tokens a step takes of one request at most
     waiting: deque[Admitted | Refused] = field(default_factory=deque)
     running: list[Running] = field(default_factory=list)
     _cancelled_waiting: set[TaskId] = field(default_factory=set)
@@ -175,7 +176,8 @@ class ContinuousBatch:
                 pass
             budget = min(self.context.batch_tokens, self._free_cells())
             if (budget >= max(decoding, 1)) or not self._pause_youngest(keep_one=True):
-                return batch_plan.plan(self._startable(ordered, decoding), budget)
+                return batch_plan.plan(self._startable(ordered, decoding), budget,
+                                       self.prefill_chunk)
 
     def _startable(self, ordered: list[Running], decoding: int) -> list[Feed]:
         """The feeds worth starting: a request that holds no cells yet (new, or paused)

@@ -95,11 +95,12 @@ class LlamaCppEngine:
         shared = self._options.shared_kv
         context = SequenceContext(self._model, cells=limit if shared else limit * sequences,
                                   sequences=sequences, shared_cells=shared,
-                                  batch_tokens=max(self._options.prefill_chunk, sequences),
-                                  flash_attention=self._options.uses_flash_attention,
+                                  # a prompt chunk beside every sequence's next token
+                                  batch_tokens=self._options.prefill_chunk + sequences,
+                                  flash_attention=self._options.flash_attention,
                                   threads=self._threads())
         self._batch = ContinuousBatch(self._model, context, SavedSessions(MAX_SAVED_SESSIONS),
-                                      SlotTable(sequences))
+                                      SlotTable(sequences), self._options.prefill_chunk)
 
     def _threads(self) -> int:
         return self._config.n_threads or os.cpu_count() or 1

@@ -49,7 +49,7 @@ def test_greedy_output_equals_create_chat_completion(engine: LlamaCppEngine) -> 
     from llama_cpp.llama_types import CreateChatCompletionResponse
 
     direct = Llama(model_path=model_path(), n_ctx=2048, n_threads=os.cpu_count(),
-                   verbose=False)
+                   verbose=False, flash_attn=True)  # as the engine runs it
     for question, max_tokens in [(QUESTION, 64), ("Write a haiku about rain.", 48)]:
         # Not streamed, so the response, not chunks (llama_cpp's return type has both).
         expected = cast(CreateChatCompletionResponse, direct.create_chat_completion(

@@ -68,7 +68,7 @@ class SequenceContext:
 
     def __init__(self, model: SequenceModel, *, cells: int, sequences: int,
                  shared_cells: bool, batch_tokens: int, threads: int,
-                 flash_attention: bool = False) -> None:
+                 flash_attention: bool) -> None:
         params = llama_cpp.llama_context_default_params()
         params.n_ctx = cells
         params.n_batch = batch_tokens
@@ -80,8 +80,6 @@ class SequenceContext:
         params.n_threads = threads
         params.n_threads_batch = threads
         params.no_perf = True
-        # Off, as in llama-cpp-python's `Llama` (llama.cpp's default, auto, turns it on
-        # for the CPU): the same attention kernels, so the same greedy text.
         params.flash_attn_type = (llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attention
                                   else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED)
         self._model = model
