@@ -55,7 +55,7 @@ async def _measured(context: ApiContext, generation: Generation) -> AsyncIterato
         last = now
         if isinstance(chunk, TokenChunk) and chunk.usage is not None:
             metrics.tokens_generated.inc(chunk.usage.completion_tokens)
-            task = context.replica.state.task_for_command(generation.command_id)
+            task = context.replica.state.task_for_command(generation.current_command_id)
             metrics.count_speculation(task.instance_id if task else "unknown", chunk.usage)
         trace = generation.trace
         if trace is not None and isinstance(chunk, TokenChunk) and chunk.finish_reason:

@@ -20,7 +20,7 @@ from skulk.models.catalog import ModelCatalog
 from skulk.shared.replica import StateReplica
 from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.commands import Command
-from skulk.shared.types.ids import ModelId, NodeId
+from skulk.shared.types.ids import CommandId, ModelId, NodeId
 from skulk.versions import Versions, versions
 
 
@@ -52,6 +52,9 @@ class ApiContext:
     master_node: Callable[[], NodeId | None] = lambda: None
     # One placement at a time per model, so concurrent first requests place it once.
     placement_locks: dict[ModelId, anyio.Lock] = field(default_factory=dict)
+    # A request that failed over runs under a new command: the id its client was told,
+    # mapped to the one now serving (for `POST /v1/cancel/{id}`).
+    command_aliases: dict[CommandId, CommandId] = field(default_factory=dict)
     metrics: ApiMetrics = field(default_factory=ApiMetrics)
     sessions: SessionStore = field(default_factory=SessionStore)
     traces: TraceStore = field(default_factory=TraceStore)

@@ -31,6 +31,7 @@ ERROR_KIND_HTTP: dict[ErrorKind, tuple[int, str, str]] = {
     "cancelled": (409, "invalid_request_error", "cancelled"),
     "internal": (500, "server_error", "internal_error"),
     "partitioned": (503, "server_error", "partitioned"),
+    "pipeline_corrupt": (503, "server_error", "pipeline_corrupt"),
 }
 
 # Anthropic's error types by HTTP status (https://docs.anthropic.com/en/api/errors).

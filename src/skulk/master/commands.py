@@ -214,11 +214,14 @@ def _load(state: State, instance: Instance) -> tuple[bool, int]:
 def _text_generation(state: State, command: TextGeneration, context: CommandContext) -> list[Event]:
     if state.task_for_command(command.command_id) is not None:
         return []  # a resend of a command a previous master already turned into a task
-    candidates = state.instances_of(command.params.model_id)
+    excluded = set(command.excluded_instances)
+    candidates = [i for i in state.instances_of(command.params.model_id)
+                  if i.instance_id not in excluded]
     if not candidates:
+        other = " other than the ones that failed this request" if excluded else ""
         return [CommandRejected(
             command_id=command.command_id, error_kind="model_not_found",
-            message=f"no instance of {command.params.model_id} is placed; "
+            message=f"no instance of {command.params.model_id}{other} is placed; "
                     "place one with POST /place_instance")]
     instance = min(candidates, key=lambda i: (_load(state, i), i.instance_id))
     task = TextGenerationTask(task_id=context.new_task_id(), command_id=command.command_id,

@@ -85,6 +85,20 @@ def test_text_generation_becomes_a_task_on_the_least_busy_instance() -> None:
     assert event.task.instance_id == "inst-2" and event.task.command_id == "gen-1"
 
 
+def test_a_failing_over_generation_never_lands_on_an_excluded_instance() -> None:
+    state = state_with(InstanceCreated(instance=f.instance("inst-1", "run-1")),
+                       InstanceCreated(instance=f.instance("inst-2", "run-2")),
+                       TaskCreated(task=f.task("t0", "inst-2", "old")))
+    again = generation().model_copy(update={"excluded_instances": [InstanceId("inst-1")]})
+    [event] = handle(state, again)  # inst-1 is the least busy, but it failed this request
+    assert isinstance(event, TaskCreated) and event.task.instance_id == "inst-2"
+    both = again.model_copy(update={"excluded_instances": [InstanceId("inst-1"),
+                                                           InstanceId("inst-2")]})
+    [event] = handle(state, both)
+    assert isinstance(event, CommandRejected) and "other than the ones that failed" in \
+        event.message
+
+
 def test_text_generation_without_instance_is_rejected_with_a_remedy() -> None:
     [event] = handle(State(), generation())
     assert isinstance(event, CommandRejected) and "place_instance" in event.message

@@ -295,7 +295,8 @@ class Master:
             await self.index([MembershipAgreed(members=sorted(members))])
 
     async def _replace_lost_instances(self) -> None:
-        """Instances with a shard on a departed node are removed and placed again."""
+        """Instances with a shard on a departed node are removed and placed again, unless
+        another instance of the model is left."""
         now = self._clock()
         lost = instances_on_lost_nodes(self._state, self.live_nodes())
         lost_ids = {i.instance_id for i in lost}
@@ -309,6 +310,8 @@ class Master:
             events = delete_instance_events(self._state, instance.instance_id,
                                             "a node holding it left the cluster")
             await self.index(events)
+            if self._state.instances_of(instance.model_id):
+                continue  # another instance serves it (a failing-over request placed one)
             replacement = PlaceInstance(command_id=new_command_id(),
                                         instance_id=new_instance_id(),
                                         model_id=instance.model_id, engine=instance.engine,

@@ -19,6 +19,7 @@ ErrorKind = Literal[
     "cancelled",
     "internal",
     "partitioned",
+    "pipeline_corrupt",
 ]
 
 

@@ -64,6 +64,9 @@ class TextGeneration(WireModel):
     command_id: CommandId = Field(description="Id of this command and its stream.")
     owner_node: NodeId = Field(description="API node that streams the output.")
     params: GenerationParams = Field(description="What to generate.")
+    excluded_instances: list[InstanceId] = Field(
+        default_factory=list, description="Instances not to use: the ones that failed "
+        "this request before (a request failing over).")
 
 
 class CancelTask(WireModel):

@@ -86,6 +86,11 @@ class GenerationParams(WireModel):
         default=None, max_length=MAX_PROMPT_TOKENS,
         description="Token ids to continue as is (a session of tokens); "
         "`messages` is then empty.")
+    continuation: list[TokenId] = Field(
+        default_factory=list, max_length=MAX_GENERATED_TOKENS,
+        description="Tokens this request already generated (and the client already has), "
+        "appended after the prompt: the runner goes on from there. Set when a request "
+        "fails over to another instance mid-stream; `max_tokens` is then what is left.")
     session_id: ConversationId | None = Field(
         default=None, max_length=128,
         description="The conversation this turn belongs to: the runner keeps "
