@@ -128,11 +128,15 @@ async def serve_elsewhere(context: ApiContext, model_id: ModelId,
     lock = context.placement_locks.setdefault(model_id, anyio.Lock())
     async with lock:  # streams failing over together place one instance, not one each
         if not usable(context.replica.state):
-            if not context.auto_place:
-                raise ApiError(503, f"no other instance of '{model_id}' is running and "
+            if context.auto_place:
+                await _place_away_from(context, model_id, excluded_nodes)
+            # Placement is the operator's: wait for the master's replacement (a split
+            # instance whose rank ended is placed again) or the operator's.
+            elif await context.replica.wait_for(
+                    lambda s: bool(usable(s)), context.ready_timeout_seconds) is None:
+                raise ApiError(503, f"no other instance of '{model_id}' came up and "
                                "automatic placement is off", type="server_error",
                                code="runner_failed")
-            await _place_away_from(context, model_id, excluded_nodes)
 
     def settled(state: State) -> bool:
         candidates = usable(state)

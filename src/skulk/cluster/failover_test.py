@@ -1,14 +1,18 @@
 """A request whose runner dies mid-stream goes on elsewhere: two whole nodes on the
 in-memory bus, the echo engine in real runner processes."""
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anthropic
 import anyio
 import httpx
+import ollama
 import openai
 import pytest
 
 from skulk.cluster.cluster_test import MODEL, Cluster, cluster
+from skulk.node import Node
 from skulk.worker.runner.supervisor import RunnerSupervisor
 
 __all__ = ["cluster"]  # the fixture
@@ -27,14 +31,20 @@ def echo(crash_at: int) -> Any:
     return supervisor
 
 
-@pytest.mark.anyio
-async def test_a_runner_dying_mid_stream_costs_a_pause_not_the_answer(
-        cluster: Cluster) -> None:
+async def served_by_a_runner_that_dies(cluster: Cluster) -> Node:
+    """Nodes a and b, the model placed on b, whose runners die on word 15; a takes requests."""
     a = await cluster.start("a", force_master=True, supervisor=echo(0))
     b = await cluster.start("b", supervisor=echo(crash_at=15))
     await cluster.converged()
     await b.send_command_place(MODEL, excluded=[a.node_id])
     await cluster.ready(a)
+    return a
+
+
+@pytest.mark.anyio
+async def test_a_runner_dying_mid_stream_costs_a_pause_not_the_answer(
+        cluster: Cluster) -> None:
+    a = await served_by_a_runner_that_dies(cluster)
     url = f"http://127.0.0.1:{a.config.api_port}/v1"
     async with openai.AsyncOpenAI(base_url=url, api_key="x", max_retries=0) as client:
         with anyio.fail_after(60):
@@ -55,3 +65,32 @@ async def test_a_runner_dying_mid_stream_costs_a_pause_not_the_answer(
     async with httpx.AsyncClient() as http:
         metrics = (await http.get(f"http://127.0.0.1:{a.config.api_port}/metrics")).text
     assert 'skulk_failovers_total{reason="runner_failed"} 1.0' in metrics
+
+
+async def anthropic_text(url: str) -> str:
+    async with anthropic.AsyncAnthropic(base_url=url, api_key="x", max_retries=0) as client:
+        parts = []
+        async with client.messages.stream(
+                model=MODEL, max_tokens=100,
+                messages=[{"role": "user", "content": WORDS}]) as stream:
+            async for text in stream.text_stream:
+                parts.append(text)
+        return "".join(parts)
+
+
+async def ollama_text(url: str) -> str:
+    parts = []
+    async for part in await ollama.AsyncClient(host=url).chat(
+            model=MODEL, stream=True, messages=[{"role": "user", "content": WORDS}]):
+        parts.append(part.message.content or "")
+    return "".join(parts)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream_text", [anthropic_text, ollama_text],
+                         ids=["anthropic", "ollama"])
+async def test_every_dialect_fails_over_the_same_way(
+        cluster: Cluster, stream_text: Callable[[str], Awaitable[str]]) -> None:
+    a = await served_by_a_runner_that_dies(cluster)
+    with anyio.fail_after(60):
+        assert await stream_text(f"http://127.0.0.1:{a.config.api_port}") == WORDS
