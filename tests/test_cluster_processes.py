@@ -1,12 +1,15 @@
 """Three real `skulk run` processes on 127.0.0.1: real Zenoh, real runners, the real model."""
 
 import json
+import os
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 import pytest
 
 from tests.chrome_trace import validate_chrome_trace
@@ -129,3 +132,25 @@ def stream_killing(api: NodeProcess, body: dict[str, Any], victim: NodeProcess,
     print(f"the stream went on and ended {time.monotonic() - killed:.1f} s after its node "
           "was killed")
     return "".join(parts), errors
+
+
+def test_a_runner_hung_while_loading_is_killed_and_its_instance_lands_elsewhere(
+        tmp_path: Path) -> None:
+    with meshed_nodes(tmp_path, 2, "--runner-deadline", "8") as nodes:
+        a, b = nodes
+        wait_one_master(nodes)
+        placed = httpx.post(f"{a.url}/place_instance", timeout=60, json={
+            "model_id": "smollm2-135m", "excluded_nodes": [a.node_id()]})
+        assert placed.status_code == 201, placed.text
+        b.wait_until(lambda: bool(b.runner_pids()), 60.0, "b's runner to start")
+        [hung] = b.runner_pids()
+        os.kill(hung, signal.SIGSTOP)  # a machine that stalls: the process answers nothing
+        started = time.monotonic()
+        a.wait_until(lambda: chat_ok(a), 90.0, "a chat to be served")
+        print(f"served {time.monotonic() - started:.1f} s after b's runner hung")
+        [instance] = a.state()["instances"].values()
+        assert {s["node_id"] for s in instance["shards"].values()} == {a.node_id()}
+        assert not psutil.pid_exists(hung) or psutil.Process(hung).status() == "zombie"
+        [b_view] = [n for n in a.cluster()["nodes"] if n["node_id"] == b.node_id()]
+        codes = [r["code"] for r in b_view["health_reasons"]]
+        assert "cooling_off" in codes, b_view

@@ -64,6 +64,7 @@ from skulk.worker.gpus import probe_gpus, refresh_gpus_forever
 from skulk.worker.local_runner import SupervisorFactory
 from skulk.worker.main import Worker
 from skulk.worker.remote_drafting import remote_drafting_options
+from skulk.worker.runner.deadlines import RunnerDeadlines
 from skulk.worker.runner.supervisor import RunnerSupervisor
 from skulk.worker.telemetry import probe_backends, publish_readings_forever, read_telemetry
 
@@ -208,6 +209,8 @@ class Node:
                         publish_spans=self._publish_spans,
                         remote_drafting=self._remote_drafting_options,
                         weight_sources=weights.sources_for,
+                        deadlines=None if self.config.runner_deadline_seconds is None
+                        else RunnerDeadlines.scaled(self.config.runner_deadline_seconds),
                         device_links=device_links(self.config.data_dir, self.config.listen,
                                                   trust.tls, revoked))
                     tasks.start_soon(worker.run)

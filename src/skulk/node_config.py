@@ -30,6 +30,9 @@ class NodeConfig:
     # `--engine-option ENGINE.NAME=VALUE`: options for every runner of that engine here.
     engine_options: NodeEngineOptions = field(default_factory=dict)
     stream_idle_timeout: float = 60.0
+    # `--runner-deadline`: a runner must report this soon after starting, and load and
+    # warm up within this plus the time its weights take at 20 MB/s (None: 60 s / 120 s).
+    runner_deadline_seconds: float | None = None
     discover: bool = False
     force_master: bool = False
     election_timeout: float = DEFAULT_ELECTION_TIMEOUT_SECONDS

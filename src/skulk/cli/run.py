@@ -70,6 +70,11 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="place MODEL once the node is up (repeatable)")
     parser.add_argument("--no-auto-place", action="store_true",
                         help="do not place a model when a request asks for an unplaced one")
+    parser.add_argument("--runner-deadline", type=float, default=None, metavar="SECONDS",
+                        help="kill a runner that has not reported this long after starting, "
+                             "or not loaded within this plus its weights' read time at "
+                             "20 MB/s, and place its instance elsewhere (default 60 s to "
+                             "report, 120 s plus read time to load)")
     parser.add_argument("--threads", type=int, default=None,
                         help="engine threads per runner (default: all cores)")
     parser.add_argument("--memory-limit", type=float, default=None, metavar="GIB",
@@ -122,6 +127,7 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         serve=args.serve,
         auto_place=not args.no_auto_place,
         engine_threads=args.threads,
+        runner_deadline_seconds=args.runner_deadline,
         memory_limit_bytes=(None if args.memory_limit is None
                             else int(args.memory_limit * 1024**3)),
         batching=args.batching,

@@ -145,3 +145,44 @@ def test_revoking_a_node_records_it_and_removes_its_instances() -> None:
     assert InstanceDeleted(instance_id=InstanceId("inst-1"),
                            reason=f"node {holder} was revoked") in events
     assert handle(state_with(*events, start=state), revoke) == []
+
+
+TWO_NODES = {**NODES, NodeId("node-b"): NODES[NodeId("node-a")].model_copy(
+    update={"node_id": NodeId("node-b")})}
+
+
+def test_a_runner_killed_for_a_deadline_cools_its_node_off_and_goes_elsewhere() -> None:
+    from skulk.shared.types.commands import ReplaceInstance
+    from skulk.shared.types.events import NodeFailureNoted
+    [placed] = handle(State(), PlaceInstance(
+        command_id=CommandId("p"), instance_id=InstanceId("i1"), model_id=ModelId(
+            "smollm2-135m"), excluded_nodes=[NodeId("node-b")]), TWO_NODES)
+    assert isinstance(placed, InstanceCreated)
+    state = state_with(placed)
+    replace = ReplaceInstance(command_id=CommandId("r"), instance_id=InstanceId("i1"),
+                              reason="did not report", failed_node=NodeId("node-a"))
+    ctx = CommandContext(catalog=ModelCatalog.builtin(Path(".")), nodes=TWO_NODES,
+                         new_runner_id=lambda: RunnerId(f"run-{next(counter)}"),
+                         new_task_id=lambda: TaskId(f"task-{next(counter)}"), now=1000.0)
+    events = events_for_command(state, replace, ctx)
+    noted, *_, created = events
+    assert noted == NodeFailureNoted(node_id=NodeId("node-a"), reason="did not report",
+                                     until=1300.0, failures=1)
+    assert isinstance(created, InstanceCreated)
+    assert {s.node_id for s in created.instance.shards.values()} == {"node-b"}
+    # While node-a cools off, new placements avoid it too; once it is the only node, not.
+    cooled = state_with(*events)
+    fresh = PlaceInstance(command_id=CommandId("q"), instance_id=InstanceId("i2"),
+                          model_id=ModelId("smollm2-135m"))
+    [again] = events_for_command(cooled, fresh, ctx)
+    assert isinstance(again, InstanceCreated)
+    assert {s.node_id for s in again.instance.shards.values()} == {"node-b"}
+    alone = CommandContext(catalog=ctx.catalog, nodes=NODES, new_runner_id=ctx.new_runner_id,
+                           new_task_id=ctx.new_task_id, now=1000.0)
+    [only] = events_for_command(cooled, fresh, alone)
+    assert isinstance(only, InstanceCreated)
+    # A second failure within the cool-off doubles it and counts two in a row.
+    [second, *_] = events_for_command(cooled, replace.model_copy(
+        update={"instance_id": created.instance.instance_id}), ctx)
+    assert second == NodeFailureNoted(node_id=NodeId("node-a"), reason="did not report",
+                                      until=1600.0, failures=2)

@@ -194,7 +194,8 @@ class Master:
         # the node's replica.
         catalog = self._catalog.seeing(self._state.model_cards)
         return CommandContext(catalog=catalog, nodes=nodes, live_nodes=frozenset(live),
-                              new_runner_id=new_runner_id, new_task_id=new_task_id)
+                              new_runner_id=new_runner_id, new_task_id=new_task_id,
+                              now=time.time())
 
     async def handle_command(self, envelope: CommandEnvelope) -> None:
         command = envelope.command

@@ -55,6 +55,9 @@ class ReplaceInstance(WireModel):
     command_id: CommandId = Field(description="Id of this command.")
     instance_id: InstanceId = Field(description="Instance to place again.")
     reason: str = Field(description="What failed.")
+    failed_node: NodeId | None = Field(
+        default=None, description="The node whose runner failed (missed a deadline): it "
+        "cools off, and the instance goes elsewhere if anything else fits.")
 
 
 class TextGeneration(WireModel):
