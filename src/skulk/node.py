@@ -384,6 +384,8 @@ class Node:
                              traces=self.traces,
                              send_command=self._send_user_command,
                              auto_place=self.config.auto_place,
+                             max_queue=self.config.max_queue,
+                             queue_timeout_seconds=self.config.queue_timeout_seconds,
                              live_nodes=lambda: self.live_nodes,
                              master_node=lambda: self.master_node,
                              runners_report=lambda: (self._worker.runners_report()

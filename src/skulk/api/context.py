@@ -47,6 +47,10 @@ class ApiContext:
     auto_place: bool = True
     # How long a request waits for an instance to become ready (placement + load).
     ready_timeout_seconds: float = 300.0
+    # Admission: most requests queued per instance (`--max-queue`; None: 16 per slot of
+    # its batch), and how long one may wait queued before it is refused (503).
+    max_queue: int | None = None
+    queue_timeout_seconds: float = 300.0
     # The cluster as this node sees it: live members and the elected master.
     live_nodes: Callable[[], Set[NodeId]] = lambda: frozenset()
     master_node: Callable[[], NodeId | None] = lambda: None

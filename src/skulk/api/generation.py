@@ -11,8 +11,10 @@ nothing happened. `command_id` stays the one the client was told.
 """
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+
+from fastapi import Request
 
 from skulk.api.context import ApiContext
 from skulk.api.errors import ApiError
@@ -30,6 +32,7 @@ from skulk.shared.types.tasks import GenerationParams
 class Generation:
     """One running generation: the attempt now serving it and its first chunk."""
 
+    context: ApiContext
     command_id: CommandId  # the first attempt's, as announced to the client
     attempt: Submitted
     first: Chunk
@@ -37,6 +40,7 @@ class Generation:
     failover: Failover | None = None
     done: bool = False
     trace: RequestTrace | None = None
+    released: bool = False
 
     @property
     def stream(self) -> CommandStream:
@@ -76,18 +80,22 @@ class Generation:
         return chunk
 
 
-async def open_generation(context: ApiContext, params: GenerationParams) -> Generation:
+async def open_generation(context: ApiContext, params: GenerationParams,
+                          request: Request | None = None) -> Generation:
     """Make sure the model serves, then start generating (traced when tracing is on).
 
     An error as the first chunk raises (after any failover), so the client gets a real
-    HTTP error status even when it asked for a stream.
+    HTTP error status even when it asked for a stream: 429 with `Retry-After` when every
+    instance's queue is full. With `request`, a client that goes away while the request
+    is queued cancels it at once.
     """
     started, started_us = time.monotonic(), now_us()
     tracing = context.traces.enabled
     await ensure_serving(context, params.model_id)
     serving_us = now_us()
     generation = await _start(
-        context, params.model_copy(update={"trace": True}) if tracing else params)
+        context, params.model_copy(update={"trace": True}) if tracing else params,
+        None if request is None else request.is_disconnected)
     context.metrics.time_to_first_token.observe(time.monotonic() - started)
     if tracing:
         trace = RequestTrace(generation.command_id, params.model_id, context.node_id,
@@ -100,11 +108,12 @@ async def open_generation(context: ApiContext, params: GenerationParams) -> Gene
     return generation
 
 
-async def _start(context: ApiContext, params: GenerationParams) -> Generation:
+async def _start(context: ApiContext, params: GenerationParams,
+                 client_gone: Callable[[], Awaitable[bool]] | None) -> Generation:
     """Send the generation and wait for its first chunk, failing over if it fails."""
-    attempt = await submit(context, params)
-    generation = Generation(attempt.command_id, attempt, attempt.first, int(time.time()),
-                            failover=Failover(context, params))
+    attempt = await submit(context, params, bounded=True, client_gone=client_gone)
+    generation = Generation(context, attempt.command_id, attempt, attempt.first,
+                            int(time.time()), failover=Failover(context, params))
     try:
         generation.first = await generation.recovered(attempt.first)
     except BaseException:
@@ -118,7 +127,11 @@ async def _start(context: ApiContext, params: GenerationParams) -> Generation:
 
 
 async def finish_generation(context: ApiContext, generation: Generation) -> None:
-    """Always called: cancels an unfinished generation, then lets the master forget it."""
+    """Always called, maybe twice (the body's end and the response's): cancels an
+    unfinished generation, then lets the master forget it, once."""
+    if generation.released:
+        return
+    generation.released = True
     if generation.trace is not None:
         generation.trace.end("abandoned")  # unless its final chunk ended it already
     context.command_aliases.pop(generation.command_id, None)

@@ -4,6 +4,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import assert_never
 
+from skulk.master.admission import has_room, retry_after_seconds
 from skulk.master.model_card_commands import add_model_card_events, remove_model_card_events
 from skulk.master.placement import (
     DEFAULT_RING_PORTS,
@@ -264,6 +265,16 @@ def _text_generation(state: State, command: TextGeneration, context: CommandCont
             command_id=command.command_id, error_kind="model_not_found",
             message=f"no instance of {command.params.model_id}{other} is placed; "
                     "place one with POST /place_instance")]
+    if command.bounded:
+        with_room = [i for i in candidates if has_room(state, i, command.max_queue)]
+        if not with_room:
+            wait = retry_after_seconds(state, candidates)
+            return [CommandRejected(
+                command_id=command.command_id, error_kind="overloaded",
+                retry_after_seconds=wait,
+                message=f"every instance of {command.params.model_id} has its queue full; "
+                        f"retry in {wait} s, or place another instance")]
+        candidates = with_room
     instance = min(candidates, key=lambda i: (_load(state, i), i.instance_id))
     task = TextGenerationTask(task_id=context.new_task_id(), command_id=command.command_id,
                               instance_id=instance.instance_id,

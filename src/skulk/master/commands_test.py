@@ -134,6 +134,35 @@ def test_reconcile_fails_orphans_and_forgets_old_finished_tasks() -> None:
         TaskDeleted(task_id=TaskId("orphan"))]
 
 
+def test_finished_tasks_carried_from_an_earlier_master_are_forgotten_too() -> None:
+    state = state_with(TaskCreated(task=f.task("carried", "gone", "c1")),
+                       TaskStatusUpdated(task_id=TaskId("carried"), status="complete"))
+    since: dict[TaskId, float] = {}  # a new master knows nothing of when it finished
+    assert reconcile(state, since, now=50.0) == [] and since == {TaskId("carried"): 50.0}
+    assert reconcile(state, since, now=50.0 + FINISHED_TASK_RETENTION_SECONDS + 1) == [
+        TaskDeleted(task_id=TaskId("carried"))]
+
+
+def test_a_bounded_generation_goes_to_an_instance_with_room_or_is_refused() -> None:
+    from skulk.master.admission import concurrency
+    full = [TaskCreated(task=f.task(f"t{n}", "inst-1", f"c{n}")) for n in range(3)]
+    state = state_with(InstanceCreated(instance=f.instance("inst-1", "run-1")),
+                       InstanceCreated(instance=f.instance("inst-2", "run-2")), *full,
+                       *[TaskCreated(task=f.task(f"u{n}", "inst-2", f"d{n}"))
+                         for n in range(2)])
+    assert concurrency(f.instance()) == 1  # llama.cpp today: one request at a time
+    # 1 running + 1 queued fill an instance with max_queue=1: inst-2 has 2, inst-1 has 3.
+    bounded = generation().model_copy(update={"bounded": True, "max_queue": 2})
+    [event] = handle(state, bounded)
+    assert isinstance(event, TaskCreated) and event.task.instance_id == "inst-2"
+    [refused] = handle(state, bounded.model_copy(update={"max_queue": 1}))
+    assert isinstance(refused, CommandRejected) and refused.error_kind == "overloaded"
+    assert refused.retry_after_seconds == 1 and "queue full" in refused.message
+    # Unbounded (a failing-over request) still goes to the least busy.
+    [event] = handle(state, generation())
+    assert isinstance(event, TaskCreated) and event.task.instance_id == "inst-2"
+
+
 def test_revoking_a_node_records_it_and_removes_its_instances() -> None:
     from skulk.shared.types.commands import RevokeNode
     from skulk.shared.types.events import NodeRevoked

@@ -70,6 +70,13 @@ class TextGeneration(WireModel):
     excluded_instances: list[InstanceId] = Field(
         default_factory=list, description="Instances not to use: the ones that failed "
         "this request before (a request failing over).")
+    bounded: bool = Field(
+        default=False, description="Refuse (`overloaded`) when every instance of the "
+        "model is full instead of queueing without bound; a failing-over request, already "
+        "admitted once, is not bounded.")
+    max_queue: int | None = Field(
+        default=None, ge=0, description="With `bounded`: most requests waiting for a slot "
+        "on an instance (`--max-queue`); None: 16 per slot of its batch.")
 
 
 class CancelTask(WireModel):

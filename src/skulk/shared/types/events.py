@@ -117,6 +117,8 @@ class CommandRejected(WireModel):
     command_id: CommandId = Field(description="The rejected command.")
     error_kind: ErrorKind = Field(description="Class of the error.")
     message: str = Field(description="What went wrong and what to do about it.")
+    retry_after_seconds: int | None = Field(
+        default=None, description="With `overloaded`: when a retry may find room.")
 
 
 class StateSnapshotHydrated(WireModel):
