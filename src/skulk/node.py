@@ -158,7 +158,7 @@ class Node:
             live_nodes=lambda: self.live_nodes,
             publish=lambda indexed: self.router.publish(topics.GLOBAL_EVENTS, indexed),
             settle_grace_seconds=self.config.settle_grace_seconds, quorum=self.config.quorum,
-            carry_over=self._carry_over)
+            carry_over=self._carry_over, keep_alive_seconds=self.config.keep_alive_seconds)
         self.election = Election(
             node_id=self.node_id, on_result=self._elected,
             publish=lambda message: self.router.publish(topics.ELECTION, message),
@@ -225,7 +225,7 @@ class Node:
                     if not self.replica.state.instances_of(ModelId(model)):
                         await self.send_command(PlaceInstance(
                             command_id=new_command_id(), instance_id=new_instance_id(),
-                            model_id=ModelId(model)))
+                            model_id=ModelId(model), pinned=True))
                 self.ready.set()
         finally:
             event_log.close()

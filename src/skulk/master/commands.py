@@ -1,10 +1,11 @@
 """What the master does with each command: a pure map from (State, command) to events."""
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import assert_never
 
 from skulk.master.admission import has_room, retry_after_seconds
+from skulk.master.eviction import freed, on_nodes_of
 from skulk.master.model_card_commands import add_model_card_events, remove_model_card_events
 from skulk.master.placement import (
     DEFAULT_RING_PORTS,
@@ -69,6 +70,9 @@ class CommandContext:
     ring_ports: range = DEFAULT_RING_PORTS
     # Wall clock, Unix seconds, for the nodes' cool-offs (None: none is considered).
     now: float | None = None
+    # Idle, unpinned instances, least recently used first: evicted in that order when a
+    # placement does not fit otherwise.
+    evictable: tuple[Instance, ...] = ()
 
     def cluster(self, state: State) -> ClusterView:
         """The cluster as placement sees it, with the instances placed in `state`."""
@@ -149,10 +153,35 @@ def _place_instance(state: State, command: PlaceInstance, context: CommandContex
         return [CommandRejected(command_id=command.command_id, error_kind="model_not_found",
                                 message=f"unknown model {command.model_id!r}")]
     result = place_avoiding(command, card, state, context)
+    evicted: list[Instance] = []
     if isinstance(result, PlacementError):
-        return [CommandRejected(command_id=command.command_id, error_kind="placement_failed",
-                                message=result.describe())]
-    return [InstanceCreated(instance=result)]
+        made_room = _place_evicting(command, card, state, context)
+        if made_room is None:
+            return [CommandRejected(command_id=command.command_id,
+                                    error_kind="placement_failed", message=result.describe())]
+        result, evicted = made_room
+    reason = (f"evicted, least recently used, to make room for {command.model_id} "
+              f"({command.instance_id})")
+    return [*[e for gone in evicted
+              for e in delete_instance_events(state, gone.instance_id, reason)],
+            InstanceCreated(instance=result.model_copy(update={"pinned": command.pinned}))]
+
+
+def _place_evicting(command: PlaceInstance, card: ModelCard, state: State,
+                    context: CommandContext) -> tuple[Instance, list[Instance]] | None:
+    """The placement once the fewest least recently used idle instances are gone, and
+    those of them on the nodes it uses; None when even all of them free too little."""
+    for count in range(1, len(context.evictable) + 1):
+        gone = context.evictable[:count]
+        ids = {g.instance_id for g in gone}
+        without = state.model_copy(update={"instances": {
+            i: instance for i, instance in state.instances.items() if i not in ids}})
+        roomier = replace(context, nodes=freed(context.nodes, gone, context.catalog),
+                          evictable=())
+        placed = place_avoiding(command, card, without, roomier)
+        if isinstance(placed, Instance):
+            return placed, on_nodes_of(placed, gone)
+    return None
 
 
 def _refuse_placement(state: State, refusal: RefusePlacement,

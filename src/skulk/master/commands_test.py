@@ -215,3 +215,30 @@ def test_a_runner_killed_for_a_deadline_cools_its_node_off_and_goes_elsewhere() 
         update={"instance_id": created.instance.instance_id}), ctx)
     assert second == NodeFailureNoted(node_id=NodeId("node-a"), reason="did not report",
                                       until=1600.0, failures=2)
+
+
+def test_a_placement_that_does_not_fit_evicts_the_least_recently_used_idle_instance(
+        ) -> None:
+    from dataclasses import replace
+
+    from skulk.master.placement.memory import shard_need_bytes, shard_share
+    catalog = ModelCatalog.builtin(Path("."))
+    card = catalog.resolve(ModelId("smollm2-135m"))
+    assert card is not None
+    old = f.instance("old", "run-old", node=NodeId("node-a"))
+    reading = NODES[NodeId("node-a")]
+    need = shard_need_bytes(card, "llama_cpp", shard_share(card, "pipeline", old.shards[
+        RunnerId("run-old")]), reading)
+    # What is free now is a little short of another copy; evicting `old` frees enough.
+    tight = {NodeId("node-a"): reading.model_copy(update={
+        "memory_available_bytes": need - 1, "memory_total_bytes": 4 * need})}
+    state = state_with(InstanceCreated(instance=old))
+    place_new = PlaceInstance(command_id=CommandId("p"), instance_id=InstanceId("new"),
+                              model_id=ModelId("smollm2-135m"))
+    ctx = replace(context(tight), evictable=())
+    [refused] = events_for_command(state, place_new, ctx)
+    assert isinstance(refused, CommandRejected)
+    deleted, created = events_for_command(state, place_new, replace(ctx, evictable=(old,)))
+    assert isinstance(deleted, InstanceDeleted) and deleted.instance_id == "old"
+    assert "least recently used" in deleted.reason
+    assert isinstance(created, InstanceCreated) and created.instance.instance_id == "new"

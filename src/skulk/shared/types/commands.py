@@ -26,6 +26,8 @@ class PlaceInstance(WireModel):
     excluded_nodes: list[NodeId] = Field(
         default_factory=list, description="Nodes not to use."
     )
+    pinned: bool = Field(default=False, description="Keep it however long it idles (a "
+                         "node's `--serve`); it is never evicted to make room either.")
 
 
 class DeleteInstance(WireModel):
