@@ -108,19 +108,23 @@ class Failover:
 
 
 def usable_instances(state: State, model_id: ModelId, excluded: list[InstanceId],
-                     live: set[NodeId] | frozenset[NodeId]) -> list[Instance]:
-    """Instances of the model that did not fail this request, have no failed runner and
-    run on live nodes only."""
+                     live: set[NodeId] | frozenset[NodeId],
+                     failed_too: bool = False) -> list[Instance]:
+    """Instances of the model that did not fail this request, have no failed runner
+    (unless `failed_too`) and run on live nodes only."""
     return [i for i in state.instances_of(model_id) if i.instance_id not in excluded
             and all(shard.node_id in live for shard in i.shards.values())
-            and instance_status(state, i) != "failed"]
+            and (failed_too or instance_status(state, i) != "failed")]
 
 
 async def serve_elsewhere(context: ApiContext, model_id: ModelId,
                           excluded_instances: list[InstanceId],
                           excluded_nodes: set[NodeId]) -> None:
     """Return once an instance other than the excluded ones is ready; place one (away
-    from the excluded nodes if anything else fits) when none is left. Raises `ApiError`."""
+    from the excluded nodes if anything else fits) when none is left. When nothing else
+    fits and a failed instance is still placed on live nodes (its worker restarts its
+    runner), it is taken off `excluded_instances` and waited for instead of placing a
+    second copy beside it. Raises `ApiError`."""
     def usable(state: State) -> list[Instance]:
         return usable_instances(state, model_id, excluded_instances,
                                 set(context.live_nodes()) | {context.node_id})
@@ -129,7 +133,8 @@ async def serve_elsewhere(context: ApiContext, model_id: ModelId,
     async with lock:  # streams failing over together place one instance, not one each
         if not usable(context.replica.state):
             if context.auto_place:
-                await _place_away_from(context, model_id, excluded_nodes)
+                await _place_away_from(context, model_id, excluded_instances,
+                                       excluded_nodes)
             # Placement is the operator's: wait for the master's replacement (a split
             # instance whose rank ended is placed again) or the operator's.
             elif await context.replica.wait_for(
@@ -138,20 +143,28 @@ async def serve_elsewhere(context: ApiContext, model_id: ModelId,
                                "automatic placement is off", type="server_error",
                                code="runner_failed")
 
+    def placed(state: State) -> list[Instance]:
+        # Failed ones too: a runner that died comes back (its worker restarts it).
+        return usable_instances(state, model_id, excluded_instances,
+                                set(context.live_nodes()) | {context.node_id},
+                                failed_too=True)
+
     def settled(state: State) -> bool:
-        candidates = usable(state)
+        candidates = placed(state)
         return not candidates or any(instance_status(state, i) == "ready"
                                      for i in candidates)
 
     state = await context.replica.wait_for(settled, context.ready_timeout_seconds)
-    if state is None or not usable(state):
+    if state is None or not any(instance_status(state, i) == "ready" for i in placed(state)):
         raise ApiError(503, f"the new instance of '{model_id}' did not become ready",
                        type="server_error", code="runner_failed")
 
 
 async def _place_away_from(context: ApiContext, model_id: ModelId,
+                           excluded_instances: list[InstanceId],
                            excluded_nodes: set[NodeId]) -> None:
-    live_excluded = excluded_nodes & set(context.live_nodes())
+    live = set(context.live_nodes()) | {context.node_id}
+    live_excluded = excluded_nodes & live
     try:
         await place_instance(context, PlaceInstance(
             command_id=new_command_id(), instance_id=new_instance_id(), model_id=model_id,
@@ -159,6 +172,14 @@ async def _place_away_from(context: ApiContext, model_id: ModelId,
     except ApiError:
         if not live_excluded:
             raise
+        state = context.replica.state
+        recovering = [i for i in excluded_instances if i in state.instances and all(
+            s.node_id in live for s in state.instances[i].shards.values())]
+        if recovering:
+            logger.warning("'{}' fits nowhere else; waiting for {} to restart", model_id,
+                           recovering)
+            excluded_instances[:] = [i for i in excluded_instances if i not in recovering]
+            return
         logger.warning("'{}' fits nowhere but on {}, where it just failed; placing it there "
                        "again", model_id, sorted(live_excluded))
         await place_instance(context, PlaceInstance(
