@@ -45,6 +45,7 @@ async def served_by_a_runner_that_dies(cluster: Cluster) -> Node:
 async def test_a_runner_dying_mid_stream_costs_a_pause_not_the_answer(
         cluster: Cluster) -> None:
     a = await served_by_a_runner_that_dies(cluster)
+    a.traces.enabled = True
     url = f"http://127.0.0.1:{a.config.api_port}/v1"
     async with openai.AsyncOpenAI(base_url=url, api_key="x", max_retries=0) as client:
         with anyio.fail_after(60):
@@ -65,6 +66,10 @@ async def test_a_runner_dying_mid_stream_costs_a_pause_not_the_answer(
     async with httpx.AsyncClient() as http:
         metrics = (await http.get(f"http://127.0.0.1:{a.config.api_port}/metrics")).text
     assert 'skulk_failovers_total{reason="runner_failed"} 1.0' in metrics
+    [trace] = a.traces.all()  # the pause is in the request's trace, with its reason
+    assert [s.name for s in trace.spans if "failover" in s.name] == [
+        "api.failover.runner_failed"]
+    assert trace.outcome == "stop" and trace.tokens == 40
 
 
 async def anthropic_text(url: str) -> str:

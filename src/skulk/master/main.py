@@ -325,13 +325,15 @@ class Master:
             since = self._lost_since.setdefault(instance.instance_id, now)
             if now - since < LOST_NODE_GRACE_SECONDS:
                 continue
-            logger.warning("instance {} lost a node; placing {} again", instance.instance_id,
-                           instance.model_id)
             events = delete_instance_events(self._state, instance.instance_id,
                                             "a node holding it left the cluster")
             await self.index(events)
             if self._state.instances_of(instance.model_id):
+                logger.warning("instance {} lost a node; another instance of {} is left",
+                               instance.instance_id, instance.model_id)
                 continue  # another instance serves it (a failing-over request placed one)
+            logger.warning("instance {} lost a node; placing {} again", instance.instance_id,
+                           instance.model_id)
             replacement = PlaceInstance(command_id=new_command_id(),
                                         instance_id=new_instance_id(),
                                         model_id=instance.model_id, engine=instance.engine,
