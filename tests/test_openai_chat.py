@@ -1,7 +1,7 @@
 """A real `skulk run` serving the bundled model, driven by the real `openai` client."""
 
+import json
 import os
-import time
 from typing import cast
 
 import httpx
@@ -95,29 +95,36 @@ def test_client_disconnect_cancels_generation(serving_node: NodeProcess) -> None
     assert reply.choices[0].message.content
 
 
-def test_killed_runner_ends_the_stream_with_an_error_then_recovers(
+def test_a_killed_runner_costs_a_pause_and_the_stream_goes_on(
         serving_node: NodeProcess) -> None:
-    body = {"model": "smollm2-135m", "messages": [{"role": "user", "content":
-            "Count from one to five hundred."}], "max_tokens": 3000, "stream": True}
-    saw_error = False
-    with httpx.stream("POST", f"{serving_node.url}/v1/chat/completions", json=body,
-                      timeout=30) as response:
+    """One node: nothing else can take the request, so it waits for the runner the worker
+    restarts and goes on there, with the text an uninterrupted greedy run gives."""
+    prompt = "Count from one to five hundred."
+    body = {"model": "smollm2-135m", "messages": [{"role": "user", "content": prompt}],
+            "max_tokens": 300, "temperature": 0}
+    expected = client(serving_node).chat.completions.create(
+        model="smollm2-135m", messages=[{"role": "user", "content": prompt}], max_tokens=300,
+        temperature=0).choices[0].message
+    parts: list[str] = []
+    with httpx.stream("POST", f"{serving_node.url}/v1/chat/completions",
+                      json={**body, "stream": True}, timeout=60) as response:
         assert response.status_code == 200
-        lines = response.iter_lines()
-        for _ in range(5):
-            next(lines)
-        [pid] = serving_node.runner_pids()
-        os.kill(pid, 9)
-        for line in lines:
-            if line.startswith("data: ") and '"error"' in line:
-                saw_error = True
-    assert saw_error, "the stream must end with an error event, not hang or end cleanly"
-    started = time.monotonic()
-    serving_node.wait_model_ready(timeout=60)
-    reply = client(serving_node).chat.completions.create(
-        model="smollm2-135m", messages=MESSAGES, max_tokens=8)
-    assert reply.choices[0].message.content
-    assert time.monotonic() - started < 60
+        lines: list[str] = []
+        for line in response.iter_lines():
+            lines += [line] if line.startswith("data: ") else []
+            if not line.startswith("data: {"):
+                continue
+            event = json.loads(line.removeprefix("data: "))
+            assert "error" not in event, event
+            if event["choices"] and event["choices"][0]["delta"].get("content"):
+                parts.append(event["choices"][0]["delta"]["content"])
+                if len(parts) == 5:
+                    [pid] = serving_node.runner_pids()
+                    os.kill(pid, 9)
+    assert lines[-1] == "data: [DONE]" and "".join(parts) == expected.content
+    assert 'skulk_failovers_total{reason="runner_failed"} 1.0' in \
+        serving_node.get("/metrics").text
+    assert len(serving_node.state()["instances"]) == 1  # the same instance, restarted
 
 
 WEATHER_TOOL: ChatCompletionToolParam = {"type": "function", "function": {

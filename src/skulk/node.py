@@ -64,6 +64,7 @@ from skulk.worker.gpus import probe_gpus, refresh_gpus_forever
 from skulk.worker.local_runner import SupervisorFactory
 from skulk.worker.main import Worker
 from skulk.worker.remote_drafting import remote_drafting_options
+from skulk.worker.runner.deadlines import RunnerDeadlines
 from skulk.worker.runner.supervisor import RunnerSupervisor
 from skulk.worker.telemetry import probe_backends, publish_readings_forever, read_telemetry
 
@@ -157,7 +158,7 @@ class Node:
             live_nodes=lambda: self.live_nodes,
             publish=lambda indexed: self.router.publish(topics.GLOBAL_EVENTS, indexed),
             settle_grace_seconds=self.config.settle_grace_seconds, quorum=self.config.quorum,
-            carry_over=self._carry_over)
+            carry_over=self._carry_over, keep_alive_seconds=self.config.keep_alive_seconds)
         self.election = Election(
             node_id=self.node_id, on_result=self._elected,
             publish=lambda message: self.router.publish(topics.ELECTION, message),
@@ -208,6 +209,8 @@ class Node:
                         publish_spans=self._publish_spans,
                         remote_drafting=self._remote_drafting_options,
                         weight_sources=weights.sources_for,
+                        deadlines=None if self.config.runner_deadline_seconds is None
+                        else RunnerDeadlines.scaled(self.config.runner_deadline_seconds),
                         device_links=device_links(self.config.data_dir, self.config.listen,
                                                   trust.tls, revoked))
                     tasks.start_soon(worker.run)
@@ -222,7 +225,7 @@ class Node:
                     if not self.replica.state.instances_of(ModelId(model)):
                         await self.send_command(PlaceInstance(
                             command_id=new_command_id(), instance_id=new_instance_id(),
-                            model_id=ModelId(model)))
+                            model_id=ModelId(model), pinned=True))
                 self.ready.set()
         finally:
             event_log.close()
@@ -381,6 +384,8 @@ class Node:
                              traces=self.traces,
                              send_command=self._send_user_command,
                              auto_place=self.config.auto_place,
+                             max_queue=self.config.max_queue,
+                             queue_timeout_seconds=self.config.queue_timeout_seconds,
                              live_nodes=lambda: self.live_nodes,
                              master_node=lambda: self.master_node,
                              runners_report=lambda: (self._worker.runners_report()

@@ -30,6 +30,15 @@ class NodeConfig:
     # `--engine-option ENGINE.NAME=VALUE`: options for every runner of that engine here.
     engine_options: NodeEngineOptions = field(default_factory=dict)
     stream_idle_timeout: float = 60.0
+    # `--runner-deadline`: a runner must report this soon after starting, and load and
+    # warm up within this plus the time its weights take at 20 MB/s (None: 60 s / 120 s).
+    runner_deadline_seconds: float | None = None
+    # Admission: `--max-queue` requests queued per instance (None: 16 per slot of its
+    # batch), refused 429 beyond; `--queue-timeout`: a request queued this long is 503.
+    max_queue: int | None = None
+    # `--keep-alive`: an instance idle this long is removed (not one placed by --serve).
+    keep_alive_seconds: float = 600.0
+    queue_timeout_seconds: float = 300.0
     discover: bool = False
     force_master: bool = False
     election_timeout: float = DEFAULT_ELECTION_TIMEOUT_SECONDS

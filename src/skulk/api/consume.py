@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import anyio
 from fastapi import Request
 from fastapi.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from skulk.api.context import ApiContext
 from skulk.api.errors import ApiError
@@ -55,7 +56,7 @@ async def _measured(context: ApiContext, generation: Generation) -> AsyncIterato
         last = now
         if isinstance(chunk, TokenChunk) and chunk.usage is not None:
             metrics.tokens_generated.inc(chunk.usage.completion_tokens)
-            task = context.replica.state.task_for_command(generation.command_id)
+            task = context.replica.state.task_for_command(generation.current_command_id)
             metrics.count_speculation(task.instance_id if task else "unknown", chunk.usage)
         trace = generation.trace
         if trace is not None and isinstance(chunk, TokenChunk) and chunk.finish_reason:
@@ -126,10 +127,28 @@ async def token_chunks(context: ApiContext,
         await finish_generation(context, generation)
 
 
-def event_stream(generation: Generation, frames: AsyncIterator[bytes]) -> StreamingResponse:
-    """A dialect's server-sent events, announced with the generation's command id."""
-    return StreamingResponse(frames, media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", **announce(generation)})
+class GenerationResponse(StreamingResponse):
+    """A streamed generation that ends it however the response ends: a client that goes
+    away before the body is ever iterated leaves no task running and no stream open."""
+
+    def __init__(self, generation: Generation, frames: AsyncIterator[bytes],
+                 media_type: str) -> None:
+        super().__init__(frames, media_type=media_type,
+                         headers={"Cache-Control": "no-cache", **announce(generation)})
+        self._generation = generation
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await finish_generation(self._generation.context, self._generation)
+
+
+def event_stream(generation: Generation, frames: AsyncIterator[bytes],
+                 media_type: str = "text/event-stream") -> StreamingResponse:
+    """A dialect's server-sent events (or other stream), announced with the generation's
+    command id."""
+    return GenerationResponse(generation, frames, media_type)
 
 
 def sse(body: object) -> bytes:

@@ -20,7 +20,7 @@ from skulk.models.catalog import ModelCatalog
 from skulk.shared.replica import StateReplica
 from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.commands import Command
-from skulk.shared.types.ids import ModelId, NodeId
+from skulk.shared.types.ids import CommandId, ModelId, NodeId
 from skulk.versions import Versions, versions
 
 
@@ -47,11 +47,18 @@ class ApiContext:
     auto_place: bool = True
     # How long a request waits for an instance to become ready (placement + load).
     ready_timeout_seconds: float = 300.0
+    # Admission: most requests queued per instance (`--max-queue`; None: 16 per slot of
+    # its batch), and how long one may wait queued before it is refused (503).
+    max_queue: int | None = None
+    queue_timeout_seconds: float = 300.0
     # The cluster as this node sees it: live members and the elected master.
     live_nodes: Callable[[], Set[NodeId]] = lambda: frozenset()
     master_node: Callable[[], NodeId | None] = lambda: None
     # One placement at a time per model, so concurrent first requests place it once.
     placement_locks: dict[ModelId, anyio.Lock] = field(default_factory=dict)
+    # A request that failed over runs under a new command: the id its client was told,
+    # mapped to the one now serving (for `POST /v1/cancel/{id}`).
+    command_aliases: dict[CommandId, CommandId] = field(default_factory=dict)
     metrics: ApiMetrics = field(default_factory=ApiMetrics)
     sessions: SessionStore = field(default_factory=SessionStore)
     traces: TraceStore = field(default_factory=TraceStore)

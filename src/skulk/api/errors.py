@@ -31,6 +31,8 @@ ERROR_KIND_HTTP: dict[ErrorKind, tuple[int, str, str]] = {
     "cancelled": (409, "invalid_request_error", "cancelled"),
     "internal": (500, "server_error", "internal_error"),
     "partitioned": (503, "server_error", "partitioned"),
+    "pipeline_corrupt": (503, "server_error", "pipeline_corrupt"),
+    "overloaded": (429, "rate_limit_error", "rate_limit_exceeded"),
 }
 
 # Anthropic's error types by HTTP status (https://docs.anthropic.com/en/api/errors).
@@ -52,18 +54,21 @@ class ApiError(Exception):
     """Raised anywhere in a route; rendered in the route's dialect."""
 
     def __init__(self, status: int, message: str, *, type: str = "invalid_request_error",
-                 code: str | None = None, param: str | None = None) -> None:
+                 code: str | None = None, param: str | None = None,
+                 retry_after: int | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.type = type
         self.code = code
         self.param = param
+        self.retry_after = retry_after  # seconds, sent as `Retry-After`
 
     @classmethod
     def from_chunk(cls, chunk: ErrorChunk) -> "ApiError":
         status, type_, code = ERROR_KIND_HTTP[chunk.error_kind]
-        return cls(status, chunk.message, type=type_, code=code)
+        return cls(status, chunk.message, type=type_, code=code,
+                   retry_after=chunk.retry_after_seconds)
 
     def body(self, dialect: Dialect = "openai") -> dict[str, object]:
         if dialect == "anthropic":
@@ -76,7 +81,8 @@ class ApiError(Exception):
                           "code": self.code}}
 
     def response(self, dialect: Dialect = "openai") -> JSONResponse:
-        return JSONResponse(self.body(dialect), status_code=self.status)
+        headers = None if self.retry_after is None else {"Retry-After": str(self.retry_after)}
+        return JSONResponse(self.body(dialect), status_code=self.status, headers=headers)
 
 
 def _validation_error(error: RequestValidationError) -> ApiError:

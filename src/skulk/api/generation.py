@@ -4,79 +4,118 @@ A router parses its request with its dialect's adapter into `GenerationParams`, 
 `open_generation`: the model is made to serve, the stream is registered before the command
 is sent (so no chunk is missed), and the call returns once the first chunk is in. The
 generation is then read through `consume`, which always ends it with `finish_generation`.
+
+When the instance serving it fails, the generation fails over (`failover.py`): it goes
+on as a continuation on another instance, under a new command, and its chunks go on as if
+nothing happened. `command_id` stays the one the client was told.
 """
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
-import anyio
+from fastapi import Request
 
 from skulk.api.context import ApiContext
 from skulk.api.errors import ApiError
-from skulk.api.resend import resend_until
+from skulk.api.failover import Failover
 from skulk.api.serving import ensure_serving
 from skulk.api.streams import CommandStream
+from skulk.api.submit import Submitted, release, submit
 from skulk.api.tracing import RequestTrace, now_us
-from skulk.shared.types.chunks import Chunk, ErrorChunk
-from skulk.shared.types.commands import CancelTask, TaskFinished, TextGeneration
-from skulk.shared.types.ids import CommandId, new_command_id
+from skulk.shared.types.chunks import Chunk, ErrorChunk, TokenChunk, is_terminal
+from skulk.shared.types.ids import CommandId
 from skulk.shared.types.tasks import GenerationParams
 
 
 @dataclass
 class Generation:
-    """One running generation: its stream and the first chunk, already received."""
+    """One running generation: the attempt now serving it and its first chunk."""
 
-    command_id: CommandId
-    stream: CommandStream
+    context: ApiContext
+    command_id: CommandId  # the first attempt's, as announced to the client
+    attempt: Submitted
     first: Chunk
     created: int
+    failover: Failover | None = None
     done: bool = False
     trace: RequestTrace | None = None
+    released: bool = False
+
+    @property
+    def stream(self) -> CommandStream:
+        return self.attempt.stream
+
+    @property
+    def current_command_id(self) -> CommandId:
+        """The command of the attempt now serving (another one after a failover)."""
+        return self.attempt.command_id
 
     async def chunks(self) -> AsyncIterator[Chunk]:
-        yield self.first
-        async for chunk in self.stream:
+        chunk = self.first
+        while True:
+            chunk = await self.recovered(chunk)
+            if isinstance(chunk, TokenChunk) and self.failover is not None:
+                chunk = self.failover.continuation.deliver(chunk)
             yield chunk
+            if is_terminal(chunk):
+                return
+            chunk = await self.stream.next_chunk()
+
+    async def recovered(self, chunk: Chunk) -> Chunk:
+        """The chunk, or, when it is an error another instance can get past, the first
+        chunk from the instance that took over."""
+        failover = self.failover
+        while isinstance(chunk, ErrorChunk) and failover is not None:
+            if not failover.should_retry(chunk):
+                return failover.give_up(chunk)
+            outcome = await failover.resume(self.attempt.command_id, chunk)
+            if self.trace is not None:
+                self.trace.spans.append(failover.spans[-1])
+            if not isinstance(outcome, Submitted):
+                return outcome
+            self.attempt = outcome
+            failover.context.command_aliases[self.command_id] = outcome.command_id
+            chunk = outcome.first
+        return chunk
 
 
-async def open_generation(context: ApiContext, params: GenerationParams) -> Generation:
+async def open_generation(context: ApiContext, params: GenerationParams,
+                          request: Request | None = None) -> Generation:
     """Make sure the model serves, then start generating (traced when tracing is on).
 
-    An error as the first chunk raises, so the client gets a real HTTP error status even
-    when it asked for a stream.
+    An error as the first chunk raises (after any failover), so the client gets a real
+    HTTP error status even when it asked for a stream: 429 with `Retry-After` when every
+    instance's queue is full. With `request`, a client that goes away while the request
+    is queued cancels it at once.
     """
     started, started_us = time.monotonic(), now_us()
     tracing = context.traces.enabled
     await ensure_serving(context, params.model_id)
     serving_us = now_us()
     generation = await _start(
-        context, params.model_copy(update={"trace": True}) if tracing else params)
+        context, params.model_copy(update={"trace": True}) if tracing else params,
+        None if request is None else request.is_disconnected)
     context.metrics.time_to_first_token.observe(time.monotonic() - started)
     if tracing:
         trace = RequestTrace(generation.command_id, params.model_id, context.node_id,
                              started_us=started_us)
         trace.span("api.ensure_serving", started_us, serving_us)
         trace.span("api.wait_first_chunk", serving_us)
+        if generation.failover is not None:
+            trace.spans += generation.failover.spans
         generation.trace = context.traces.begin(trace)
     return generation
 
 
-async def _start(context: ApiContext, params: GenerationParams) -> Generation:
-    """Register the stream, send the command, and wait for the first chunk."""
-    command_id = new_command_id()
-    stream = context.streams.open(command_id)  # before the command: no chunk is missed
-    generation = Generation(command_id, stream, ErrorChunk(error_kind="internal", message=""),
-                            int(time.time()))
-    command = TextGeneration(command_id=command_id, owner_node=context.node_id, params=params)
+async def _start(context: ApiContext, params: GenerationParams,
+                 client_gone: Callable[[], Awaitable[bool]] | None) -> Generation:
+    """Send the generation and wait for its first chunk, failing over if it fails."""
+    attempt = await submit(context, params, bounded=True, client_gone=client_gone)
+    generation = Generation(context, attempt.command_id, attempt, attempt.first,
+                            int(time.time()), failover=Failover(context, params))
     try:
-        await context.send_command(command)  # a refusal here raises as it is
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(resend_until, context, command,
-                             lambda s: s.task_for_command(command_id) is not None)
-            generation.first = await stream.next_chunk()
-            tasks.cancel_scope.cancel()
+        generation.first = await generation.recovered(attempt.first)
     except BaseException:
         await finish_generation(context, generation)
         raise
@@ -88,13 +127,13 @@ async def _start(context: ApiContext, params: GenerationParams) -> Generation:
 
 
 async def finish_generation(context: ApiContext, generation: Generation) -> None:
-    """Always called: cancels an unfinished generation, then lets the master forget it."""
-    with anyio.CancelScope(shield=True):
-        if generation.trace is not None:
-            generation.trace.end("abandoned")  # unless its final chunk ended it already
-        context.streams.close(generation.command_id)
-        if not generation.done and not generation.stream.finished:
-            await context.send_command(CancelTask(command_id=new_command_id(),
-                                                  target_command_id=generation.command_id))
-        await context.send_command(TaskFinished(command_id=new_command_id(),
-                                                target_command_id=generation.command_id))
+    """Always called, maybe twice (the body's end and the response's): cancels an
+    unfinished generation, then lets the master forget it, once."""
+    if generation.released:
+        return
+    generation.released = True
+    if generation.trace is not None:
+        generation.trace.end("abandoned")  # unless its final chunk ended it already
+    context.command_aliases.pop(generation.command_id, None)
+    await release(context, generation.current_command_id,
+                  cancel=not generation.done and not generation.stream.finished)

@@ -25,7 +25,7 @@ def test_the_instance_route_shows_ranks_in_order_with_their_runner_status() -> N
     state = State(runners={RunnerId("r0"): RunnerReady()})
     shown = instance_view(state, split_instance()).model_dump(mode="json")
     assert set(shown) == {"instance_id", "model_id", "engine", "sharding", "status",
-                          "context_token_limit", "ring_port", "ranks"}
+                          "context_token_limit", "ring_port", "pinned", "ranks"}
     assert shown["status"] == "loading" and shown["ring_port"] == 5000
     assert [set(rank) for rank in shown["ranks"]] == [RANK_FIELDS | {"ring_host"}] * 2
     assert [(r["runner_id"], r["runner_status"], r["ring_host"]) for r in shown["ranks"]] == [
@@ -35,7 +35,7 @@ def test_the_instance_route_shows_ranks_in_order_with_their_runner_status() -> N
 def test_the_cluster_summary_shows_the_drafter_and_no_ring_addresses() -> None:
     body = instance_body(State(), split_instance())
     assert set(body) == {"instance_id", "model_id", "engine", "sharding", "status",
-                         "context_token_limit", "drafter_node", "ranks"}
+                         "context_token_limit", "drafter_node", "pinned", "ranks"}
     assert body["drafter_node"] == "c" and body["status"] == "pending"
     assert isinstance(body["ranks"], list)
     assert [set(rank) for rank in body["ranks"]] == [RANK_FIELDS] * 2

@@ -88,6 +88,13 @@ class ApiMetrics:
             buckets=LATENCY_BUCKETS, registry=self.registry)
         self.tokens_generated = Counter("skulk_tokens_generated", "Completion tokens served",
                                         registry=self.registry)
+        self.failovers = Counter(
+            "skulk_failovers", "Requests this node moved to another instance mid-stream, by "
+            "what failed (runner_failed, timeout, partitioned, pipeline_corrupt)", ["reason"],
+            registry=self.registry)
+        self.failover_seconds = Histogram(
+            "skulk_failover_seconds", "From a request's failure to its next attempt running "
+            "(or its final error)", buckets=LATENCY_BUCKETS, registry=self.registry)
         self.drafted_tokens = Counter(
             "skulk_speculative_drafted_tokens", "Tokens proposed by drafters for the model to "
             "verify, by instance and drafter", ["instance", "drafter"], registry=self.registry)

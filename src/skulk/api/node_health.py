@@ -81,6 +81,14 @@ def node_reasons(node_id: NodeId, reading: NodeTelemetry | None, alive: bool, st
         disk = _disk(reading)
         if disk is not None:
             reasons.append(disk)
+    cool_off = state.node_cool_offs.get(node_id)
+    if cool_off is not None and cool_off.until > now:
+        repeated = cool_off.failures >= 2
+        reasons.append(HealthReason(
+            "unhealthy" if repeated else "cooling_off", "error" if repeated else "warn",
+            f"{cool_off.failures} runner failure(s) in a row, the last: {cool_off.reason}; "
+            f"placement avoids the node for {cool_off.until - now:.0f} s more",
+            "see the node's log (`skulk logs`) and GET /v1/diagnostics/cluster"))
     for instance in state.instances.values():
         for runner_id, shard in instance.shards.items():
             status = state.runners.get(runner_id)

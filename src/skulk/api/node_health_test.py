@@ -46,3 +46,17 @@ def test_a_failed_runner_marks_its_node_in_error() -> None:
     health = node_health({A}, {A: reading(A)}, {A}, state, now=101.0)
     [reason] = reasons_of(health, A)
     assert reason["code"] == "runner_failed" and "out of memory" in reason["message"]
+
+
+def test_a_node_cooling_off_warns_and_one_failing_again_and_again_is_unhealthy() -> None:
+    from skulk.shared.types.state import NodeCoolOff
+    state = State(node_cool_offs={
+        A: NodeCoolOff(reason="did not report within 60 s", until=400.0),
+        B: NodeCoolOff(reason="hung loading", until=900.0, failures=3)})
+    health = node_health({A, B}, {A: reading(A), B: reading(B)}, {A, B}, state, now=101.0)
+    [cooling] = reasons_of(health, A)
+    assert health[A]["level"] == "warn" and cooling["code"] == "cooling_off"
+    assert "did not report" in cooling["message"] and "299 s more" in cooling["message"]
+    assert health[B]["level"] == "error" and reasons_of(health, B)[0]["code"] == "unhealthy"
+    later = node_health({A}, {A: reading(A, stamp=500.0)}, {A}, state, now=501.0)
+    assert later[A]["level"] == "ok"  # the cool-off ended

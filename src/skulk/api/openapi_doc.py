@@ -32,9 +32,12 @@ _ERRORS = {
     "404": "No such model, instance or request",
     "409": "The request was cancelled",
     "413": "The request body is over the limit",
+    "429": "Every instance of the model has its queue full; retry after `Retry-After` "
+           "seconds",
     "499": "The client went away before the reply was ready",
     "500": "An internal error",
-    "503": "The cluster cannot serve this now (placing, loading, or a runner failed)",
+    "503": "The cluster cannot serve this now (placing, loading, a runner failed, or the "
+           "request waited too long in a queue)",
     "504": "The cluster did not answer in time",
 }
 

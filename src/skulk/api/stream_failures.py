@@ -19,8 +19,9 @@ def end_failed_streams(event: Event, state: State, streams: StreamRegistry,
                        tasks: TaskGroup) -> None:
     """End the open stream `event` (just applied to `state`) reports as failed, if any."""
     if isinstance(event, CommandRejected):
-        streams.fail(event.command_id, ErrorChunk(error_kind=event.error_kind,
-                                                  message=event.message))
+        streams.fail(event.command_id, ErrorChunk(
+            error_kind=event.error_kind, message=event.message,
+            retry_after_seconds=event.retry_after_seconds))
     elif isinstance(event, TaskStatusUpdated) and event.status in ("failed", "cancelled"):
         task = state.tasks.get(event.task_id)
         if task is not None and streams.is_open(task.command_id):

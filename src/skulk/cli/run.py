@@ -70,6 +70,22 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="place MODEL once the node is up (repeatable)")
     parser.add_argument("--no-auto-place", action="store_true",
                         help="do not place a model when a request asks for an unplaced one")
+    parser.add_argument("--runner-deadline", type=float, default=None, metavar="SECONDS",
+                        help="kill a runner that has not reported this long after starting, "
+                             "or not loaded within this plus its weights' read time at "
+                             "20 MB/s, and place its instance elsewhere (default 60 s to "
+                             "report, 120 s plus read time to load)")
+    parser.add_argument("--max-queue", type=_count, default=None, metavar="N",
+                        help="requests this node's API queues per instance beyond those "
+                             "running; more get 429 with Retry-After (default 16 per slot "
+                             "of the instance's batch)")
+    parser.add_argument("--queue-timeout", type=float, default=300.0, metavar="SECONDS",
+                        help="a request still queued after this long is refused with 503 "
+                             "(default 300)")
+    parser.add_argument("--keep-alive", type=float, default=600.0, metavar="SECONDS",
+                        help="remove an instance that served nothing this long (default "
+                             "600; models placed with --serve stay; a request's keep_alive "
+                             "overrides it for its instance; negative: never)")
     parser.add_argument("--threads", type=int, default=None,
                         help="engine threads per runner (default: all cores)")
     parser.add_argument("--memory-limit", type=float, default=None, metavar="GIB",
@@ -109,6 +125,17 @@ def _configure_logging(verbosity: int) -> LogBuffer:
     return buffer
 
 
+def _count(text: str) -> int:
+    """A whole number, zero or more (argparse shows the message)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative; give 0 or more")
+    return value
+
+
 def config_from_args(args: argparse.Namespace) -> NodeConfig:
     return NodeConfig(
         data_dir=args.data_dir or default_data_dir(),
@@ -122,6 +149,10 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         serve=args.serve,
         auto_place=not args.no_auto_place,
         engine_threads=args.threads,
+        runner_deadline_seconds=args.runner_deadline,
+        max_queue=args.max_queue,
+        keep_alive_seconds=args.keep_alive,
+        queue_timeout_seconds=args.queue_timeout,
         memory_limit_bytes=(None if args.memory_limit is None
                             else int(args.memory_limit * 1024**3)),
         batching=args.batching,

@@ -1,6 +1,6 @@
 """Several whole nodes in one process on the in-memory bus, echo engine in real runners."""
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,13 +35,14 @@ class Cluster:
         self.transports: dict[str, MemoryTransport] = {}
 
     async def start(self, name: str, namespace: str = "test", bus: MemoryBus | None = None,
+                    supervisor: Callable[..., RunnerSupervisor] = echo_supervisor,
                     **config: Any) -> Node:
         transport = MemoryTransport(bus or self.bus)
         await make_member(self.root / "authority", self.root / name)
         node = Node(NodeConfig(data_dir=self.root / name, api_port=free_port(),
                                namespace=namespace, election_timeout=0.3,
                                settle_grace_seconds=1.0, **config),
-                    transport, supervisor_factory=echo_supervisor)
+                    transport, supervisor_factory=supervisor)
         scope = anyio.CancelScope()
 
         async def run() -> None:

@@ -12,6 +12,7 @@ from loguru import logger
 
 from skulk.master.carryover import seed_for_new_session
 from skulk.master.event_log import DiskEventLog
+from skulk.master.idle import DEFAULT_KEEP_ALIVE_SECONDS
 from skulk.master.main import Master
 from skulk.models.catalog import ModelCatalog
 from skulk.routing import topics
@@ -40,7 +41,9 @@ class MasterSeat:
         settle_grace_seconds: float,
         quorum: Quorum = "available",
         carry_over: Callable[[list[Command]], None] = lambda commands: None,
+        keep_alive_seconds: float = DEFAULT_KEEP_ALIVE_SECONDS,
     ) -> None:
+        self._keep_alive = keep_alive_seconds
         self._quorum = quorum
         self._carry_over = carry_over
         self._node_id = node_id
@@ -90,7 +93,8 @@ class MasterSeat:
                     event_log=self._event_log, commands=commands, local_events=local_events,
                     sync_requests=sync_requests, live_nodes=self._live_nodes,
                     publish=self._publish, seed=self._seed(),
-                    settle_grace_seconds=self._settle_grace, quorum=self._quorum)
+                    settle_grace_seconds=self._settle_grace, quorum=self._quorum,
+                    keep_alive_seconds=self._keep_alive)
                 try:
                     await self.master.run()
                 finally:

@@ -1,9 +1,11 @@
 """What the master does with each command: a pure map from (State, command) to events."""
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import assert_never
 
+from skulk.master.admission import has_room, retry_after_seconds
+from skulk.master.eviction import freed, on_nodes_of
 from skulk.master.model_card_commands import add_model_card_events, remove_model_card_events
 from skulk.master.placement import (
     DEFAULT_RING_PORTS,
@@ -33,6 +35,7 @@ from skulk.shared.types.events import (
     InstanceCreated,
     InstanceDeleted,
     MembershipAgreed,
+    NodeFailureNoted,
     NodeRevoked,
     TaskCreated,
     TaskDeleted,
@@ -40,6 +43,7 @@ from skulk.shared.types.events import (
 )
 from skulk.shared.types.ids import InstanceId, NodeId, RunnerId, TaskId, new_instance_id
 from skulk.shared.types.instances import Instance
+from skulk.shared.types.model_cards import ModelCard
 from skulk.shared.types.runners import is_serving
 from skulk.shared.types.state import State
 from skulk.shared.types.tasks import TERMINAL_TASK_STATUSES, TextGenerationTask
@@ -48,6 +52,8 @@ from skulk.shared.types.telemetry import NodeTelemetry
 # A split instance whose ranks keep ending is placed again this many times, then given up:
 # a model that crashes wherever it goes must not cycle through the cluster forever.
 MAX_REPLACEMENTS = 3
+# A node whose runner missed a deadline is avoided this long (times its failures in a row).
+COOL_OFF_SECONDS = 300.0
 
 @dataclass(frozen=True)
 class CommandContext:
@@ -62,11 +68,19 @@ class CommandContext:
     live_nodes: frozenset[NodeId] | None = None
     new_instance_id: Callable[[], InstanceId] = new_instance_id
     ring_ports: range = DEFAULT_RING_PORTS
+    # Wall clock, Unix seconds, for the nodes' cool-offs (None: none is considered).
+    now: float | None = None
+    # Idle, unpinned instances, least recently used first: evicted in that order when a
+    # placement does not fit otherwise.
+    evictable: tuple[Instance, ...] = ()
 
     def cluster(self, state: State) -> ClusterView:
         """The cluster as placement sees it, with the instances placed in `state`."""
         return ClusterView(nodes=self.nodes, live_nodes=self.live_nodes,
                            instances=state.instances, ring_ports=self.ring_ports)
+
+    def cooling_nodes(self, state: State) -> frozenset[NodeId]:
+        return frozenset() if self.now is None else state.cooling_nodes(self.now)
 
     def cluster_size(self) -> int:
         """Nodes that could hold a shard: live, reporting, running a worker."""
@@ -138,11 +152,36 @@ def _place_instance(state: State, command: PlaceInstance, context: CommandContex
     if card is None:
         return [CommandRejected(command_id=command.command_id, error_kind="model_not_found",
                                 message=f"unknown model {command.model_id!r}")]
-    result = place(command, card, context.cluster(state), context.new_runner_id)
+    result = place_avoiding(command, card, state, context)
+    evicted: list[Instance] = []
     if isinstance(result, PlacementError):
-        return [CommandRejected(command_id=command.command_id, error_kind="placement_failed",
-                                message=result.describe())]
-    return [InstanceCreated(instance=result)]
+        made_room = _place_evicting(command, card, state, context)
+        if made_room is None:
+            return [CommandRejected(command_id=command.command_id,
+                                    error_kind="placement_failed", message=result.describe())]
+        result, evicted = made_room
+    reason = (f"evicted, least recently used, to make room for {command.model_id} "
+              f"({command.instance_id})")
+    return [*[e for gone in evicted
+              for e in delete_instance_events(state, gone.instance_id, reason)],
+            InstanceCreated(instance=result.model_copy(update={"pinned": command.pinned}))]
+
+
+def _place_evicting(command: PlaceInstance, card: ModelCard, state: State,
+                    context: CommandContext) -> tuple[Instance, list[Instance]] | None:
+    """The placement once the fewest least recently used idle instances are gone, and
+    those of them on the nodes it uses; None when even all of them free too little."""
+    for count in range(1, len(context.evictable) + 1):
+        gone = context.evictable[:count]
+        ids = {g.instance_id for g in gone}
+        without = state.model_copy(update={"instances": {
+            i: instance for i, instance in state.instances.items() if i not in ids}})
+        roomier = replace(context, nodes=freed(context.nodes, gone, context.catalog),
+                          evictable=())
+        placed = place_avoiding(command, card, without, roomier)
+        if isinstance(placed, Instance):
+            return placed, on_nodes_of(placed, gone)
+    return None
 
 
 def _refuse_placement(state: State, refusal: RefusePlacement,
@@ -185,21 +224,53 @@ def _replace_instance(state: State, command: ReplaceInstance,
             f"{command.reason}; not placed again: it was placed again {instance.replaced} "
             "times already and a rank ended each time (look at the nodes' runner logs and "
             "GET /v1/diagnostics/cluster, then place it by hand)")
+    noted = _note_failure(state, command, context)
     card = context.catalog.resolve(instance.model_id)
     again = PlaceInstance(command_id=command.command_id, instance_id=context.new_instance_id(),
                           model_id=instance.model_id, engine=instance.engine,
                           sharding=instance.sharding, min_nodes=len(instance.shards))
     # The failed instance still counts as placed here, so its ring ports are not reused.
-    placed = None if card is None else place(again, card, context.cluster(state),
-                                             context.new_runner_id)
+    failed = frozenset() if command.failed_node is None else frozenset({command.failed_node})
+    placed = None if card is None else place_avoiding(again, card, state, context, failed)
+    first = [] if noted is None else [noted]
     if not isinstance(placed, Instance):
         why = "its model card is gone" if placed is None else placed.describe()
-        return delete_instance_events(state, instance.instance_id,
-                                      f"{command.reason}; not placed again: {why}")
+        return [*first, *delete_instance_events(state, instance.instance_id,
+                                                f"{command.reason}; not placed again: {why}")]
     placed = placed.model_copy(update={"replaced": instance.replaced + 1})
-    return [*delete_instance_events(state, instance.instance_id,
+    return [*first,
+            *delete_instance_events(state, instance.instance_id,
                                     f"{command.reason}; placed again as {placed.instance_id}"),
             InstanceCreated(instance=placed)]
+
+
+def _note_failure(state: State, command: ReplaceInstance,
+                  context: CommandContext) -> NodeFailureNoted | None:
+    """The failed node's cool-off: longer for each failure in a row, counted again from
+    one once the last cool-off ended."""
+    if command.failed_node is None or context.now is None:
+        return None
+    before = state.node_cool_offs.get(command.failed_node)
+    failures = 1 if before is None or before.until <= context.now else before.failures + 1
+    return NodeFailureNoted(node_id=command.failed_node, reason=command.reason,
+                            until=context.now + COOL_OFF_SECONDS * failures,
+                            failures=failures)
+
+
+def place_avoiding(command: PlaceInstance, card: ModelCard, state: State,
+                   context: CommandContext,
+                   failed: frozenset[NodeId] = frozenset()) -> Instance | PlacementError:
+    """Place away from the nodes cooling off (and `failed`, which just failed) while
+    anything else fits; on them otherwise (a small cluster still serves)."""
+    cooling = (context.cooling_nodes(state) | failed) - set(command.excluded_nodes)
+    cluster = context.cluster(state)
+    if cooling:
+        avoiding = command.model_copy(update={
+            "excluded_nodes": [*command.excluded_nodes, *sorted(cooling)]})
+        placed = place(avoiding, card, cluster, context.new_runner_id)
+        if isinstance(placed, Instance):
+            return placed
+    return place(command, card, cluster, context.new_runner_id)
 
 
 def _load(state: State, instance: Instance) -> tuple[bool, int]:
@@ -214,12 +285,25 @@ def _load(state: State, instance: Instance) -> tuple[bool, int]:
 def _text_generation(state: State, command: TextGeneration, context: CommandContext) -> list[Event]:
     if state.task_for_command(command.command_id) is not None:
         return []  # a resend of a command a previous master already turned into a task
-    candidates = state.instances_of(command.params.model_id)
+    excluded = set(command.excluded_instances)
+    candidates = [i for i in state.instances_of(command.params.model_id)
+                  if i.instance_id not in excluded]
     if not candidates:
+        other = " other than the ones that failed this request" if excluded else ""
         return [CommandRejected(
             command_id=command.command_id, error_kind="model_not_found",
-            message=f"no instance of {command.params.model_id} is placed; "
+            message=f"no instance of {command.params.model_id}{other} is placed; "
                     "place one with POST /place_instance")]
+    if command.bounded:
+        with_room = [i for i in candidates if has_room(state, i, command.max_queue)]
+        if not with_room:
+            wait = retry_after_seconds(state, candidates)
+            return [CommandRejected(
+                command_id=command.command_id, error_kind="overloaded",
+                retry_after_seconds=wait,
+                message=f"every instance of {command.params.model_id} has its queue full; "
+                        f"retry in {wait} s, or place another instance")]
+        candidates = with_room
     instance = min(candidates, key=lambda i: (_load(state, i), i.instance_id))
     task = TextGenerationTask(task_id=context.new_task_id(), command_id=command.command_id,
                               instance_id=instance.instance_id,

@@ -85,6 +85,20 @@ def test_text_generation_becomes_a_task_on_the_least_busy_instance() -> None:
     assert event.task.instance_id == "inst-2" and event.task.command_id == "gen-1"
 
 
+def test_a_failing_over_generation_never_lands_on_an_excluded_instance() -> None:
+    state = state_with(InstanceCreated(instance=f.instance("inst-1", "run-1")),
+                       InstanceCreated(instance=f.instance("inst-2", "run-2")),
+                       TaskCreated(task=f.task("t0", "inst-2", "old")))
+    again = generation().model_copy(update={"excluded_instances": [InstanceId("inst-1")]})
+    [event] = handle(state, again)  # inst-1 is the least busy, but it failed this request
+    assert isinstance(event, TaskCreated) and event.task.instance_id == "inst-2"
+    both = again.model_copy(update={"excluded_instances": [InstanceId("inst-1"),
+                                                           InstanceId("inst-2")]})
+    [event] = handle(state, both)
+    assert isinstance(event, CommandRejected) and "other than the ones that failed" in \
+        event.message
+
+
 def test_text_generation_without_instance_is_rejected_with_a_remedy() -> None:
     [event] = handle(State(), generation())
     assert isinstance(event, CommandRejected) and "place_instance" in event.message
@@ -120,6 +134,35 @@ def test_reconcile_fails_orphans_and_forgets_old_finished_tasks() -> None:
         TaskDeleted(task_id=TaskId("orphan"))]
 
 
+def test_finished_tasks_carried_from_an_earlier_master_are_forgotten_too() -> None:
+    state = state_with(TaskCreated(task=f.task("carried", "gone", "c1")),
+                       TaskStatusUpdated(task_id=TaskId("carried"), status="complete"))
+    since: dict[TaskId, float] = {}  # a new master knows nothing of when it finished
+    assert reconcile(state, since, now=50.0) == [] and since == {TaskId("carried"): 50.0}
+    assert reconcile(state, since, now=50.0 + FINISHED_TASK_RETENTION_SECONDS + 1) == [
+        TaskDeleted(task_id=TaskId("carried"))]
+
+
+def test_a_bounded_generation_goes_to_an_instance_with_room_or_is_refused() -> None:
+    from skulk.master.admission import concurrency
+    full = [TaskCreated(task=f.task(f"t{n}", "inst-1", f"c{n}")) for n in range(3)]
+    state = state_with(InstanceCreated(instance=f.instance("inst-1", "run-1")),
+                       InstanceCreated(instance=f.instance("inst-2", "run-2")), *full,
+                       *[TaskCreated(task=f.task(f"u{n}", "inst-2", f"d{n}"))
+                         for n in range(2)])
+    assert concurrency(f.instance()) == 1  # llama.cpp today: one request at a time
+    # 1 running + 1 queued fill an instance with max_queue=1: inst-2 has 2, inst-1 has 3.
+    bounded = generation().model_copy(update={"bounded": True, "max_queue": 2})
+    [event] = handle(state, bounded)
+    assert isinstance(event, TaskCreated) and event.task.instance_id == "inst-2"
+    [refused] = handle(state, bounded.model_copy(update={"max_queue": 1}))
+    assert isinstance(refused, CommandRejected) and refused.error_kind == "overloaded"
+    assert refused.retry_after_seconds == 1 and "queue full" in refused.message
+    # Unbounded (a failing-over request) still goes to the least busy.
+    [event] = handle(state, generation())
+    assert isinstance(event, TaskCreated) and event.task.instance_id == "inst-2"
+
+
 def test_revoking_a_node_records_it_and_removes_its_instances() -> None:
     from skulk.shared.types.commands import RevokeNode
     from skulk.shared.types.events import NodeRevoked
@@ -131,3 +174,71 @@ def test_revoking_a_node_records_it_and_removes_its_instances() -> None:
     assert InstanceDeleted(instance_id=InstanceId("inst-1"),
                            reason=f"node {holder} was revoked") in events
     assert handle(state_with(*events, start=state), revoke) == []
+
+
+TWO_NODES = {**NODES, NodeId("node-b"): NODES[NodeId("node-a")].model_copy(
+    update={"node_id": NodeId("node-b")})}
+
+
+def test_a_runner_killed_for_a_deadline_cools_its_node_off_and_goes_elsewhere() -> None:
+    from skulk.shared.types.commands import ReplaceInstance
+    from skulk.shared.types.events import NodeFailureNoted
+    [placed] = handle(State(), PlaceInstance(
+        command_id=CommandId("p"), instance_id=InstanceId("i1"), model_id=ModelId(
+            "smollm2-135m"), excluded_nodes=[NodeId("node-b")]), TWO_NODES)
+    assert isinstance(placed, InstanceCreated)
+    state = state_with(placed)
+    replace = ReplaceInstance(command_id=CommandId("r"), instance_id=InstanceId("i1"),
+                              reason="did not report", failed_node=NodeId("node-a"))
+    ctx = CommandContext(catalog=ModelCatalog.builtin(Path(".")), nodes=TWO_NODES,
+                         new_runner_id=lambda: RunnerId(f"run-{next(counter)}"),
+                         new_task_id=lambda: TaskId(f"task-{next(counter)}"), now=1000.0)
+    events = events_for_command(state, replace, ctx)
+    noted, *_, created = events
+    assert noted == NodeFailureNoted(node_id=NodeId("node-a"), reason="did not report",
+                                     until=1300.0, failures=1)
+    assert isinstance(created, InstanceCreated)
+    assert {s.node_id for s in created.instance.shards.values()} == {"node-b"}
+    # While node-a cools off, new placements avoid it too; once it is the only node, not.
+    cooled = state_with(*events)
+    fresh = PlaceInstance(command_id=CommandId("q"), instance_id=InstanceId("i2"),
+                          model_id=ModelId("smollm2-135m"))
+    [again] = events_for_command(cooled, fresh, ctx)
+    assert isinstance(again, InstanceCreated)
+    assert {s.node_id for s in again.instance.shards.values()} == {"node-b"}
+    alone = CommandContext(catalog=ctx.catalog, nodes=NODES, new_runner_id=ctx.new_runner_id,
+                           new_task_id=ctx.new_task_id, now=1000.0)
+    [only] = events_for_command(cooled, fresh, alone)
+    assert isinstance(only, InstanceCreated)
+    # A second failure within the cool-off doubles it and counts two in a row.
+    [second, *_] = events_for_command(cooled, replace.model_copy(
+        update={"instance_id": created.instance.instance_id}), ctx)
+    assert second == NodeFailureNoted(node_id=NodeId("node-a"), reason="did not report",
+                                      until=1600.0, failures=2)
+
+
+def test_a_placement_that_does_not_fit_evicts_the_least_recently_used_idle_instance(
+        ) -> None:
+    from dataclasses import replace
+
+    from skulk.master.placement.memory import shard_need_bytes, shard_share
+    catalog = ModelCatalog.builtin(Path("."))
+    card = catalog.resolve(ModelId("smollm2-135m"))
+    assert card is not None
+    old = f.instance("old", "run-old", node=NodeId("node-a"))
+    reading = NODES[NodeId("node-a")]
+    need = shard_need_bytes(card, "llama_cpp", shard_share(card, "pipeline", old.shards[
+        RunnerId("run-old")]), reading)
+    # What is free now is a little short of another copy; evicting `old` frees enough.
+    tight = {NodeId("node-a"): reading.model_copy(update={
+        "memory_available_bytes": need - 1, "memory_total_bytes": 4 * need})}
+    state = state_with(InstanceCreated(instance=old))
+    place_new = PlaceInstance(command_id=CommandId("p"), instance_id=InstanceId("new"),
+                              model_id=ModelId("smollm2-135m"))
+    ctx = replace(context(tight), evictable=())
+    [refused] = events_for_command(state, place_new, ctx)
+    assert isinstance(refused, CommandRejected)
+    deleted, created = events_for_command(state, place_new, replace(ctx, evictable=(old,)))
+    assert isinstance(deleted, InstanceDeleted) and deleted.instance_id == "old"
+    assert "least recently used" in deleted.reason
+    assert isinstance(created, InstanceCreated) and created.instance.instance_id == "new"

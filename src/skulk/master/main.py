@@ -13,6 +13,7 @@ import anyio
 from loguru import logger
 
 from skulk.master.commands import CommandContext, delete_instance_events, events_for_command
+from skulk.master.idle import DEFAULT_KEEP_ALIVE_SECONDS, IdleTracker
 from skulk.master.local_event_order import LocalEventOrder
 from skulk.master.local_event_rules import refused_local_event
 from skulk.master.model_card_commands import refused_card_sender
@@ -97,8 +98,10 @@ class Master:
         settle_grace_seconds: float = TOPOLOGY_SETTLE_GRACE_SECONDS,
         clock: Callable[[], float] = time.monotonic,
         quorum: Quorum = "available",
+        keep_alive_seconds: float = DEFAULT_KEEP_ALIVE_SECONDS,
     ) -> None:
         self._quorum = quorum
+        self._idle = IdleTracker(default_keep_alive=keep_alive_seconds)
         self.refused_local_events: Counter[str] = Counter()
         self.refused_commands: Counter[str] = Counter()
         # Lasting commands this master accepted while its side lacked a majority.
@@ -162,6 +165,7 @@ class Master:
                 self._state = apply(self._state, indexed)
                 self._next_index += 1
                 self._track_terminal(event)
+                self._idle.note(event, self._state, self._clock())
                 self._log.append(indexed)
                 await self._publish(indexed)
                 if self._next_index % self._snapshot_every == 0:
@@ -194,7 +198,9 @@ class Master:
         # the node's replica.
         catalog = self._catalog.seeing(self._state.model_cards)
         return CommandContext(catalog=catalog, nodes=nodes, live_nodes=frozenset(live),
-                              new_runner_id=new_runner_id, new_task_id=new_task_id)
+                              new_runner_id=new_runner_id, new_task_id=new_task_id,
+                              now=time.time(), evictable=tuple(
+                                  self._idle.least_recently_used(self._state, self._clock())))
 
     async def handle_command(self, envelope: CommandEnvelope) -> None:
         command = envelope.command
@@ -283,6 +289,20 @@ class Master:
             await self._agree_on_membership()
         if self._clock() - self._started_at >= self._settle_grace:
             await self._replace_lost_instances()
+        if self.standing().majority:  # a minority side keeps what it holds
+            await self._remove_idle_instances()
+
+    async def _remove_idle_instances(self) -> None:
+        """Instances that served nothing for their keep-alive are removed."""
+        now = self._clock()
+        for instance in self._idle.expired(self._state, now):
+            idle = self._idle.idle_for(instance.instance_id, now)
+            logger.info("removing instance {} of {}: idle for {:.0f} s", instance.instance_id,
+                        instance.model_id, idle)
+            await self.index(delete_instance_events(
+                self._state, instance.instance_id,
+                f"idle for {idle:.0f} s (keep-alive "
+                f"{self._idle.keep_alive(instance.instance_id):.0f} s)"))
 
     async def _agree_on_membership(self) -> None:
         now, live = self._clock(), self.live_nodes()
@@ -295,7 +315,8 @@ class Master:
             await self.index([MembershipAgreed(members=sorted(members))])
 
     async def _replace_lost_instances(self) -> None:
-        """Instances with a shard on a departed node are removed and placed again."""
+        """Instances with a shard on a departed node are removed and placed again, unless
+        another instance of the model is left."""
         now = self._clock()
         lost = instances_on_lost_nodes(self._state, self.live_nodes())
         lost_ids = {i.instance_id for i in lost}
@@ -304,11 +325,15 @@ class Master:
             since = self._lost_since.setdefault(instance.instance_id, now)
             if now - since < LOST_NODE_GRACE_SECONDS:
                 continue
-            logger.warning("instance {} lost a node; placing {} again", instance.instance_id,
-                           instance.model_id)
             events = delete_instance_events(self._state, instance.instance_id,
                                             "a node holding it left the cluster")
             await self.index(events)
+            if self._state.instances_of(instance.model_id):
+                logger.warning("instance {} lost a node; another instance of {} is left",
+                               instance.instance_id, instance.model_id)
+                continue  # another instance serves it (a failing-over request placed one)
+            logger.warning("instance {} lost a node; placing {} again", instance.instance_id,
+                           instance.model_id)
             replacement = PlaceInstance(command_id=new_command_id(),
                                         instance_id=new_instance_id(),
                                         model_id=instance.model_id, engine=instance.engine,

@@ -1,6 +1,6 @@
 """The master's reconcile rules: pure checks that turn drift into events."""
 
-from collections.abc import Mapping, Set
+from collections.abc import MutableMapping, Set
 
 from skulk.shared.types.events import Event, TaskDeleted, TaskStatusUpdated
 from skulk.shared.types.ids import NodeId, TaskId
@@ -14,14 +14,18 @@ FINISHED_TASK_RETENTION_SECONDS = 300.0
 
 
 def reconcile(
-    state: State, terminal_since: Mapping[TaskId, float], now: float
+    state: State, terminal_since: MutableMapping[TaskId, float], now: float
 ) -> list[Event]:
-    """Fail tasks orphaned by a vanished instance; forget long-finished tasks."""
+    """Fail tasks orphaned by a vanished instance; forget long-finished tasks. A finished
+    task `terminal_since` does not know (it finished under an earlier master) is entered
+    with `now`, so tasks carried across a master change are forgotten too."""
     events: list[Event] = []
     for task in state.tasks.values():
         if task.status in TERMINAL_TASK_STATUSES:
             since = terminal_since.get(task.task_id)
-            if since is not None and now - since > FINISHED_TASK_RETENTION_SECONDS:
+            if since is None:  # finished under an earlier master: its time starts now
+                terminal_since[task.task_id] = now
+            elif now - since > FINISHED_TASK_RETENTION_SECONDS:
                 events.append(TaskDeleted(task_id=task.task_id))
         elif task.instance_id not in state.instances:
             events.append(TaskStatusUpdated(

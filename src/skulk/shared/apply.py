@@ -19,6 +19,7 @@ from skulk.shared.types.events import (
     MembershipAgreed,
     ModelCardAdded,
     ModelCardRemoved,
+    NodeFailureNoted,
     NodeRevoked,
     RunnerStatusUpdated,
     StateSnapshotHydrated,
@@ -29,7 +30,7 @@ from skulk.shared.types.events import (
     WeightsReady,
 )
 from skulk.shared.types.runners import RunnerFetching
-from skulk.shared.types.state import State
+from skulk.shared.types.state import NodeCoolOff, State
 from skulk.shared.types.tasks import TERMINAL_TASK_STATUSES
 
 
@@ -89,8 +90,16 @@ def _apply_event(state: State, event: Event) -> State:
             return _node_revoked(state, event)
         case MembershipAgreed():
             return state.model_copy(update={"members": sorted(set(event.members))})
+        case NodeFailureNoted():
+            return _node_failure_noted(state, event)
         case _:
             assert_never(event)
+
+
+def _node_failure_noted(state: State, event: NodeFailureNoted) -> State:
+    cool_off = NodeCoolOff(reason=event.reason, until=event.until, failures=event.failures)
+    return state.model_copy(update={"node_cool_offs": {**state.node_cool_offs,
+                                                        event.node_id: cool_off}})
 
 
 def _node_revoked(state: State, event: NodeRevoked) -> State:

@@ -162,3 +162,13 @@ def test_a_revoked_node_is_recorded_once() -> None:
     state = run([NodeRevoked(node_id=NodeId("node-x")), NodeRevoked(node_id=NodeId("node-x"))])
     assert state.revoked_nodes == ["node-x"]
     assert state.last_event_applied_idx == 1
+
+
+def test_a_noted_failure_cools_the_node_off_until_its_end() -> None:
+    from skulk.shared.types.events import NodeFailureNoted
+    state = run([NodeFailureNoted(node_id=NodeId("node-x"), reason="hung", until=100.0),
+                 NodeFailureNoted(node_id=NodeId("node-x"), reason="died", until=400.0,
+                                  failures=2)])
+    cool_off = state.node_cool_offs[NodeId("node-x")]
+    assert (cool_off.reason, cool_off.until, cool_off.failures) == ("died", 400.0, 2)
+    assert state.cooling_nodes(399.0) == {"node-x"} and state.cooling_nodes(400.0) == set()

@@ -9,6 +9,7 @@ from skulk.shared.types.events import (
     MembershipAgreed,
     ModelCardAdded,
     ModelCardRemoved,
+    NodeFailureNoted,
     NodeRevoked,
     RunnerStatusUpdated,
     StateSnapshotHydrated,
@@ -110,6 +111,7 @@ def one_of_each_event() -> list[Event]:
         StateSnapshotHydrated(state=State(instances={InstanceId("inst-1"): instance()})),
         NodeRevoked(node_id=NodeId("node-x")),
         MembershipAgreed(members=[NodeId("node-a"), NodeId("node-b")]),
+        NodeFailureNoted(node_id=NodeId("node-a"), reason="runner hung", until=100.0),
     ]
 
 

@@ -32,14 +32,22 @@ class Supervisor(Protocol):
     def start_task(self, task: TextGenerationTask) -> None: ...
     def cancel_task(self, task_id: TaskId) -> None: ...
     async def shutdown(self) -> None: ...
+    async def kill(self, reason: str) -> None: ...
 
 
 SupervisorFactory = Callable[..., Supervisor]
 
 
 class LocalRunnerHandle:
-    def __init__(self, supervisor: Supervisor, instance_id: InstanceId) -> None:
+    def __init__(self, supervisor: Supervisor, instance_id: InstanceId, *,
+                 started_at: float = 0.0, weights_bytes: int = 0) -> None:
         self.supervisor = supervisor
         self.instance_id = instance_id
         self.requested: LifecycleRequest | None = None
         self.cancelling: set[TaskId] = set()
+        # For the deadlines: when the process started, when it was asked to load, what
+        # it loads, and why it was killed (a missed deadline), if it was.
+        self.started_at = started_at
+        self.load_asked_at: float | None = None
+        self.weights_bytes = weights_bytes
+        self.killed_for: str | None = None

@@ -40,6 +40,7 @@ from skulk.worker.plan import (
     CancelRunnerTask,
     CreateRunner,
     FetchWeights,
+    KillRunner,
     LoadModel,
     LocalRunner,
     ReapRunner,
@@ -57,6 +58,7 @@ from skulk.worker.rank_options import (
 )
 from skulk.worker.runner import messages
 from skulk.worker.runner.crash_window import CrashWindow
+from skulk.worker.runner.deadlines import RunnerDeadlines, overdue
 from skulk.worker.runner.supervisor import RunnerSupervisor
 from skulk.worker.weights_fetch import (
     NoWeights,
@@ -89,6 +91,7 @@ class Worker:
         weight_sources: SourcesFor | None = None,
         node_engine_options: NodeEngineOptions | None = None,
         device_links: DeviceLinks | None = None,
+        deadlines: RunnerDeadlines | None = None,
     ) -> None:
         self._node_id = node_id
         self._replica = replica
@@ -114,6 +117,7 @@ class Worker:
         # Relays for split instances whose head runs the model (None: this node cannot
         # take part in one).
         self._device_links = device_links
+        self._deadlines = deadlines or RunnerDeadlines()
         self._runners: dict[RunnerId, LocalRunnerHandle] = {}
         self._dispatched: set[TaskId] = set()
         self._given_up: set[InstanceId] = set()
@@ -123,6 +127,7 @@ class Worker:
         self._reported_session: SessionId | None = None
 
     def local_runners(self) -> dict[RunnerId, LocalRunner]:
+        now = self._clock()
         return {
             runner_id: LocalRunner(
                 runner_id=runner_id,
@@ -132,6 +137,10 @@ class Worker:
                 in_flight=frozenset(runner.supervisor.in_flight),
                 cancelling=frozenset(runner.cancelling),
                 requested=runner.requested,
+                overdue=overdue(runner.supervisor.status, runner.started_at,
+                                runner.load_asked_at, now, runner.weights_bytes,
+                                self._deadlines),
+                killed=runner.killed_for is not None,
             )
             for runner_id, runner in self._runners.items()
         }
@@ -225,6 +234,9 @@ class Worker:
         match step:
             case ReapRunner(runner_id):
                 await self._reap(runner_id)
+            case KillRunner(runner_id, reason):
+                self._runners[runner_id].killed_for = reason
+                await self._runners[runner_id].supervisor.kill(reason)
             case ShutdownRunner(runner_id, reason):
                 logger.info("shutting down runner {}: {}", runner_id, reason)
                 runner = self._runners.pop(runner_id)
@@ -242,6 +254,7 @@ class Worker:
                 await self._create(self._replica.state.instances[instance_id], runner_id, tasks)
             case LoadModel(runner_id):
                 self._runners[runner_id].requested = "load"
+                self._runners[runner_id].load_asked_at = self._clock()
                 self._runners[runner_id].supervisor.send(messages.LoadModel())
             case WarmUp(runner_id):
                 self._runners[runner_id].requested = "warm_up"
@@ -296,7 +309,10 @@ class Worker:
             engine_name=instance.engine, config=config,
             on_event=self._on_runner_event, on_chunk=self._publish_chunk,
             on_spans=self._publish_spans)
-        self._runners[runner_id] = LocalRunnerHandle(supervisor, instance.instance_id)
+        self._runners[runner_id] = LocalRunnerHandle(
+            supervisor, instance.instance_id, started_at=self._clock(),
+            weights_bytes=max((s.size_bytes for s in card.sources), default=0)
+            if card is not None and runs_model else 0)
         tasks.start_soon(supervisor.run)
 
     async def _device_options(self, instance: Instance, runner_id: RunnerId,
@@ -350,6 +366,14 @@ class Worker:
         if isinstance(runner.supervisor.status, RunnerFailed):
             self.runner_failures += 1
         instance = self._replica.state.instances.get(runner.instance_id)
+        if instance is not None and runner.killed_for is not None:
+            # A missed deadline: this node is the suspect, so the instance goes elsewhere.
+            self._given_up.add(instance.instance_id)
+            await self._send_command(ReplaceInstance(
+                command_id=new_command_id(), instance_id=instance.instance_id,
+                reason=f"rank {instance.shards[runner_id].rank} on {self._node_id} was "
+                       f"killed: {runner.killed_for}", failed_node=self._node_id))
+            return
         if instance is not None and len(instance.shards) > 1:
             # The other ranks' ring is broken too: restarting this rank alone cannot join
             # it, so the whole instance is placed again with a fresh ring.

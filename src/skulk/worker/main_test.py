@@ -88,6 +88,10 @@ class FakeSupervisor:
     async def shutdown(self) -> None:
         pass
 
+    async def kill(self, reason: str) -> None:
+        await self._report(RunnerFailed(error=reason))
+        self._exited = True
+
 
 class Cluster:
     """A replica fed directly with the worker's own events, standing in for the master."""
@@ -270,3 +274,36 @@ async def test_the_nodes_engine_options_reach_its_runners_under_the_masters(
     assert options["drafter"] == "none"  # over the card's default drafter
     assert options["ring_hosts"] == "127.0.0.1:50100"  # stamped by the master
     assert "max_draft" not in options  # another engine's
+
+
+class StuckSupervisor(FakeSupervisor):
+    """A runner that reports `created` and then hangs: it never loads."""
+
+    def send(self, message: messages.LoadModel | messages.WarmUp | messages.Shutdown) -> None:
+        pass
+
+
+@pytest.mark.anyio
+async def test_a_runner_that_never_loads_is_killed_and_placed_elsewhere() -> None:
+    from skulk.shared.types.commands import ReplaceInstance
+    from skulk.worker.runner.deadlines import RunnerDeadlines
+
+    cluster = Cluster()
+    stuck = Worker(node_id=f.NODE, replica=cluster.replica,
+                   catalog=ModelCatalog.builtin(Path(".")),
+                   publish_event=cluster.publish_event, publish_chunk=cluster.publish_chunk,
+                   send_command=cluster.send_command, supervisor_factory=StuckSupervisor,
+                   deadlines=RunnerDeadlines(first_report_seconds=0.2, load_base_seconds=0.2,
+                                             load_bytes_per_second=1e12))
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(stuck.run)
+        cluster.apply(InstanceCreated(instance=f.instance()))
+        with anyio.fail_after(10):
+            while not cluster.commands:
+                await anyio.sleep(0.05)
+        tasks.cancel_scope.cancel()
+    [command] = cluster.commands
+    assert isinstance(command, ReplaceInstance) and command.instance_id == "inst-1"
+    assert command.failed_node == f.NODE and "did not load and warm up" in command.reason
+    [failed] = [r for r in cluster.replica.state.runners.values() if isinstance(r, RunnerFailed)]
+    assert "within 0 s" in failed.error and len(StuckSupervisor.created) == 1

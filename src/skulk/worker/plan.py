@@ -33,6 +33,9 @@ class LocalRunner:
     in_flight: frozenset[TaskId]
     cancelling: frozenset[TaskId] = frozenset()
     requested: LifecycleRequest | None = None
+    # Why it is past a deadline (to report, or to load and warm up), if it is.
+    overdue: str | None = None
+    killed: bool = False
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,14 @@ class ReapRunner:
 
 @dataclass(frozen=True)
 class ShutdownRunner:
+    runner_id: RunnerId
+    reason: str
+
+
+@dataclass(frozen=True)
+class KillRunner:
+    """A runner past its deadline: killed, and its instance placed again elsewhere."""
+
     runner_id: RunnerId
     reason: str
 
@@ -82,7 +93,7 @@ class StartTask:
     task: TextGenerationTask
 
 
-Step = (ReapRunner | ShutdownRunner | CancelRunnerTask | FetchWeights | CreateRunner
+Step = (ReapRunner | KillRunner | ShutdownRunner | CancelRunnerTask | FetchWeights | CreateRunner
         | LoadModel | WarmUp | StartTask)
 
 
@@ -106,6 +117,7 @@ def plan(
     """
     return (
         _reap(runners)
+        or _kill_overdue(runners)
         or _shutdown(node_id, state, runners)
         or _cancel(state, runners)
         or _create(node_id, state, runners, given_up, missing_weights, fetching)
@@ -116,6 +128,11 @@ def plan(
 
 def _reap(runners: Mapping[RunnerId, LocalRunner]) -> Step | None:
     return next((ReapRunner(r.runner_id) for r in runners.values() if r.exited), None)
+
+
+def _kill_overdue(runners: Mapping[RunnerId, LocalRunner]) -> Step | None:
+    return next((KillRunner(r.runner_id, r.overdue) for r in runners.values()
+                 if r.overdue is not None and not r.killed and not r.exited), None)
 
 
 def _shutdown(node_id: NodeId, state: State, runners: Mapping[RunnerId, LocalRunner]

@@ -153,3 +153,16 @@ def test_a_device_server_rank_loads_at_once_and_takes_no_tasks() -> None:
                                       exited=False, in_flight=frozenset())}
     assert plan(NodeId("other"), both_ready, ready_here) is None
     assert plan(ME, both_ready, local()) == StartTask(R1, task.task)
+
+
+def test_an_overdue_runner_is_killed_once_before_new_work() -> None:
+    from dataclasses import replace
+
+    from skulk.worker.plan import KillRunner
+    state = state_with(PLACED, TaskCreated(task=f.task()))
+    [runner] = local(RunnerLoading(), requested="load").values()
+    overdue = replace(runner, overdue="did not load within 9 s")
+    assert plan(ME, state, {R1: overdue}) == KillRunner(R1, "did not load within 9 s")
+    assert plan(ME, state, {R1: replace(overdue, killed=True)}) is None
+    # Once its death is seen, it is reaped like any other.
+    assert plan(ME, state, {R1: replace(overdue, killed=True, exited=True)}) == ReapRunner(R1)

@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from skulk.api.adapters.keep_alive import KEEP_ALIVE_DESCRIPTION, keep_alive_seconds
 from skulk.api.adapters.lenient import Lenient
 from skulk.api.errors import ApiError
 from skulk.shared.types.chunks import FinishReason, Usage
@@ -40,6 +41,8 @@ class MessagesRequest(Lenient):
     top_p: float = Field(default=1.0, gt=0.0, le=1.0, description="Nucleus mass.")
     top_k: int | None = Field(default=None, ge=1, description="Keep the k likeliest tokens.")
     stream: bool = Field(default=False, description="Stream server-sent events.")
+    keep_alive: str | float | None = Field(
+        default=None, description=KEEP_ALIVE_DESCRIPTION + " (an extension)")
 
 
 def _text(content: str | list[TextBlock], where: str) -> str:
@@ -64,7 +67,8 @@ def to_generation_params(request: MessagesRequest, card: ModelCard) -> Generatio
     return GenerationParams(
         model_id=card.model_id, messages=messages, max_tokens=request.max_tokens,
         temperature=request.temperature, top_p=request.top_p, top_k=request.top_k,
-        stop=[s for s in request.stop_sequences or [] if s])
+        stop=[s for s in request.stop_sequences or [] if s],
+        keep_alive_seconds=keep_alive_seconds(request.keep_alive))
 
 
 def stop_reason(finish: FinishReason | None, stop_sequence: str | None) -> str:

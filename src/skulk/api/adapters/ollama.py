@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from skulk.api.adapters.keep_alive import KEEP_ALIVE_DESCRIPTION, keep_alive_seconds
 from skulk.api.adapters.lenient import Lenient
 from skulk.api.errors import ApiError
 from skulk.shared.types.chunks import FinishReason, Usage
@@ -45,7 +46,7 @@ class _OllamaRequest(Lenient):
     format: Literal["json"] | dict[str, Any] | None = Field(
         default=None, description="`json`, or a JSON Schema: constrained decoding.")
     options: Options | None = Field(default=None, description="Sampling options.")
-    keep_alive: str | int | None = Field(default=None, description="Accepted, ignored.")
+    keep_alive: str | float | None = Field(default=None, description=KEEP_ALIVE_DESCRIPTION)
 
 
 class ChatRequest(_OllamaRequest):
@@ -85,7 +86,7 @@ def _params(request: _OllamaRequest, card: ModelCard, messages: list[ChatMessage
         temperature=0.8 if options.temperature is None else options.temperature,
         top_p=options.top_p or 0.9, top_k=options.top_k, seed=options.seed,
         stop=[s for s in options.stop or [] if s], output=output, json_schema=schema,
-        raw_prompt=raw_prompt)
+        raw_prompt=raw_prompt, keep_alive_seconds=keep_alive_seconds(request.keep_alive))
 
 
 def chat_params(request: ChatRequest, card: ModelCard) -> GenerationParams:

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from skulk.api.adapters import tool_calls
+from skulk.api.adapters.keep_alive import KEEP_ALIVE_DESCRIPTION, keep_alive_seconds
 from skulk.api.adapters.lenient import Lenient
 from skulk.api.adapters.tool_calls import Tool, ToolCall
 from skulk.api.errors import ApiError
@@ -126,6 +127,8 @@ class ChatCompletionRequest(Lenient):
     speculative: WireSpeculative | None = Field(
         default=None, description="Ask for or refuse speculative decoding (an extension); "
         "absent: the node's default for the model.")
+    keep_alive: str | float | None = Field(
+        default=None, description=KEEP_ALIVE_DESCRIPTION + " (an extension)")
 
 
 @dataclass
@@ -220,7 +223,8 @@ def plan_chat(request: ChatCompletionRequest, card: ModelCard) -> ChatPlan:
         temperature=request.temperature, top_p=request.top_p, top_k=request.top_k,
         seed=request.seed, stop=[s for s in stops if s], output=output, json_schema=schema,
         logprobs=(request.top_logprobs or 0) if request.logprobs else None,
-        speculative=None if request.speculative is None else request.speculative.params())
+        speculative=None if request.speculative is None else request.speculative.params(),
+        keep_alive_seconds=keep_alive_seconds(request.keep_alive))
     return ChatPlan(params, tools, forced)
 
 

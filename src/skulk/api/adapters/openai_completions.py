@@ -3,6 +3,7 @@ continued as is, without the chat template."""
 
 from pydantic import Field
 
+from skulk.api.adapters.keep_alive import KEEP_ALIVE_DESCRIPTION, keep_alive_seconds
 from skulk.api.adapters.lenient import Lenient
 from skulk.api.adapters.openai_chat import usage_body
 from skulk.api.errors import ApiError
@@ -26,6 +27,8 @@ class CompletionRequest(Lenient):
     echo: bool = Field(default=False, description="Prepend the prompt to the text.")
     n: int = Field(default=1, description="Number of choices; only 1 is supported.")
     logprobs: int | None = Field(default=None, description="Not available yet: refused.")
+    keep_alive: str | float | None = Field(
+        default=None, description=KEEP_ALIVE_DESCRIPTION + " (an extension)")
 
 
 def prompt_of(request: CompletionRequest) -> str:
@@ -52,7 +55,8 @@ def to_generation_params(request: CompletionRequest, card: ModelCard) -> Generat
     return GenerationParams(model_id=card.model_id, messages=[], raw_prompt=prompt,
                             max_tokens=request.max_tokens, temperature=request.temperature,
                             top_p=request.top_p, seed=request.seed,
-                            stop=[s for s in stops if s])
+                            stop=[s for s in stops if s],
+                            keep_alive_seconds=keep_alive_seconds(request.keep_alive))
 
 
 def completion_body(completion_id: str, created: int, model: str, text: str,

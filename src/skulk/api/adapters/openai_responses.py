@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from skulk.api.adapters.keep_alive import KEEP_ALIVE_DESCRIPTION, keep_alive_seconds
 from skulk.api.adapters.lenient import Lenient
 from skulk.api.errors import ApiError
 from skulk.shared.types.chunks import FinishReason, Usage
@@ -50,6 +51,8 @@ class ResponsesRequest(Lenient):
     text: TextOptions | None = Field(default=None, description="Output format options.")
     tools: list[dict[str, Any]] | None = Field(default=None, description="Refused if any.")
     previous_response_id: str | None = Field(default=None, description="Refused: stateless.")
+    keep_alive: str | float | None = Field(
+        default=None, description=KEEP_ALIVE_DESCRIPTION + " (an extension)")
 
 
 def _text(content: str | list[InputPart], where: str) -> str:
@@ -94,7 +97,8 @@ def to_generation_params(request: ResponsesRequest, card: ModelCard) -> Generati
     return GenerationParams(model_id=card.model_id, messages=messages,
                             max_tokens=request.max_output_tokens,
                             temperature=request.temperature, top_p=request.top_p,
-                            output=output, json_schema=schema)
+                            output=output, json_schema=schema,
+                            keep_alive_seconds=keep_alive_seconds(request.keep_alive))
 
 
 def message_item(item_id: str, text: str, done: bool) -> dict[str, object]:

@@ -28,7 +28,7 @@ router = APIRouter(tags=["anthropic"])
 async def create_message(body: MessagesRequest, request: Request,
                          context: Context) -> Response:
     params = to_generation_params(body, resolve_card(context, body.model))
-    generation = await open_generation(context, params)
+    generation = await open_generation(context, params, request)
     message_id = f"msg_{generation.command_id.removeprefix('cmd-')}"
     if body.stream:
         return event_stream(generation, _stream(context, generation, message_id, body.model))

@@ -39,7 +39,7 @@ router = APIRouter(tags=["openai"])
 async def chat_completions(body: ChatCompletionRequest, request: Request,
                            context: Context) -> Response:
     plan = plan_chat(body, resolve_card(context, body.model))
-    generation = await open_generation(context, plan.params)
+    generation = await open_generation(context, plan.params, request)
     completion_id = f"chatcmpl-{generation.command_id.removeprefix('cmd-')}"
     include_usage = bool(body.stream_options and body.stream_options.include_usage)
     with_logprobs = plan.params.logprobs is not None

@@ -24,7 +24,7 @@ router = APIRouter(tags=["openai"])
              summary="Continue a prompt without the chat template (legacy OpenAI dialect)")
 async def completions(body: CompletionRequest, request: Request, context: Context) -> Response:
     params = to_generation_params(body, resolve_card(context, body.model))
-    generation = await open_generation(context, params)
+    generation = await open_generation(context, params, request)
     completion_id = f"cmpl-{generation.command_id.removeprefix('cmd-')}"
     prefix = prompt_of(body) if body.echo else ""
     if body.stream:

@@ -24,7 +24,7 @@ router = APIRouter(tags=["openai"])
              summary="Embed texts (OpenAI dialect), one unit vector per text")
 async def embeddings(body: EmbeddingRequest, request: Request, context: Context) -> Response:
     params = to_generation_params(body, resolve_card(context, body.model))
-    generation = await open_generation(context, params)
+    generation = await open_generation(context, params, request)
     completion = await collect(context, generation, request)
     if completion is None:
         return client_gone().response()

@@ -1,6 +1,7 @@
 """Instances: place a model, preview where it could go, look at one, remove one."""
 
 import time
+from dataclasses import replace
 
 import anyio
 from fastapi import APIRouter, Query
@@ -10,6 +11,8 @@ from skulk.api.context import ApiContext, Context
 from skulk.api.errors import ApiError
 from skulk.api.instance_view import InstanceView, instance_view
 from skulk.api.serving import place_instance, resolve_card
+from skulk.master.eviction import freed
+from skulk.master.idle import busy
 from skulk.master.placement import ClusterView, PlacementError, choose_plan, previews
 from skulk.master.placement.previews import PlacementPreview
 from skulk.shared.types.commands import DeleteInstance, PlaceInstance
@@ -102,6 +105,8 @@ async def _dry_run(context: ApiContext, command: PlaceInstance, card: ModelCard)
         if not isinstance(plan, PlacementError):
             return
         if not plan.pending:
+            if _fits_after_evicting(context, command, card):
+                return  # the master makes room by evicting idle instances
             raise ApiError(400, f"cannot place {card.model_id}: {plan.describe()}",
                            code="placement_impossible")
         if time.monotonic() >= deadline:
@@ -109,6 +114,21 @@ async def _dry_run(context: ApiContext, command: PlaceInstance, card: ModelCard)
                            "try again in a few seconds", type="server_error",
                            code="placement_pending")
         await anyio.sleep(PLACEMENT_INFO_POLL_SECONDS)
+
+
+def _fits_after_evicting(context: ApiContext, command: PlaceInstance,
+                         card: ModelCard) -> bool:
+    """Whether the placement would fit with every idle, unpinned instance gone (the
+    master evicts the fewest, least recently used first)."""
+    state = context.replica.state
+    idle = [i for i in state.instances.values() if not i.pinned and not busy(state, i)]
+    if not idle:
+        return False
+    cluster = _cluster(context)
+    gone = {i.instance_id for i in idle}
+    roomier = replace(cluster, nodes=freed(cluster.nodes, idle, context.catalog),
+                      instances={i: x for i, x in cluster.instances.items() if i not in gone})
+    return not isinstance(choose_plan(command, card, roomier), PlacementError)
 
 
 @router.post("/place_instance", status_code=201, response_model=InstanceView,

@@ -5,7 +5,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 
 from skulk import __version__
 from skulk.api.adapters.ollama import (
@@ -21,7 +21,7 @@ from skulk.api.adapters.ollama import (
     now_iso,
     tag_body,
 )
-from skulk.api.consume import announce, client_gone, collect, token_chunks
+from skulk.api.consume import announce, client_gone, collect, event_stream, token_chunks
 from skulk.api.context import ApiContext, Context
 from skulk.api.errors import ApiError
 from skulk.api.generation import Generation, open_generation
@@ -40,8 +40,8 @@ async def _answer(context: ApiContext, request: Request, model: str, generation:
     """Answer in Ollama's shape: `piece(text)` gives the per-chunk body fields."""
     head: dict[str, object] = {"model": model}
     if stream:
-        return StreamingResponse(_stream(context, generation, timing, head, piece),
-                                 media_type="application/x-ndjson", headers=announce(generation))
+        return event_stream(generation, _stream(context, generation, timing, head, piece),
+                            media_type="application/x-ndjson")
     completion = await collect(context, generation, request)
     if completion is None:
         return client_gone().response("ollama")
@@ -69,7 +69,7 @@ async def _stream(context: ApiContext, generation: Generation, timing: Timing,
 async def chat(body: ChatRequest, request: Request, context: Context) -> Response:
     timing = Timing()
     params = chat_params(body, resolve_card(context, model_name(body.model)))
-    generation = await open_generation(context, params)
+    generation = await open_generation(context, params, request)
     timing.first_token = time.monotonic_ns()  # the first chunk has arrived by now
     return await _answer(context, request, body.model, generation, timing, body.stream,
                          lambda text: {"message": {"role": "assistant", "content": text}})
@@ -80,7 +80,7 @@ async def generate(body: GenerateRequest, request: Request, context: Context) ->
     if not body.prompt:
         return await _load_only(context, body)
     params = generate_params(body, resolve_card(context, model_name(body.model)))
-    generation = await open_generation(context, params)
+    generation = await open_generation(context, params, request)
     timing.first_token = time.monotonic_ns()
     return await _answer(context, request, body.model, generation, timing, body.stream,
                          lambda text: {"response": text})

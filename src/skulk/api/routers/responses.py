@@ -26,7 +26,7 @@ router = APIRouter(tags=["openai"])
 async def create_response(body: ResponsesRequest, request: Request,
                           context: Context) -> Response:
     params = to_generation_params(body, resolve_card(context, body.model))
-    generation = await open_generation(context, params)
+    generation = await open_generation(context, params, request)
     suffix = generation.command_id.removeprefix("cmd-")
     response_id, item_id = f"resp_{suffix}", f"msg_{suffix}"
     if body.stream:

@@ -94,7 +94,7 @@ async def generate(session_id: ConversationId, body: Generate, request: Request,
     params = to_generation_params(session, body)
     session.busy = True
     try:
-        generation = await open_generation(context, params)
+        generation = await open_generation(context, params, request)
     except BaseException:
         session.busy = False
         raise

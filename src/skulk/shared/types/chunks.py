@@ -19,6 +19,8 @@ ErrorKind = Literal[
     "cancelled",
     "internal",
     "partitioned",
+    "pipeline_corrupt",
+    "overloaded",
 ]
 
 
@@ -78,6 +80,8 @@ class ErrorChunk(WireModel):
     kind: Literal["error"] = "error"
     error_kind: ErrorKind = Field(description="Class of the error.")
     message: str = Field(description="What went wrong and what to do about it.")
+    retry_after_seconds: int | None = Field(
+        default=None, description="With `overloaded`: when a retry may find room.")
 
 
 Chunk = Annotated[TokenChunk | ErrorChunk, Field(discriminator="kind")]

@@ -26,6 +26,8 @@ class PlaceInstance(WireModel):
     excluded_nodes: list[NodeId] = Field(
         default_factory=list, description="Nodes not to use."
     )
+    pinned: bool = Field(default=False, description="Keep it however long it idles (a "
+                         "node's `--serve`); it is never evicted to make room either.")
 
 
 class DeleteInstance(WireModel):
@@ -55,6 +57,9 @@ class ReplaceInstance(WireModel):
     command_id: CommandId = Field(description="Id of this command.")
     instance_id: InstanceId = Field(description="Instance to place again.")
     reason: str = Field(description="What failed.")
+    failed_node: NodeId | None = Field(
+        default=None, description="The node whose runner failed (missed a deadline): it "
+        "cools off, and the instance goes elsewhere if anything else fits.")
 
 
 class TextGeneration(WireModel):
@@ -64,6 +69,16 @@ class TextGeneration(WireModel):
     command_id: CommandId = Field(description="Id of this command and its stream.")
     owner_node: NodeId = Field(description="API node that streams the output.")
     params: GenerationParams = Field(description="What to generate.")
+    excluded_instances: list[InstanceId] = Field(
+        default_factory=list, description="Instances not to use: the ones that failed "
+        "this request before (a request failing over).")
+    bounded: bool = Field(
+        default=False, description="Refuse (`overloaded`) when every instance of the "
+        "model is full instead of queueing without bound; a failing-over request, already "
+        "admitted once, is not bounded.")
+    max_queue: int | None = Field(
+        default=None, ge=0, description="With `bounded`: most requests waiting for a slot "
+        "on an instance (`--max-queue`); None: 16 per slot of its batch.")
 
 
 class CancelTask(WireModel):

@@ -117,6 +117,8 @@ class CommandRejected(WireModel):
     command_id: CommandId = Field(description="The rejected command.")
     error_kind: ErrorKind = Field(description="Class of the error.")
     message: str = Field(description="What went wrong and what to do about it.")
+    retry_after_seconds: int | None = Field(
+        default=None, description="With `overloaded`: when a retry may find room.")
 
 
 class StateSnapshotHydrated(WireModel):
@@ -141,6 +143,19 @@ class MembershipAgreed(WireModel):
     members: list[NodeId] = Field(description="The agreed members.", max_length=4096)
 
 
+class NodeFailureNoted(WireModel):
+    """A runner on the node failed (died, or missed a deadline): placement avoids the node
+    until `until` while anything else fits, and it is shown as unhealthy until then."""
+
+    kind: Literal["NodeFailureNoted"] = "NodeFailureNoted"
+    node_id: NodeId = Field(description="The node whose runner failed.")
+    reason: str = Field(max_length=2048, description="What failed, as the worker said.")
+    until: float = Field(description="End of the cool-off, Unix seconds (the master's "
+                         "clock).")
+    failures: int = Field(default=1, ge=1, description="Failures in a row, this one "
+                          "included (the master starts again at 1 once a cool-off ended).")
+
+
 Event = Annotated[
     InstanceCreated
     | InstanceDeleted
@@ -155,7 +170,8 @@ Event = Annotated[
     | CommandRejected
     | StateSnapshotHydrated
     | NodeRevoked
-    | MembershipAgreed,
+    | MembershipAgreed
+    | NodeFailureNoted,
     Field(discriminator="kind"),
 ]
 

@@ -56,6 +56,9 @@ class Instance(WireModel):
     replaced: int = Field(
         default=0, description="How many times this model was placed again because a rank "
         "of a split instance ended (the master stops after a few).")
+    pinned: bool = Field(
+        default=False, description="Placed by a node's `--serve`: never removed for "
+        "idleness nor evicted to make room.")
 
     def runner_on(self, node_id: NodeId) -> RunnerId | None:
         return next((r for r, s in self.shards.items() if s.node_id == node_id), None)

@@ -13,6 +13,15 @@ from skulk.shared.types.runners import RunnerStatus
 from skulk.shared.types.tasks import Task
 
 
+class NodeCoolOff(WireModel):
+    """Why placement avoids a node for now: its runners failed."""
+
+    reason: str = Field(description="The last failure, as the worker said.")
+    until: float = Field(description="End of the cool-off, Unix seconds.")
+    failures: int = Field(default=1, description="Failures noted since the node was last "
+                          "healthy (a node with two or more is shown unhealthy).")
+
+
 class State(WireModel):
     """Replicated cluster state; replaced whole by `apply`, never mutated."""
 
@@ -41,9 +50,16 @@ class State(WireModel):
     model_card_holders: Mapping[ModelId, list[NodeId]] = Field(
         default_factory=dict, description="Per announced card, the nodes whose store holds "
         "its weights; a card no node holds any more is forgotten.")
+    node_cool_offs: Mapping[NodeId, NodeCoolOff] = Field(
+        default_factory=dict, description="Nodes whose runners failed lately, which "
+        "placement avoids until the cool-off ends (while anything else fits).")
     last_event_applied_idx: int = Field(
         default=-1, description="Index of the last applied event; -1 before any."
     )
+
+    def cooling_nodes(self, now: float) -> frozenset[NodeId]:
+        """Nodes still in their cool-off at `now` (Unix seconds)."""
+        return frozenset(n for n, c in self.node_cool_offs.items() if c.until > now)
 
     def instances_of(self, model_id: ModelId) -> list[Instance]:
         return [i for i in self.instances.values() if i.model_id == model_id]

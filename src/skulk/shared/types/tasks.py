@@ -55,6 +55,7 @@ MAX_TOKEN_ID = (1 << 31) - 1
 MAX_PROMPT_TOKENS = 1 << 20
 MAX_STOP_SEQUENCES = 64
 MAX_EMBED_TEXTS = 4096
+MAX_KEEP_ALIVE_SECONDS = 365 * 24 * 3600.0
 TokenId = Annotated[int, Field(ge=0, le=MAX_TOKEN_ID)]
 
 
@@ -86,6 +87,11 @@ class GenerationParams(WireModel):
         default=None, max_length=MAX_PROMPT_TOKENS,
         description="Token ids to continue as is (a session of tokens); "
         "`messages` is then empty.")
+    continuation: list[TokenId] = Field(
+        default_factory=list, max_length=MAX_GENERATED_TOKENS,
+        description="Tokens this request already generated (and the client already has), "
+        "appended after the prompt: the runner goes on from there. Set when a request "
+        "fails over to another instance mid-stream; `max_tokens` is then what is left.")
     session_id: ConversationId | None = Field(
         default=None, max_length=128,
         description="The conversation this turn belongs to: the runner keeps "
@@ -103,6 +109,11 @@ class GenerationParams(WireModel):
     raw_prompt: str | None = Field(
         default=None, description="Text to continue as is, without the chat template "
         "(legacy completions); `messages` is then empty.")
+    keep_alive_seconds: float | None = Field(
+        default=None, allow_inf_nan=False, ge=-1.0, le=MAX_KEEP_ALIVE_SECONDS,
+        description="How long the instance stays placed after this request with nothing "
+        "to do: 0 removes it once idle, -1 keeps it for ever; None: the cluster's default "
+        "(`--keep-alive`). The master reads it; the runner does not.")
     speculative: SpeculativeParams | None = Field(
         default=None, description="Speculative decoding asked for or refused; None: the "
         "instance's default for its model.")

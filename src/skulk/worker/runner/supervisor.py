@@ -248,6 +248,16 @@ class RunnerSupervisor:
             await self._end_task(task_id, "failed", reason)
         self._exited = True
 
+    async def kill(self, reason: str) -> None:
+        """SIGKILL a runner that missed a deadline (a stopped or wedged process answers
+        nothing else); its death is then handled as any other, with `reason` as status."""
+        self.recorder.record("killed", reason)
+        logger.error("killing runner {}: {}", self.runner_id, reason)
+        self._status = RunnerFailed(error=reason)
+        await self._on_event(RunnerStatusUpdated(runner_id=self.runner_id, status=self._status))
+        if self._process is not None and self._process.is_alive():
+            self._process.kill()
+
     async def shutdown(self, timeout: float = JOIN_SECONDS) -> None:
         """Stop the runner: ask, then SIGTERM, then SIGKILL; always reaps the process."""
         with anyio.CancelScope(shield=True):

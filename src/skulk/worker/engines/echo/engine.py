@@ -46,15 +46,20 @@ class EchoEngine:
         if prompt_words >= self._config.context_token_limit:
             raise ContextOverflow(prompt_words, self._config.context_token_limit)
         last_user = next((m.content for m in reversed(params.messages) if m.role == "user"), "")
-        return self._stream(last_user.split(), prompt_words, params)
+        return self._stream(last_user.split(), prompt_words + len(params.continuation),
+                            params)
 
     def _stream(self, words: list[str], prompt_words: int,
                 params: GenerationParams) -> Iterator[TokenChunk]:
-        limit = params.max_tokens or len(words)
+        # A continuation goes on after the words an interrupted run already gave.
+        given = len(params.continuation)
+        limit = params.max_tokens or len(words) - given
         scanner = StopScanner(list(params.stop))
         finish: FinishReason = "stop"
         generated = 0
         for index, word in enumerate(words):
+            if index < given:
+                continue
             if generated >= limit:
                 finish = "length"
                 break

@@ -150,6 +150,10 @@ class LlamaCppEngine:
         return self._embedder.embed(texts), sum(counts)
 
     def prompt_tokens(self, params: GenerationParams) -> list[int]:
+        """The prompt, then the tokens an interrupted run already generated (a failover)."""
+        return self._prompt_only(params) + list(params.continuation)
+
+    def _prompt_only(self, params: GenerationParams) -> list[int]:
         if params.prompt_token_ids is not None:
             return list(params.prompt_token_ids)
         model, template, _ = self._loaded()

@@ -120,7 +120,8 @@ class MlxEngine:
 
     def _new_output(self, request: Request, reused: int) -> StreamedText:
         assert self._tokenizer is not None
-        return StreamedText(detokenizer=self._tokenizer.detokenizer(),
+        return StreamedText(detokenizer=self._tokenizer.detokenizer(
+                                after=request.params.continuation),
                             stops=list(request.params.stop),
                             eos_token_ids=self._tokenizer.eos_token_ids,
                             max_tokens=request.max_tokens, prompt_tokens=len(request.prompt),

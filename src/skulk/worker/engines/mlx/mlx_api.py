@@ -151,8 +151,16 @@ class Tokenizer:
         text: str = self._wrapper.decode(list(tokens))
         return text
 
-    def detokenizer(self) -> Detokenizer:
-        return Detokenizer(self._wrapper.detokenizer)
+    def detokenizer(self, after: Sequence[int] = ()) -> Detokenizer:
+        """A fresh detokenizer; `after`: tokens the text goes on from (a continuation), so
+        the first new token keeps its leading space instead of starting a text."""
+        inner = self._wrapper.detokenizer
+        inner.reset()
+        if after:
+            inner.add_token(after[-1])
+            if inner.last_segment == "":  # an incomplete character: start clean instead
+                inner.reset()
+        return Detokenizer(inner)
 
 
 def load_tokenizer(model_dir: Path) -> Tokenizer:

@@ -84,6 +84,11 @@ def unsupported(params: GenerationParams) -> str | None:
 
 
 def prompt_tokens(params: GenerationParams, tokenizer: Tokenizer) -> list[int]:
+    """The prompt, then the tokens an interrupted run already generated (a failover)."""
+    return _prompt_only(params, tokenizer) + list(params.continuation)
+
+
+def _prompt_only(params: GenerationParams, tokenizer: Tokenizer) -> list[int]:
     if params.prompt_token_ids is not None:
         return list(params.prompt_token_ids)
     if params.raw_prompt is not None:

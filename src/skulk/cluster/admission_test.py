@@ -1,0 +1,68 @@
+"""Admission on a whole node (in-memory bus, echo engine in real runners): a bounded
+queue, 429 with Retry-After beyond it, and a client that leaves while queued."""
+
+import anyio
+import httpx
+import openai
+import pytest
+
+from skulk.cluster.cluster_test import MODEL, Cluster, cluster
+from skulk.cluster.failover_test import echo
+from skulk.node import Node
+
+__all__ = ["cluster"]  # the fixture
+
+WORDS = " ".join(f"w{index}" for index in range(20))
+BODY = {"model": MODEL, "stream": True, "messages": [{"role": "user", "content": WORDS}]}
+
+
+async def one_request(url: str) -> tuple[int, str | None, str]:
+    """Status, Retry-After and streamed text of one streamed chat."""
+    async with httpx.AsyncClient(timeout=60) as client, \
+            client.stream("POST", f"{url}/v1/chat/completions", json=BODY) as response:
+        text = "".join([line async for line in response.aiter_lines()])
+        return response.status_code, response.headers.get("retry-after"), text
+
+
+def unfinished(node: Node) -> int:
+    return sum(1 for t in node.replica.state.tasks.values()
+               if t.status in ("pending", "running"))
+
+
+@pytest.mark.anyio
+async def test_a_full_queue_answers_429_and_a_queued_client_that_leaves_frees_its_slot(
+        cluster: Cluster) -> None:
+    # llama.cpp instances run one request at a time: with --max-queue 1, two fit.
+    a = await cluster.start("a", serve=[MODEL], max_queue=1, supervisor=echo(0))
+    await cluster.ready(a)
+    url = f"http://127.0.0.1:{a.config.api_port}"
+    results: list[tuple[int, str | None, str]] = []
+
+    async def request() -> None:
+        results.append(await one_request(url))
+
+    with anyio.fail_after(60):  # none hangs
+        async with anyio.create_task_group() as tasks:
+            for _ in range(8):  # 4x the bound
+                tasks.start_soon(request)
+    accepted = [r for r in results if r[0] == 200]
+    refused = [r for r in results if r[0] == 429]
+    assert len(accepted) + len(refused) == 8 and len(refused) >= 5, results
+    assert all(r[1] is not None and int(r[1]) >= 1 for r in refused)
+    assert all("rate_limit_exceeded" in r[2] for r in refused)
+    assert all("w19" in r[2] and "[DONE]" in r[2] for r in accepted)  # complete answers
+
+    # One request runs, a second queues; its client leaves before its first token.
+    async with openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0) as client:
+        running = await client.chat.completions.create(
+            model=MODEL, stream=True, messages=[{"role": "user", "content": WORDS * 20}])
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(one_request, url)
+            with anyio.fail_after(10):
+                while unfinished(a) != 2:  # the queued one is counted
+                    await anyio.sleep(0.05)
+            tasks.cancel_scope.cancel()  # its client goes away
+        with anyio.fail_after(1.5):  # within a second (one poll) of leaving
+            while unfinished(a) != 1:
+                await anyio.sleep(0.05)
+        await running.close()

@@ -1,0 +1,101 @@
+"""A request whose runner dies mid-stream goes on elsewhere: two whole nodes on the
+in-memory bus, the echo engine in real runner processes."""
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anthropic
+import anyio
+import httpx
+import ollama
+import openai
+import pytest
+
+from skulk.cluster.cluster_test import MODEL, Cluster, cluster
+from skulk.node import Node
+from skulk.worker.runner.supervisor import RunnerSupervisor
+
+__all__ = ["cluster"]  # the fixture
+
+WORDS = " ".join(f"w{index}" for index in range(40))
+
+
+def echo(crash_at: int) -> Any:
+    """Echo runners that answer a word every 20 ms and, with `crash_at`, die on that word."""
+    def supervisor(**kwargs: Any) -> RunnerSupervisor:
+        config = kwargs["config"]
+        options = {**config.options, "delay": "0.02",
+                   **({"crash_at": str(crash_at)} if crash_at else {})}
+        return RunnerSupervisor(**{**kwargs, "engine_name": "echo", "config": type(config)(
+            **{**config.__dict__, "options": options})})
+    return supervisor
+
+
+async def served_by_a_runner_that_dies(cluster: Cluster) -> Node:
+    """Nodes a and b, the model placed on b, whose runners die on word 15; a takes requests."""
+    a = await cluster.start("a", force_master=True, supervisor=echo(0))
+    b = await cluster.start("b", supervisor=echo(crash_at=15))
+    await cluster.converged()
+    await b.send_command_place(MODEL, excluded=[a.node_id])
+    await cluster.ready(a)
+    return a
+
+
+@pytest.mark.anyio
+async def test_a_runner_dying_mid_stream_costs_a_pause_not_the_answer(
+        cluster: Cluster) -> None:
+    a = await served_by_a_runner_that_dies(cluster)
+    a.traces.enabled = True
+    url = f"http://127.0.0.1:{a.config.api_port}/v1"
+    async with openai.AsyncOpenAI(base_url=url, api_key="x", max_retries=0) as client:
+        with anyio.fail_after(60):
+            stream = await client.chat.completions.create(
+                model=MODEL, stream=True, stream_options={"include_usage": True},
+                messages=[{"role": "user", "content": WORDS}])
+            parts, usage = [], None
+            async for event in stream:
+                if event.choices:
+                    parts.append(event.choices[0].delta.content or "")
+                usage = event.usage or usage
+    assert "".join(parts) == WORDS  # no word lost, none repeated
+    assert usage is not None and usage.completion_tokens == 40
+    # It went on in a new instance on a: b's runner failed there, so b was not used again.
+    [instance] = [i for i in a.replica.state.instances.values()
+                  if all(s.node_id == a.node_id for s in i.shards.values())]
+    assert instance.model_id == MODEL
+    async with httpx.AsyncClient() as http:
+        metrics = (await http.get(f"http://127.0.0.1:{a.config.api_port}/metrics")).text
+    assert 'skulk_failovers_total{reason="runner_failed"} 1.0' in metrics
+    [trace] = a.traces.all()  # the pause is in the request's trace, with its reason
+    assert [s.name for s in trace.spans if "failover" in s.name] == [
+        "api.failover.runner_failed"]
+    assert trace.outcome == "stop" and trace.tokens == 40
+
+
+async def anthropic_text(url: str) -> str:
+    async with anthropic.AsyncAnthropic(base_url=url, api_key="x", max_retries=0) as client:
+        parts = []
+        async with client.messages.stream(
+                model=MODEL, max_tokens=100,
+                messages=[{"role": "user", "content": WORDS}]) as stream:
+            async for text in stream.text_stream:
+                parts.append(text)
+        return "".join(parts)
+
+
+async def ollama_text(url: str) -> str:
+    parts = []
+    async for part in await ollama.AsyncClient(host=url).chat(
+            model=MODEL, stream=True, messages=[{"role": "user", "content": WORDS}]):
+        parts.append(part.message.content or "")
+    return "".join(parts)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream_text", [anthropic_text, ollama_text],
+                         ids=["anthropic", "ollama"])
+async def test_every_dialect_fails_over_the_same_way(
+        cluster: Cluster, stream_text: Callable[[str], Awaitable[str]]) -> None:
+    a = await served_by_a_runner_that_dies(cluster)
+    with anyio.fail_after(60):
+        assert await stream_text(f"http://127.0.0.1:{a.config.api_port}") == WORDS
