@@ -175,9 +175,12 @@ class ContinuousBatch:
             while self._free_cells() < wanted and self._empty_an_idle_sequence():
                 pass
             budget = min(self.context.batch_tokens, self._free_cells())
-            if (budget >= max(decoding, 1)) or not self._pause_youngest(keep_one=True):
-                return batch_plan.plan(self._startable(ordered, decoding), budget,
-                                       self.prefill_chunk)
+            planned = batch_plan.plan(self._startable(ordered, decoding), budget,
+                                      self.prefill_chunk)
+            # Nothing fits (a prefill's next chunk, or every decoding token, exceeds the
+            # free cells): pause the youngest and plan again. The oldest alone always fits.
+            if planned[1] and budget >= decoding or not self._pause_youngest(keep_one=True):
+                return planned
 
     def _startable(self, ordered: list[Running], decoding: int) -> list[Feed]:
         """The feeds worth starting: a request that holds no cells yet (new, or paused)
