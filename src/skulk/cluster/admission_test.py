@@ -32,7 +32,7 @@ def unfinished(node: Node) -> int:
 @pytest.mark.anyio
 async def test_a_full_queue_answers_429_and_a_queued_client_that_leaves_frees_its_slot(
         cluster: Cluster) -> None:
-    # llama.cpp instances run one request at a time: with --max-queue 1, two fit.
+    # A llama.cpp instance runs 4 requests at once: with --max-queue 1, five fit.
     a = await cluster.start("a", serve=[MODEL], max_queue=1, supervisor=echo(0))
     await cluster.ready(a)
     url = f"http://127.0.0.1:{a.config.api_port}"
@@ -43,11 +43,11 @@ async def test_a_full_queue_answers_429_and_a_queued_client_that_leaves_frees_it
 
     with anyio.fail_after(60):  # none hangs
         async with anyio.create_task_group() as tasks:
-            for _ in range(8):  # 4x the bound
+            for _ in range(20):  # 4x the bound
                 tasks.start_soon(request)
     accepted = [r for r in results if r[0] == 200]
     refused = [r for r in results if r[0] == 429]
-    assert len(accepted) + len(refused) == 8 and len(refused) >= 5, results
+    assert len(accepted) + len(refused) == 20 and len(refused) >= 12, results
     assert all(r[1] is not None and int(r[1]) >= 1 for r in refused)
     assert all("rate_limit_exceeded" in r[2] for r in refused)
     assert all("w19" in r[2] and "[DONE]" in r[2] for r in accepted)  # complete answers

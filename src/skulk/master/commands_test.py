@@ -145,13 +145,13 @@ def test_finished_tasks_carried_from_an_earlier_master_are_forgotten_too() -> No
 
 def test_a_bounded_generation_goes_to_an_instance_with_room_or_is_refused() -> None:
     from skulk.master.admission import concurrency
-    full = [TaskCreated(task=f.task(f"t{n}", "inst-1", f"c{n}")) for n in range(3)]
+    full = [TaskCreated(task=f.task(f"t{n}", "inst-1", f"c{n}")) for n in range(6)]
     state = state_with(InstanceCreated(instance=f.instance("inst-1", "run-1")),
                        InstanceCreated(instance=f.instance("inst-2", "run-2")), *full,
                        *[TaskCreated(task=f.task(f"u{n}", "inst-2", f"d{n}"))
-                         for n in range(2)])
-    assert concurrency(f.instance()) == 1  # llama.cpp today: one request at a time
-    # 1 running + 1 queued fill an instance with max_queue=1: inst-2 has 2, inst-1 has 3.
+                         for n in range(5)])
+    assert concurrency(f.instance()) == 4  # llama.cpp batches 4 requests by default
+    # 4 running + 1 queued fill an instance with max_queue=1: inst-2 has 5, inst-1 has 6.
     bounded = generation().model_copy(update={"bounded": True, "max_queue": 2})
     [event] = handle(state, bounded)
     assert isinstance(event, TaskCreated) and event.task.instance_id == "inst-2"
