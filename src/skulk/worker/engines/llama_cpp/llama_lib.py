@@ -17,7 +17,7 @@ import llama_cpp
 import llama_cpp.llama_cpp
 from llama_cpp import _internals
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar
+from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar, json_schema_to_gbnf
 from llama_cpp.llama_types import ChatCompletionRequestMessage
 
 from skulk.shared.types.tasks import ChatMessage
@@ -34,9 +34,16 @@ def json_schema_grammar(schema: str) -> Grammar:
     """A grammar that admits only JSON satisfying `schema` (JSON Schema as JSON text).
 
     Raises whatever llama-cpp-python's converter meets first in a schema it cannot turn
-    into a grammar.
+    into a grammar. Its string characters (`[^"\\]`) admit raw control characters, which
+    JSON forbids inside a string (a sampled newline there made unparseable output): they
+    are excluded, as its own any-JSON grammar does.
     """
-    return LlamaGrammar.from_json_schema(schema, verbose=False)
+    text = json_schema_to_gbnf(schema).replace(_LOOSE_CHAR, _JSON_CHAR)
+    return LlamaGrammar.from_string(text, verbose=False)
+
+
+_LOOSE_CHAR = 'char ::= [^"\\\\]'
+_JSON_CHAR = 'char ::= [^"\\\\\\x7F\\x00-\\x1F]'
 
 
 @dataclass(frozen=True)
