@@ -26,6 +26,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.results import write_result  # noqa: E402
 from tests.node_process import NodeProcess, meshed_nodes  # noqa: E402
 
 TOKENS_BEFORE_KILL = 20
@@ -125,6 +126,10 @@ def main() -> None:
         print(f"the text equals an uninterrupted greedy run's: {'yes' if same else 'NO'}")
         print(f"gap / retry: {gap / (noticed + replay):.2f}; target gap <= 2 s: "
               f"{'met' if gap <= 2.0 else 'missed'}")
+        write_result("failover", {
+            "gap_s": {"failover gap": gap, "retry from scratch": noticed + replay},
+            "noticed_s": noticed, "tokens_before_kill": TOKENS_BEFORE_KILL,
+            "same_text_as_uninterrupted": same})
 
 
 if __name__ == "__main__":
