@@ -34,6 +34,7 @@ import httpx
 import openai
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.chat_latency import Sample  # noqa: E402
 from bench.llama_server_build import llama_server  # noqa: E402
 from bench.results import write_result  # noqa: E402
 from tests.node_process import NodeProcess  # noqa: E402
@@ -51,19 +52,8 @@ SERVERS = ("skulk", "skulk-unbatched", "llama-server")
 
 
 @dataclass
-class Stream:
-    ttft: float
-    tokens: int
-    decode_seconds: float
-
-    @property
-    def decode_tps(self) -> float:
-        return (self.tokens - 1) / self.decode_seconds if self.decode_seconds > 0 else 0.0
-
-
-@dataclass
 class Round:
-    alone: list[Stream] = field(default_factory=list)
+    alone: list[Sample] = field(default_factory=list)
     aggregate: dict[int, float] = field(default_factory=dict)
     # CPU milliseconds per generated token of each of the server's processes (Skulk: the
     # node, which carries the per-token path, and the runner, which computes), alone and
@@ -92,7 +82,7 @@ class CpuMeter:
                 for name in after}
 
 
-def stream(client: openai.OpenAI, model: str, prompt: str, max_tokens: int) -> Stream:
+def stream(client: openai.OpenAI, model: str, prompt: str, max_tokens: int) -> Sample:
     started = time.perf_counter()
     first = last = None
     pieces = 0
@@ -107,7 +97,7 @@ def stream(client: openai.OpenAI, model: str, prompt: str, max_tokens: int) -> S
             first = first or last
             pieces += 1
     assert first is not None and last is not None, "no tokens came back"
-    return Stream(first - started, usage_tokens or pieces, last - first)
+    return Sample(first - started, usage_tokens or pieces, last - first)
 
 
 def aggregate(client: openai.OpenAI, model: str, streams: int, per_stream: int,

@@ -202,15 +202,12 @@ class Node:
                         publish_event=self.publish_local_event,
                         publish_chunk=self._publish_chunk, send_command=self.send_command,
                         supervisor_factory=self._supervisor_factory,
-                        engine_threads=self.config.engine_threads,
-                        batching=self.config.batching,
+                        engine_threads=self.config.engine_threads, batching=self.config.batching,
                         node_engine_options=self.config.engine_options,
-                        read_own=self._read_own_memory,
-                        publish_spans=self._publish_spans,
+                        read_own=self._read_own_memory, publish_spans=self._publish_spans,
                         remote_drafting=self._remote_drafting_options,
                         weight_sources=weights.sources_for,
-                        deadlines=None if self.config.runner_deadline_seconds is None
-                        else RunnerDeadlines.scaled(self.config.runner_deadline_seconds),
+                        deadlines=RunnerDeadlines.scaled(self.config.runner_deadline_seconds),
                         device_links=device_links(self.config.data_dir, self.config.listen,
                                                   trust.tls, revoked))
                     tasks.start_soon(worker.run)

@@ -4,11 +4,12 @@ what the worker asked of it."""
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from skulk.shared.types.ids import InstanceId, TaskId
+from skulk.shared.types.ids import InstanceId, RunnerId, TaskId
 from skulk.shared.types.runners import RunnerStatus
 from skulk.shared.types.tasks import TextGenerationTask
-from skulk.worker.plan import LifecycleRequest
+from skulk.worker.plan import LifecycleRequest, LocalRunner
 from skulk.worker.runner import messages
+from skulk.worker.runner.deadlines import RunnerDeadlines, overdue
 from skulk.worker.runner.flight_recorder import FlightRecorder
 
 
@@ -51,3 +52,15 @@ class LocalRunnerHandle:
         self.load_asked_at: float | None = None
         self.weights_bytes = weights_bytes
         self.killed_for: str | None = None
+
+    def view(self, runner_id: RunnerId, now: float, deadlines: RunnerDeadlines
+             ) -> LocalRunner:
+        """What `plan()` knows of this runner first-hand."""
+        return LocalRunner(
+            runner_id=runner_id, instance_id=self.instance_id,
+            status=self.supervisor.status, exited=self.supervisor.exited,
+            in_flight=frozenset(self.supervisor.in_flight),
+            cancelling=frozenset(self.cancelling), requested=self.requested,
+            overdue=overdue(self.supervisor.status, self.started_at, self.load_asked_at,
+                            now, self.weights_bytes, deadlines),
+            killed=self.killed_for is not None)

@@ -58,7 +58,7 @@ from skulk.worker.rank_options import (
 )
 from skulk.worker.runner import messages
 from skulk.worker.runner.crash_window import CrashWindow
-from skulk.worker.runner.deadlines import RunnerDeadlines, overdue
+from skulk.worker.runner.deadlines import DEFAULT_DEADLINES, RunnerDeadlines
 from skulk.worker.runner.supervisor import RunnerSupervisor
 from skulk.worker.weights_fetch import (
     NoWeights,
@@ -91,7 +91,7 @@ class Worker:
         weight_sources: SourcesFor | None = None,
         node_engine_options: NodeEngineOptions | None = None,
         device_links: DeviceLinks | None = None,
-        deadlines: RunnerDeadlines | None = None,
+        deadlines: RunnerDeadlines = DEFAULT_DEADLINES,
     ) -> None:
         self._node_id = node_id
         self._replica = replica
@@ -117,7 +117,7 @@ class Worker:
         # Relays for split instances whose head runs the model (None: this node cannot
         # take part in one).
         self._device_links = device_links
-        self._deadlines = deadlines or RunnerDeadlines()
+        self._deadlines = deadlines
         self._runners: dict[RunnerId, LocalRunnerHandle] = {}
         self._dispatched: set[TaskId] = set()
         self._given_up: set[InstanceId] = set()
@@ -128,22 +128,8 @@ class Worker:
 
     def local_runners(self) -> dict[RunnerId, LocalRunner]:
         now = self._clock()
-        return {
-            runner_id: LocalRunner(
-                runner_id=runner_id,
-                instance_id=runner.instance_id,
-                status=runner.supervisor.status,
-                exited=runner.supervisor.exited,
-                in_flight=frozenset(runner.supervisor.in_flight),
-                cancelling=frozenset(runner.cancelling),
-                requested=runner.requested,
-                overdue=overdue(runner.supervisor.status, runner.started_at,
-                                runner.load_asked_at, now, runner.weights_bytes,
-                                self._deadlines),
-                killed=runner.killed_for is not None,
-            )
-            for runner_id, runner in self._runners.items()
-        }
+        return {runner_id: runner.view(runner_id, now, self._deadlines)
+                for runner_id, runner in self._runners.items()}
 
     def warm_models(self) -> list[WarmModel]:
         """This node's capability card: runners that serve, and how fast they decoded."""

@@ -31,12 +31,18 @@ class RunnerDeadlines:
     load_bytes_per_second: float = LOAD_BYTES_PER_SECOND
 
     @classmethod
-    def scaled(cls, base_seconds: float) -> "RunnerDeadlines":
-        """Both bases set to `base_seconds` (tests use a short one)."""
+    def scaled(cls, base_seconds: float | None) -> "RunnerDeadlines":
+        """Both bases set to `base_seconds` (`--runner-deadline`; tests use a short one);
+        None: the defaults."""
+        if base_seconds is None:
+            return cls()
         return cls(first_report_seconds=base_seconds, load_base_seconds=base_seconds)
 
     def load_seconds(self, weights_bytes: int) -> float:
         return self.load_base_seconds + weights_bytes / self.load_bytes_per_second
+
+
+DEFAULT_DEADLINES = RunnerDeadlines()
 
 
 def overdue(status: RunnerStatus | None, started_at: float, load_asked_at: float | None,
