@@ -11,6 +11,10 @@ Run as `python -m tests.mlx_rank_helper '<json spec>'` from the repository root.
 - "engine": the MLX engine itself as one rank of a split instance (it wires its own
   ring): load, warm up, answer `texts` (or one `text`) as chat requests all in flight
   at once; rank 0 writes the tokens it streamed, per request, to `out/engine.json`.
+- "staggered": the engine as in "engine", but request i reaches this rank at its step
+  `arrive[i][rank]`, and rank `cancel_rank` cancels request `cancel` once it has seen it
+  join and stepped `cancel_after` more times; each rank writes `out/rank<r>.json`
+  (tokens per request from rank 0, how each ended, the overlapped-run counters).
 - "connect": connect only (a test starts one rank of two to see the deadline end it).
 - "stall": connect, then rank 0 either exits at once or hangs ("peer" = "exit" | "hang")
   while rank 1 waits in a recv from it, which must end within the collective deadline.
@@ -121,10 +125,58 @@ def run_engine(spec: dict[str, Any]) -> None:
              "micro_batches": engine.loop.settings.micro_batches}))
 
 
+def run_staggered(spec: dict[str, Any]) -> None:
+    from skulk.shared.types.chunks import TokenChunk
+    from skulk.shared.types.ids import ModelId, TaskId
+    from skulk.shared.types.tasks import ChatMessage, GenerationParams
+    from skulk.worker.engines.mlx.engine import MlxEngine
+    from skulk.worker.engines.protocol import EngineConfig, TaskDone, TaskJoined, TaskOutput
+
+    rank, hosts = int(spec["rank"]), spec["hosts"]
+    start_layer, end_layer = spec["ranges"][rank]
+    engine = MlxEngine(EngineConfig(
+        model_path=spec["model_dir"], context_token_limit=512, start_layer=start_layer,
+        end_layer=end_layer, world_size=len(hosts), rank=rank,
+        options={"ring_hosts": ",".join(hosts), "ring_connect_seconds": "30",
+                 **spec.get("options", {})}))
+    engine.load()
+    engine.warm_up()
+    requests = spec["requests"]  # [text, max_tokens, {rank: arrival step}]
+    tokens: dict[str, list[int]] = {f"t{i}": [] for i in range(len(requests))}
+    ended: dict[str, str] = {}
+    cancel_id = f"t{spec['cancel']}" if rank == int(spec["cancel_rank"]) else None
+    joined_at: int | None = None
+    step = 0
+    while len(ended) < len(requests):
+        for index, (text, max_tokens, arrive) in enumerate(requests):
+            if arrive[str(rank)] == step:
+                engine.submit(TaskId(f"t{index}"), GenerationParams(
+                    model_id=ModelId("m"), max_tokens=max_tokens, temperature=0.0,
+                    messages=[ChatMessage(role="user", content=text)]))
+        if cancel_id is not None and joined_at is not None and (
+                step - joined_at == int(spec["cancel_after"])):
+            engine.cancel(TaskId(cancel_id))
+        for event in engine.step():
+            if isinstance(event, TaskOutput) and isinstance(event.chunk, TokenChunk):
+                tokens[event.task_id].extend(event.chunk.token_ids)
+            elif isinstance(event, TaskJoined) and event.task_id == cancel_id:
+                joined_at = step
+            elif isinstance(event, TaskDone):
+                ended[event.task_id] = event.status
+        step += 1
+    loop = engine.loop
+    (Path(spec["out"]) / f"rank{rank}.json").write_text(json.dumps({
+        "tokens": tokens, "ended": ended, "runs": loop.overlapped_runs,
+        "overlapped_steps": loop.overlapped_steps, "steps": step}))
+
+
 def main() -> None:
     spec = json.loads(sys.argv[1])
     if spec["mode"] == "engine":
         run_engine(spec)
+        return
+    if spec["mode"] == "staggered":
+        run_staggered(spec)
         return
     group = connect_ring(int(spec["rank"]), spec["hosts"], float(spec["connect_deadline"]),
                          float(spec.get("collective_deadline", 30.0)))

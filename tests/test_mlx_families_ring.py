@@ -145,32 +145,49 @@ def chat(text: str, max_tokens: int) -> GenerationParams:
                             messages=[ChatMessage(role="user", content=text)])
 
 
-BATCH = ["The quick brown fox", "Hello! How are you today?", "Numbers like 12345 appear",
-         "Skulk joins machines", "Café, naïve, über", "user assistant system tool"]
+# text, max_tokens, the step at which it reaches each rank (rank 1 often later or earlier).
+STAGGERED = [("The quick brown fox", 14, {"0": 0, "1": 0}),
+             ("Hello! How are you today?", 12, {"0": 0, "1": 3}),
+             ("Numbers like 12345 appear", 200, {"0": 2, "1": 1}),  # cancelled by rank 1
+             ("Skulk joins machines", 10, {"0": 9, "1": 14}),
+             ("Café, naïve, über", 12, {"0": 20, "1": 17}),
+             ("user assistant system tool", 8, {"0": 30, "1": 34})]
+CANCELLED = 2
 
 
-def test_a_pipeline_in_micro_batches_answers_a_batch_like_one_engine(
+def test_a_full_pipeline_answers_like_one_engine_through_joins_and_a_cancel(
     tmp_path: Path, ranks: list[subprocess.Popen[str]]
 ) -> None:
-    """Six requests in flight over two ranks, each step run as two micro-batches (one per
-    rank, so the first computes the second while the last computes the first): every
-    request's tokens are one engine's for the same batch."""
+    """Two ranks in overlapped runs (rank 0 computes one micro-batch while rank 1 computes
+    and samples the other, the tokens coming back over the ring): requests join at
+    staggered steps, rank 1 alone cancels one mid-stream, a lone request drafts; every
+    other request gets exactly one engine's greedy tokens, the cancelled one a prefix."""
     source = write_family_checkpoint(tmp_path / "published", "qwen2", n_layers=3, seed=1)
     model_dir = import_to_store(source, tmp_path / "models", "qwen2-mlx", "qwen2", None).path
     alone = MlxEngine(EngineConfig(model_path=str(model_dir), context_token_limit=512,
                                    options={"speculation": "false"}))
     alone.load()
-    want = [[t for c in alone.generate(chat(text, 10)) for t in c.token_ids]
-            for text in BATCH]
+    want = [[t for c in alone.generate(chat(text, n)) for t in c.token_ids]
+            for text, n, _ in STAGGERED]
     assert len({tuple(answer) for answer in want}) > 3, "the answers compare nothing"
     out = tmp_path / "out"
     out.mkdir()
     finished = run_ring(ranks, {
-        "mode": "engine", "model_dir": str(model_dir), "ranges": [[0, 1], [1, 3]],
-        "texts": BATCH, "max_tokens": 10, "out": str(out),
-        "options": {"pipeline_micro_batches": "true"}}, 2)
+        "mode": "staggered", "model_dir": str(model_dir), "ranges": [[0, 1], [1, 3]],
+        "requests": STAGGERED, "cancel": CANCELLED, "cancel_rank": 1, "cancel_after": 12,
+        "out": str(out), "options": {"pipeline_micro_batches": "true"}}, 2)
     for rank, result in enumerate(finished):
         assert result.returncode == 0, f"rank {rank} failed:\n{result.stderr}"
-    report = json.loads((out / "engine.json").read_text())
-    assert report["micro_batches"] == 2
-    assert report["answers"] == want
+    leader, last = (json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1))
+    statuses = {f"t{i}": "complete" for i in range(len(STAGGERED))}
+    statuses[f"t{CANCELLED}"] = "cancelled"
+    assert leader["ended"] == last["ended"] == statuses
+    for index, answer in enumerate(want):
+        got = leader["tokens"][f"t{index}"]
+        if index == CANCELLED:
+            assert 0 < len(got) < len(answer) and got == answer[: len(got)]
+        else:
+            assert got == answer, index
+    # Most tokens came out of overlapped runs, and membership changes ended several.
+    assert leader["runs"] >= 3
+    assert leader["overlapped_steps"] == last["overlapped_steps"] >= 20

@@ -12,6 +12,11 @@ One `step` on every rank of an instance, in lockstep:
    so each rank works on one while the next rank works on the one before;
 4. rank 0 turns tokens into chunks and sees who finished; they leave at the next step.
 
+A pipeline in micro-batches (`micro_batches` > 1) keeps its ranks busy instead: from an
+agreement point where only decoding rows are left, the decode steps run as an overlapped
+run (pipeline_run.py, pipeline_schedule.py) with no collective among all ranks, until
+rank 0 drains it for a membership change; each `step` then does one unit of the run.
+
 Speculative decoding (when the instance drafts at all, and while one request decodes):
 step 3 becomes a round. The deciding rank asks the request's drafter for tokens; one
 fixed-shape all_sum hands the draft to every rank; every rank verifies [last token +
@@ -40,9 +45,11 @@ from skulk.worker.engines.mlx import membership, mlx_api
 from skulk.worker.engines.mlx.batch_caches import BatchCaches
 from skulk.worker.engines.mlx.membership import Control, Outcome, Proposal, Reply, TaskKey
 from skulk.worker.engines.mlx.output import StreamedText
+from skulk.worker.engines.mlx.pipeline_run import PipelineRun
+from skulk.worker.engines.mlx.pipeline_schedule import may_overlap
 from skulk.worker.engines.mlx.prefix_cache import PrefixCache
 from skulk.worker.engines.mlx.requests import Request
-from skulk.worker.engines.mlx.sampling import sample_rows
+from skulk.worker.engines.mlx.sampling import RowSampler, sample_rows
 from skulk.worker.engines.mlx.shard import ModelShard
 from skulk.worker.engines.mlx.speculation import vectors
 from skulk.worker.engines.mlx.speculation.accept import Verdict
@@ -104,7 +111,10 @@ class GenerationLoop:
     _rows: list[Row] = field(default_factory=list)
     _batch: BatchCaches = field(init=False)
     _finishing: set[TaskId] = field(default_factory=set)  # rank 0: finished, not yet left
+    _run: PipelineRun | None = None  # an overlapped pipeline run in progress
     prefilled_tokens: int = 0  # prompt tokens run through prefill, for tests and logs
+    overlapped_runs: int = 0  # overlapped pipeline runs started, for tests and logs
+    overlapped_steps: int = 0  # micro-batch steps this rank ran in them
 
     def __post_init__(self) -> None:
         self._batch = BatchCaches(self.settings.micro_batches)
@@ -138,6 +148,9 @@ class GenerationLoop:
     def step(self) -> list[EngineEvent]:
         events: list[EngineEvent] = []
         self._expire_pending(events)
+        if self._run is not None:
+            self._advance_run(self._run, events)
+            return events
         control = self._agree_control()
         self._apply_leaves(control, events)
         self._admit(control.proposals, events)
@@ -293,6 +306,14 @@ class GenerationLoop:
     def _decode(self, events: list[EngineEvent]) -> None:
         if not self._rows:
             return
+        if may_overlap(self.settings.micro_batches, self.shard.group.size, len(self._rows),
+                       len(self._prefilling), self.settings.speculation):
+            self._run = PipelineRun(self.shard, self._batch.micro_batch_rows(),
+                                    self.settings.slots, self)
+            self.overlapped_runs += 1
+            self._run.start()
+            self.overlapped_steps += self._run.steps
+            return
         if self.settings.speculation and len(self._rows) == 1:
             self._speculative_round(self._rows[0], self._batch.only(), events)
             return
@@ -315,6 +336,30 @@ class GenerationLoop:
         tokens = self._all_sum(chosen).tolist()
         for row, token in zip(self._rows, tokens, strict=True):
             self._commit(row, [], Verdict(0, token), events)
+
+    def _advance_run(self, run: PipelineRun, events: list[EngineEvent]) -> None:
+        steps = run.steps
+        run.advance(events)
+        self.overlapped_steps += run.steps - steps
+        if run.done:
+            self._run = None
+
+    # The rows as an overlapped run sees them (pipeline_run.RunHost).
+    def run_inputs(self, rows: list[int]) -> tuple[int, ...]:
+        return tuple(self._rows[i].next_input for i in rows)
+
+    def run_samplers(self, rows: list[int]) -> list[RowSampler]:
+        return [self._rows[i].request.sampler for i in rows]
+
+    def run_commit(self, row: int, token: int, events: list[EngineEvent]) -> None:
+        self._commit(self._rows[row], [], Verdict(0, token), events)
+
+    def run_wants_agreement(self) -> bool:
+        cancelled = any(row.request.cancel_asked for row in self._rows)
+        if not self.emits:
+            return cancelled
+        joinable = bool(self._pending) and len(self._roster()) < self.settings.slots
+        return cancelled or joinable or bool(self._finishing)
 
     def _speculative_round(self, row: Row, cache: list[mlx_api.LayerCache],
                            events: list[EngineEvent]) -> None:
