@@ -1,0 +1,152 @@
+"""Overlapped pipeline runs over 3 ranks in threads of one process, joined by queues: a
+middle rank that neither embeds nor samples learns the tokens from the headers, three
+micro-batches go round, a cancel asked on the middle rank alone drains a run; rank 0's
+tokens are one engine's and every rank ends with the same prefix-cache keys.
+(tests/test_mlx_families_ring.py runs the same over the real ring with 2 ranks.)"""
+
+import queue
+import threading
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+from skulk.shared.types.chunks import TokenChunk
+from skulk.shared.types.ids import ModelId, TaskId
+from skulk.shared.types.tasks import ChatMessage, GenerationParams
+from skulk.testing.tiny_model import write_tiny_model
+from skulk.worker.engines.mlx import mlx_api
+from skulk.worker.engines.mlx.engine import MlxEngine
+from skulk.worker.engines.mlx.generation_loop import GenerationLoop, LoopSettings
+from skulk.worker.engines.mlx.output import StreamedText
+from skulk.worker.engines.mlx.prefix_cache import PrefixCache
+from skulk.worker.engines.mlx.requests import Request, build_request
+from skulk.worker.engines.mlx.shard_loader import load_shard
+from skulk.worker.engines.protocol import EngineConfig, EngineEvent, TaskDone, TaskOutput
+
+WAIT_SECONDS = 30.0
+RANKS = 3
+
+
+class QueueGroup:
+    """`size` ranks in threads: point-to-point queues, all_sum at a barrier."""
+
+    def __init__(self, rank: int, shared: dict[str, Any]) -> None:
+        self.rank, self.size, self._shared = rank, RANKS, shared
+
+    def send(self, x: mx.array, dst: int) -> None:
+        self._shared["links"][(self.rank, dst)].put(np.array(x))
+
+    def recv(self, shape: tuple[int, ...], dtype: mx.Dtype, src: int) -> mx.array:
+        value = self._shared["links"][(src, self.rank)].get(timeout=WAIT_SECONDS)
+        assert value.shape == shape, (value.shape, shape)
+        return mx.array(value).astype(dtype)
+
+    def all_sum(self, x: mx.array) -> mx.array:
+        barrier: threading.Barrier = self._shared["barrier"]
+        self._shared["parts"][self.rank] = np.array(x)
+        barrier.wait(WAIT_SECONDS)
+        total = sum(self._shared["parts"])
+        barrier.wait(WAIT_SECONDS)
+        return mx.array(total)
+
+    def all_gather(self, x: mx.array) -> mx.array:
+        raise NotImplementedError
+
+    def barrier(self) -> None:
+        self._shared["barrier"].wait(WAIT_SECONDS)
+
+
+def chat(text: str, max_tokens: int) -> GenerationParams:
+    return GenerationParams(model_id=ModelId("tiny"), max_tokens=max_tokens, temperature=0.0,
+                            messages=[ChatMessage(role="user", content=text)])
+
+
+REQUESTS = {"a": chat("The quick brown fox", 12), "b": chat("Hello! How are you?", 9),
+            "c": chat("Numbers like 12345", 14), "d": chat("Skulk joins machines", 10),
+            "cancelled": chat("user assistant system", 300)}
+ARRIVE = {"a": 0, "b": 0, "c": 0, "cancelled": 0, "d": 6}  # the step, on every rank
+CANCEL_AT = 15  # the middle rank's step
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_tiny_model(tmp_path_factory.mktemp("tiny3"), layers=3)
+
+
+def run_rank(rank: int, model_dir: Path, shared: dict[str, Any],
+             results: dict[int, list[EngineEvent]], loops: dict[int, GenerationLoop]) -> None:
+    group = QueueGroup(rank, shared)
+    tokenizer = mlx_api.load_tokenizer(model_dir)
+    shard = load_shard(model_dir, group, rank, rank + 1, "pipeline")
+
+    def output(request: Request, reused: int) -> StreamedText:
+        return StreamedText(detokenizer=tokenizer.detokenizer(), stops=[],
+                            eos_token_ids=tokenizer.eos_token_ids,
+                            max_tokens=request.max_tokens, prompt_tokens=len(request.prompt),
+                            cached_tokens=reused)
+
+    loop = GenerationLoop(shard, PrefixCache(8, 100_000), output,
+                          LoopSettings(slots=6, micro_batches=RANKS))
+    loops[rank] = loop
+    events = results[rank]
+    step = 0
+    while len({e.task_id for e in events if isinstance(e, TaskDone)}) < len(REQUESTS):
+        for task_id, at in ARRIVE.items():
+            if at == step:
+                loop.submit(build_request(TaskId(task_id), REQUESTS[task_id], tokenizer,
+                                          512, 10**6))
+        if rank == 1 and step == CANCEL_AT:
+            loop.cancel(TaskId("cancelled"))
+        events.extend(loop.step())
+        step += 1
+        assert step < 2000, "the ranks never finished"
+
+
+def test_three_ranks_overlap_and_agree(model_dir: Path) -> None:
+    shared: dict[str, Any] = {"barrier": threading.Barrier(RANKS), "parts": [None] * RANKS,
+                              "links": defaultdict(queue.Queue)}
+    results: dict[int, list[EngineEvent]] = defaultdict(list)
+    loops: dict[int, GenerationLoop] = {}
+    failures: list[BaseException] = []
+
+    def target(rank: int) -> None:
+        try:
+            run_rank(rank, model_dir, shared, results, loops)
+        except BaseException as error:
+            failures.append(error)
+            shared["barrier"].abort()
+
+    threads = [threading.Thread(target=target, args=(r,)) for r in range(RANKS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not any(t.is_alive() for t in threads)
+    assert not failures, failures
+    ended = [{e.task_id: e.status for e in results[r] if isinstance(e, TaskDone)}
+             for r in range(RANKS)]
+    want_status = {**{t: "complete" for t in REQUESTS}, "cancelled": "cancelled"}
+    assert ended == [want_status] * RANKS
+    got: dict[str, list[int]] = defaultdict(list)
+    for event in results[0]:
+        if isinstance(event, TaskOutput) and isinstance(event.chunk, TokenChunk):
+            got[event.task_id].extend(event.chunk.token_ids)
+    alone = MlxEngine(EngineConfig(model_path=str(model_dir), context_token_limit=512,
+                                   options={"speculation": "false", "prefix_cache_mb": "0"}))
+    alone.load()
+    for task_id, params in REQUESTS.items():
+        want = [t for c in alone.generate(params) for t in c.token_ids]
+        if task_id == "cancelled":
+            assert 0 < len(got[task_id]) < len(want) and got[task_id] == want[: len(got[task_id])]
+        else:
+            assert got[task_id] == want, task_id
+    # The middle rank's rows held the same tokens as the others': same prefix-cache keys.
+    keys = [list(loops[r].prefix_cache._entries) for r in range(RANKS)]
+    assert keys[0] and keys[0] == keys[1] == keys[2]
+    assert loops[0].overlapped_runs >= 2
+    assert loops[0].overlapped_steps == loops[1].overlapped_steps == loops[2].overlapped_steps
+    assert loops[0].overlapped_steps >= 20
