@@ -5,11 +5,16 @@ driver started it in.
     python bench/mlx_sharding_rank.py '<json spec>'
 
 Every rank submits the same requests in the same order and steps until they are done (the
-engine's ranks agree on joins among themselves); rank 0 prints one `BENCH {json}` line with
-what it measured: per phase, time to first token, decode tokens/s and aggregate tokens/s.
+engine's ranks agree on joins among themselves); every rank prints one `BENCH {json}` line
+with the facts of its process (cores, threads, BLAS) and, per phase, the time to first
+token, decode tokens/s, aggregate tokens/s and the share of its core it got (only rank 0's
+timings mean anything: it streams). With `"hand": true` in the spec it is instead the
+issue's hand measurement: mlx-lm's whole model decoding one prompt, no engine.
 """
 
+import ctypes
 import json
+import os
 import statistics
 import sys
 import time
@@ -37,7 +42,7 @@ def params(prompt: str, tokens: int) -> GenerationParams:
 def run_batch(engine: MlxEngine, name: str, streams: int, tokens: int) -> dict[str, Any]:
     """Submit `streams` requests at once, step until all are done."""
     ids = [TaskId(f"{name}-{i}") for i in range(streams)]
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     for index, task_id in enumerate(ids):
         engine.submit(task_id, params(PROMPTS[index % len(PROMPTS)], tokens))
     first: dict[str, float] = {}
@@ -63,11 +68,63 @@ def run_batch(engine: MlxEngine, name: str, streams: int, tokens: int) -> dict[s
               if produced[t] > 1 and last[t] > first[t]]
     return {"ttft_s": statistics.median(first[t] - started for t in first) if first else 0.0,
             "decode_tps": statistics.median(decode) if decode else 0.0,
-            "aggregate_tps": total / elapsed, "tokens": total}
+            "aggregate_tps": total / elapsed, "tokens": total,
+            "cpu_per_wall": (time.process_time() - cpu_started) / elapsed}
+
+
+def process_facts() -> dict[str, Any]:
+    """What this process really runs with: its cores, threads, BLAS and thread variables
+    (a one-node baseline slower than a hand run is explained here, or ruled out)."""
+    from skulk.worker.engines.mlx.cpu import openblas_loaded
+
+    blas_threads = None
+    try:
+        blas_threads = int(ctypes.CDLL(None).openblas_get_num_threads())
+    except (OSError, AttributeError):
+        pass
+    status = Path("/proc/self/status").read_text()
+    threads = next((int(line.split()[1]) for line in status.splitlines()
+                    if line.startswith("Threads:")), None)
+    return {"cores": sorted(os.sched_getaffinity(0)), "threads": threads,
+            "openblas": openblas_loaded(), "blas_threads": blas_threads,
+            "env": {name: os.environ.get(name) for name in
+                    ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "LD_PRELOAD")}}
+
+
+def hand_run(spec: dict[str, Any]) -> dict[str, Any]:
+    """mlx-lm's whole model decoding greedily on its own, as one measures by hand: no
+    engine, no batching, one prompt."""
+    import mlx.core as mx
+
+    from skulk.worker.engines.mlx import mlx_api
+
+    model_dir = Path(spec["model"])
+    model = mlx_api.load_model(model_dir)
+    tokenizer = mlx_api.load_tokenizer(model_dir)
+    prompt = tokenizer.encode(tokenizer.render_chat([{"role": "user", "content": PROMPTS[0]}]),
+                              add_special_tokens=False)
+    runs = []
+    for _ in range(2):  # the first compiles and warms the caches
+        cache = mlx_api.make_batch_cache(model.n_layers, [0])
+        started, cpu_started = time.perf_counter(), time.process_time()
+        token = mx.argmax(model(mx.array([prompt], dtype=mx.int32), cache)[:, -1], axis=-1)
+        token.item()
+        first = time.perf_counter()
+        for _ in range(int(spec["tokens"]) - 1):
+            token = mx.argmax(model(token[:, None], cache)[:, -1], axis=-1)
+            token.item()
+        ended = time.perf_counter()
+        runs.append({"ttft_s": first - started,
+                     "decode_tps": (int(spec["tokens"]) - 1) / (ended - first),
+                     "cpu_per_wall": (time.process_time() - cpu_started) / (ended - started)})
+    return {"process": process_facts(), "single": runs[-1]}
 
 
 def main() -> None:
     spec = json.loads(sys.argv[1])
+    if spec.get("hand"):
+        print(MARK + json.dumps(hand_run(spec)), flush=True)
+        return
     rank, hosts = int(spec["rank"]), list(spec["hosts"])
     start, end = spec["layers"]
     options = {"speculation": "false", "prefix_cache_mb": "0", "max_batch": "8",
@@ -81,15 +138,15 @@ def main() -> None:
     engine.load()
     engine.warm_up()
     tokens = int(spec["tokens"])
-    report: dict[str, Any] = {}
+    report: dict[str, Any] = {"process": process_facts()}
+    print(f"rank {rank}: {json.dumps(report['process'])}", file=sys.stderr, flush=True)
     singles = [run_batch(engine, f"single-{r}", 1, tokens) for r in range(spec["repeats"])]
     report["single"] = {key: statistics.median(run[key] for run in singles)
-                        for key in ("ttft_s", "decode_tps")}
+                        for key in ("ttft_s", "decode_tps", "cpu_per_wall")}
     for streams in spec["streams"]:
         report[f"streams-{streams}"] = run_batch(engine, f"streams-{streams}", streams,
                                                  tokens)["aggregate_tps"]
-    if rank == 0:
-        print(MARK + json.dumps(report), flush=True)
+    print(MARK + json.dumps(report), flush=True)  # every rank: its process facts
 
 
 if __name__ == "__main__":

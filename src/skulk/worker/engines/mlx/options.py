@@ -32,8 +32,9 @@ class MlxOptions(EngineOptions):
     ring_connect_seconds: float = Field(default=60, gt=0)
     """How long the ranks of a split instance try to wire their ring."""
     pipeline_micro_batches: bool = False
-    """On: a split by layers decodes its batch as one micro-batch per rank, each rank
-    computing the next while the following rank computes the last (off: one pass)."""
+    """On: a split by layers decodes its batch as one micro-batch per rank and, between
+    membership changes, in overlapped runs (each rank on a different micro-batch, tokens
+    back to rank 0 over the ring, no per-step collective); off: one pass per step."""
     speculation: bool = True
     """Off: no drafting rounds at all."""
     draft_adaptive: bool = True
