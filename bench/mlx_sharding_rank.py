@@ -127,8 +127,8 @@ def main() -> None:
         return
     rank, hosts = int(spec["rank"]), list(spec["hosts"])
     start, end = spec["layers"]
-    options = {"speculation": "false", "prefix_cache_mb": "0", "max_batch": "8",
-               "ring_connect_seconds": "60"}
+    options = {"speculation": "false", "prefix_cache_mb": "0",
+               "max_batch": str(spec.get("max_batch", 8)), "ring_connect_seconds": "60"}
     if len(hosts) > 1:
         options["ring_hosts"] = ",".join(hosts)
         options["pipeline_micro_batches"] = "true" if spec["micro_batches"] else "false"
