@@ -121,8 +121,7 @@ def run_engine(spec: dict[str, Any]) -> None:
     if rank == 0:
         answers = [tokens[f"t{index}"] for index in range(len(texts))]
         (Path(spec["out"]) / "engine.json").write_text(json.dumps(
-            {"tokens": answers[0], "answers": answers,
-             "micro_batches": engine.loop.settings.micro_batches}))
+            {"tokens": answers[0], "answers": answers}))
 
 
 def run_staggered(spec: dict[str, Any]) -> None:
