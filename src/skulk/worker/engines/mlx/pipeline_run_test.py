@@ -4,19 +4,17 @@ micro-batches go round, a cancel asked on the middle rank alone drains a run; ra
 tokens are one engine's and every rank ends with the same prefix-cache keys.
 (tests/test_mlx_families_ring.py runs the same over the real ring with 2 ranks.)"""
 
-import queue
 import threading
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import mlx.core as mx
-import numpy as np
 import pytest
 
 from skulk.shared.types.chunks import TokenChunk
 from skulk.shared.types.ids import ModelId, TaskId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams
+from skulk.testing.queue_group import QueueGroup, shared_state
 from skulk.testing.tiny_model import write_tiny_model
 from skulk.worker.engines.mlx import mlx_api
 from skulk.worker.engines.mlx.engine import MlxEngine
@@ -27,37 +25,7 @@ from skulk.worker.engines.mlx.requests import Request, build_request
 from skulk.worker.engines.mlx.shard_loader import load_shard
 from skulk.worker.engines.protocol import EngineConfig, EngineEvent, TaskDone, TaskOutput
 
-WAIT_SECONDS = 30.0
 RANKS = 3
-
-
-class QueueGroup:
-    """`size` ranks in threads: point-to-point queues, all_sum at a barrier."""
-
-    def __init__(self, rank: int, shared: dict[str, Any]) -> None:
-        self.rank, self.size, self._shared = rank, RANKS, shared
-
-    def send(self, x: mx.array, dst: int) -> None:
-        self._shared["links"][(self.rank, dst)].put(np.array(x))
-
-    def recv(self, shape: tuple[int, ...], dtype: mx.Dtype, src: int) -> mx.array:
-        value = self._shared["links"][(src, self.rank)].get(timeout=WAIT_SECONDS)
-        assert value.shape == shape, (value.shape, shape)
-        return mx.array(value).astype(dtype)
-
-    def all_sum(self, x: mx.array) -> mx.array:
-        barrier: threading.Barrier = self._shared["barrier"]
-        self._shared["parts"][self.rank] = np.array(x)
-        barrier.wait(WAIT_SECONDS)
-        total = sum(self._shared["parts"])
-        barrier.wait(WAIT_SECONDS)
-        return mx.array(total)
-
-    def all_gather(self, x: mx.array) -> mx.array:
-        raise NotImplementedError
-
-    def barrier(self) -> None:
-        self._shared["barrier"].wait(WAIT_SECONDS)
 
 
 def chat(text: str, max_tokens: int) -> GenerationParams:
@@ -79,7 +47,7 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def run_rank(rank: int, model_dir: Path, shared: dict[str, Any],
              results: dict[int, list[EngineEvent]], loops: dict[int, GenerationLoop]) -> None:
-    group = QueueGroup(rank, shared)
+    group = QueueGroup(rank, RANKS, shared)
     tokenizer = mlx_api.load_tokenizer(model_dir)
     shard = load_shard(model_dir, group, rank, rank + 1, "pipeline")
 
@@ -107,8 +75,7 @@ def run_rank(rank: int, model_dir: Path, shared: dict[str, Any],
 
 
 def test_three_ranks_overlap_and_agree(model_dir: Path) -> None:
-    shared: dict[str, Any] = {"barrier": threading.Barrier(RANKS), "parts": [None] * RANKS,
-                              "links": defaultdict(queue.Queue)}
+    shared = shared_state(RANKS)
     results: dict[int, list[EngineEvent]] = defaultdict(list)
     loops: dict[int, GenerationLoop] = {}
     failures: list[BaseException] = []

@@ -1,0 +1,50 @@
+"""The ranks of one instance as threads of one process: a `Group` whose links are queues
+and whose all_sum meets at a barrier, for tests of the generation loop across ranks
+without processes or a ring."""
+
+import queue
+import threading
+from collections import defaultdict
+from typing import Any
+
+import mlx.core as mx
+import numpy as np
+
+WAIT_SECONDS = 30.0
+
+
+def shared_state(size: int) -> dict[str, Any]:
+    """What the `size` ranks of one test share: the barrier, the summands, the links."""
+    return {"barrier": threading.Barrier(size), "parts": [None] * size,
+            "links": defaultdict(queue.Queue)}
+
+
+class QueueGroup:
+    """Rank `rank` of `size` threads: point-to-point queues, all_sum at a barrier."""
+
+    def __init__(self, rank: int, size: int, shared: dict[str, Any]) -> None:
+        self.rank, self.size, self._shared = rank, size, shared
+
+    def send(self, x: mx.array, dst: int) -> None:
+        self._shared["links"][(self.rank, dst)].put(np.array(x))
+
+    def recv(self, shape: tuple[int, ...], dtype: mx.Dtype, src: int) -> mx.array:
+        value = self._shared["links"][(src, self.rank)].get(timeout=WAIT_SECONDS)
+        if value.shape != shape:
+            raise AssertionError(f"rank {self.rank} expected {shape} from {src}, "
+                                 f"got {value.shape}")
+        return mx.array(value).astype(dtype)
+
+    def all_sum(self, x: mx.array) -> mx.array:
+        barrier: threading.Barrier = self._shared["barrier"]
+        self._shared["parts"][self.rank] = np.array(x)
+        barrier.wait(WAIT_SECONDS)
+        total = sum(self._shared["parts"])
+        barrier.wait(WAIT_SECONDS)  # nobody overwrites a part before all have summed
+        return mx.array(total)
+
+    def all_gather(self, x: mx.array) -> mx.array:
+        raise NotImplementedError
+
+    def barrier(self) -> None:
+        self._shared["barrier"].wait(WAIT_SECONDS)
