@@ -43,7 +43,7 @@ from skulk.node_weights import NodeWeights
 from skulk.routing import topics
 from skulk.routing.dropped import DroppedMessages
 from skulk.routing.held_open import Closable, open_in
-from skulk.routing.router import Router
+from skulk.routing.router import Received, Router
 from skulk.routing.transport import Transport
 from skulk.shared.partition import refuse_on_a_strict_minority
 from skulk.shared.replica import StateReplica
@@ -300,7 +300,10 @@ class Node:
         await self._local_events.send(event)
 
     async def _publish_chunk(self, chunk: DataChunk) -> None:
-        await self.router.publish(topics.DATA, chunk)
+        if chunk.owner_node == self.node_id:  # taken here: no sealing, loopback, opening
+            self._data_plane.take_chunk(Received(self.node_id, chunk), self.replica.state)
+        else:
+            await self.router.publish(topics.DATA, chunk)
 
     async def _publish_spans(self, spans: RankSpans) -> None:
         await self.router.publish(topics.TRACE_SPANS, spans)

@@ -3,7 +3,10 @@
 A chunk is delivered only if the node that signed it holds a rank of the instance serving
 its request, so no other member can write into someone else's answer. A chunk can outrun
 the `TaskCreated` that tells this node which instance serves the request (they come from
-different publishers): such chunks wait, bounded, until the task is known.
+different publishers): such chunks wait, bounded, until the task is known. A chunk for a
+request taken by the node that computed it never leaves the node (`Node._publish_chunk`
+hands it to `take_chunk` directly): the per-token path of a one-node cluster costs no
+sealing, transport loopback or opening.
 """
 
 from collections import OrderedDict

@@ -6,13 +6,16 @@ a floor, drops the log into a degraded counting-only mode with one loud line. In
 advancing either way, so replay stays coherent.
 
 Durability: every record is handed to the OS at once (a killed process loses nothing), and
-the file is fsynced at most every `sync_interval` seconds, in the first append after it
-(group commit): a power cut loses at most that much of the newest history, which the other
-members' replicas also hold. Rotating the live file (a new session, a compaction) renames
+the file is fsynced at most every `sync_interval` seconds, after the first append past it
+(group commit), on a thread of its own: an fsync takes 1 to 25 ms on these machines' disks,
+which the master's event loop (the node's, streaming tokens) must not wait for. A power cut
+loses at most the newest `sync_interval` and one fsync of history, which the other members'
+replicas also hold. Rotating the live file (a new session, a compaction) renames
 it, which is instant; compressing it into an archive happens on a background thread, so
 the master indexes on meanwhile. A replay reads only the records it asks for.
 """
 
+import concurrent.futures
 import os
 import shutil
 import time
@@ -78,6 +81,8 @@ class DiskEventLog:
         self._live_bytes = 0
         self._archiver = ThreadPoolExecutor(max_workers=1, thread_name_prefix="event-log")
         self._archiving: Future[None] | None = None
+        self._syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="event-log-sync")
+        self._syncing: Future[None] | None = None
         try:
             directory.mkdir(parents=True, exist_ok=True)
             for leftover in remove_leftovers(directory):
@@ -137,9 +142,23 @@ class DiskEventLog:
         if self._sync_interval is None or self._file is None:
             return
         now = time.monotonic()
-        if now - self._last_sync >= self._sync_interval:
-            os.fsync(self._file.fileno())
-            self._last_sync = now
+        if now - self._last_sync < self._sync_interval or not self._sync_finished():
+            return  # a sync still running covers this record when it ends or the next one
+        if self.degraded:  # the one that ended failed
+            return
+        self._syncing = self._syncer.submit(os.fsync, self._file.fileno())
+        self._last_sync = now
+
+    def _sync_finished(self, wait: bool = False) -> bool:
+        """Whether no fsync runs now (with `wait`, after it ends); a failed one degrades
+        the log, since it may have lost records the OS had taken."""
+        if self._syncing is None or not (wait or self._syncing.done()):
+            return self._syncing is None
+        error = self._syncing.exception()
+        self._syncing = None
+        if error is not None:
+            self._degrade(f"syncing the event log to disk failed: {error}")
+        return True
 
     def start_session(self) -> None:
         """A new master session indexes from 0: archive what the live file holds."""
@@ -157,6 +176,7 @@ class DiskEventLog:
         self._restart_live_file(first_record=snapshot, failure="compacting the log failed")
 
     def _restart_live_file(self, first_record: IndexedEvent | None, failure: str) -> None:
+        self._sync_finished(wait=True)  # the fsync holds the file's descriptor
         if self._file is None or self.degraded:
             return
         self._file.close()
@@ -213,6 +233,8 @@ class DiskEventLog:
     def close(self) -> None:
         """Close and archive the live file."""
         self.wait_archived()  # one archiver at a time: names are chosen by what exists
+        self._sync_finished(wait=True)
+        self._syncer.shutdown(wait=True)
         if self._file is not None:
             self._file.close()
             self._file = None
@@ -235,6 +257,8 @@ class DiskEventLog:
         self.degraded_reason = reason
         logger.critical("event log degraded to counting only, events are no longer "
                         "persisted: {}. Free disk space and restart the node.", reason)
+        if self._syncing is not None:  # its descriptor must not be closed under it
+            concurrent.futures.wait([self._syncing])
         if self._file is not None:
             try:
                 self._file.close()

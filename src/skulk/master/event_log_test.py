@@ -1,3 +1,5 @@
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -186,4 +188,41 @@ def test_the_live_file_counts_toward_the_byte_cap(tmp_path: Path) -> None:
     log = DiskEventLog(tmp_path, max_archive_bytes=2000)
     fill(log, 100)  # the live file alone passes the cap: older archives go
     assert list(tmp_path.glob(ARCHIVE_GLOB)) == []
+    log.close()
+
+
+def test_appends_never_wait_for_an_fsync(tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fsync runs on the log's own thread: an append while one hangs returns at once,
+    and closing the log waits for it before the descriptor goes."""
+    release, started, synced = threading.Event(), threading.Event(), []
+
+    def slow_fsync(fd: int) -> None:
+        started.set()
+        assert release.wait(10)
+        synced.append(fd)
+
+    monkeypatch.setattr("skulk.master.event_log.os.fsync", slow_fsync)
+    log = DiskEventLog(tmp_path, sync_interval=0.0)
+    log.append(event(0))
+    assert started.wait(10)
+    fill(log, 50)  # would block on the first had it been inline
+    assert synced == [] and log.persisted_count == 51
+    release.set()
+    log.close()
+    assert len(synced) >= 1 and not log.degraded
+
+
+def test_a_failed_fsync_degrades_the_log(tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    def failing_fsync(_fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr("skulk.master.event_log.os.fsync", failing_fsync)
+    log = DiskEventLog(tmp_path, sync_interval=0.0)
+    deadline = time.monotonic() + 10
+    while not log.degraded and time.monotonic() < deadline:  # the next append reads it
+        log.append(event(log.next_index))
+        time.sleep(0.01)
+    assert log.degraded_reason is not None and "syncing the event log" in log.degraded_reason
     log.close()

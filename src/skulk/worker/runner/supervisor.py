@@ -10,6 +10,7 @@ import os
 import queue
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from multiprocessing.queues import Queue
 
@@ -33,6 +34,14 @@ from skulk.worker.runner.messages import FromRunner, ToRunner
 _POLL_SECONDS = 0.2
 _NO_NODE = NodeId("")
 JOIN_SECONDS = 5.0
+
+
+def outbox_fd(outbox: "Queue[FromRunner]") -> int:
+    """The file descriptor a runner's messages arrive on: the read end of the pipe under
+    `multiprocessing.Queue` (its documented design, not exposed as API), so the event loop
+    can wait for it as for a socket."""
+    reader: Connection = outbox._reader  # type: ignore[attr-defined]
+    return reader.fileno()
 
 
 def _now_us() -> int:
@@ -103,7 +112,7 @@ class RunnerSupervisor:
         logger.info("runner {} started (pid {}, engine {})", self.runner_id,
                     self._process.pid, self._engine_name)
         while True:
-            batch = await anyio.to_thread.run_sync(self._take_messages, abandon_on_cancel=True)
+            batch = await self._take_messages()
             for message in coalesce(batch):
                 await self._forward(message)
             if not batch and not self._process.is_alive():
@@ -113,13 +122,13 @@ class RunnerSupervisor:
                     await self._handle_death(self._process.exitcode)
                 return
 
-    def _take_messages(self) -> list[FromRunner]:
+    async def _take_messages(self) -> list[FromRunner]:
+        """What the runner sent, waited for on the event loop (no thread hop per token);
+        empty after `_POLL_SECONDS` of silence, so a dead process is noticed."""
         assert self._outbox is not None
-        try:
-            batch = [self._outbox.get(timeout=_POLL_SECONDS)]
-        except queue.Empty:
-            return []
-        return batch + self._drain()
+        with anyio.move_on_after(_POLL_SECONDS):
+            await anyio.wait_readable(outbox_fd(self._outbox))
+        return self._drain()
 
     def _drain(self) -> list[FromRunner]:
         assert self._outbox is not None
