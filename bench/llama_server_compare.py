@@ -9,14 +9,17 @@ Three servers, each started alone, measured, stopped, in turn, `--repeats` round
   skulk-unbatched  the same with `--no-batching` (one request at a time)
   llama-server     `-np 4 -t <cores> -c 8192 -kvu` (4 slots sharing one context's cells,
                    as Skulk's sequences do by default), its other defaults untouched
-The same `openai` client streams from each, greedy. Figures: time to first token and
-decode tokens/s of one stream alone (medians over prompts and rounds), and aggregate
-tokens/s with 1, 4 and 8 streams each sending `--per-stream` requests back to back
-(medians over rounds). Each prompt is made unique, so no server reuses another request's
+Each round also runs the engine alone in a process of its own (bench/engine_alone.py: no
+node, no HTTP), on the same prompts: the gap between it and `skulk` is the node's
+per-token path. The same `openai` client streams from each server, greedy. Figures: time
+to first token and decode tokens/s of one stream alone (medians over prompts and rounds),
+and aggregate tokens/s with 1, 4 and 8 streams each sending `--per-stream` requests back
+to back (medians over rounds). Each prompt is made unique, so no server reuses another request's
 prompt beyond the chat template's shared system prompt.
 """
 
 import argparse
+import json
 import os
 import socket
 import statistics
@@ -198,6 +201,19 @@ def measure(server: Callable[[], AbstractContextManager[tuple[str, str, dict[str
     return result
 
 
+def engine_alone(gguf: Path, round_: int, args: argparse.Namespace) -> list[Sample]:
+    """The engine's single-stream figures with no serving path, the alone prompts'."""
+    prompts = [f"(engine {round_}.{index}) {prompt}" for index, prompt in enumerate(PROMPTS)]
+    script = Path(__file__).resolve().parent / "engine_alone.py"
+    lines = subprocess.run([sys.executable, str(script), str(gguf), *prompts,
+                            "--max-tokens", str(args.max_tokens), "--context", str(CONTEXT)],
+                           check=True, capture_output=True, text=True, timeout=900).stdout
+    samples = [Sample(**json.loads(line)) for line in lines.splitlines() if line.strip()]
+    print(f"  engine alone round {round_}: "
+          f"{statistics.median(s.decode_tps for s in samples):.1f} tok/s", flush=True)
+    return samples
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -216,10 +232,14 @@ def main() -> int:
                "skulk-unbatched": lambda: skulk_server(False),
                "llama-server": lambda: llama_cpp_server(binary, gguf)}
     rounds: dict[str, list[Round]] = {name: [] for name in SERVERS}
+    engine: list[Sample] = []
     for round_ in range(args.repeats):
         for name in SERVERS:
             rounds[name].append(measure(servers[name], name, round_, args))
+        engine += engine_alone(gguf, round_, args)
     figures = {name: summary(rounds[name]) for name in SERVERS}
+    figures["engine-alone"] = {"ttft_ms": statistics.median(s.ttft for s in engine) * 1000,
+                               "decode_tps": statistics.median(s.decode_tps for s in engine)}
     report(figures, args)
     write(figures, args)
     return 0
@@ -250,6 +270,12 @@ def report(figures: dict[str, dict[str, float]], args: argparse.Namespace) -> No
     for key, label in ROWS:
         s, u, ls = (figures[name][key] for name in SERVERS)
         print(f"{label:32}{s:10.1f}{u:11.1f}{ls:14.1f}{s / ls:8.2f}{s / u:14.2f}x")
+    alone = figures["engine-alone"]
+    served = figures["skulk"]["decode_tps"]
+    print(f"\nthe engine alone (no node, no HTTP): time to first token "
+          f"{alone['ttft_ms']:.1f} ms, decode {alone['decode_tps']:.1f} tok/s "
+          f"({alone['decode_tps'] / figures['llama-server']['decode_tps']:.2f}x llama-server); "
+          f"served, Skulk keeps {served / alone['decode_tps']:.2f} of it")
     print("\nCPU ms per generated token, by process (medians over rounds):")
     for name in SERVERS:
         cpu = {key.removeprefix("cpu_ms_per_token_"): value

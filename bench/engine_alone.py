@@ -1,0 +1,54 @@
+"""Skulk's llama.cpp engine with no node around it: what the serving path costs.
+
+    .venv/bin/python bench/engine_alone.py GGUF PROMPT... [--max-tokens 128]
+
+Loads the engine in this process as a runner does (same options, warm-up), streams each
+prompt alone, greedy, and prints one JSON line per prompt: time to first token and decode
+tokens/s. `llama_server_compare.py` runs it beside the servers, so the gap between the
+engine and the served figures is the node's per-token path (runner pipe, data plane, HTTP).
+"""
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from skulk.shared.types.ids import ModelId  # noqa: E402
+from skulk.shared.types.tasks import ChatMessage, GenerationParams  # noqa: E402
+from skulk.worker.engines.llama_cpp.engine import LlamaCppEngine  # noqa: E402
+from skulk.worker.engines.protocol import EngineConfig  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("gguf")
+    parser.add_argument("prompts", nargs="+")
+    parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument("--context", type=int, default=8192)
+    args = parser.parse_args()
+    engine = LlamaCppEngine(EngineConfig(model_path=args.gguf,
+                                         context_token_limit=args.context))
+    engine.load()
+    engine.warm_up()
+    for prompt in args.prompts:
+        params = GenerationParams(model_id=ModelId("bench"), temperature=0.0,
+                                  max_tokens=args.max_tokens,
+                                  messages=[ChatMessage(role="user", content=prompt)])
+        started = time.perf_counter()
+        first = last = None
+        tokens = 0
+        for chunk in engine.generate(params):
+            if chunk.token_ids:
+                last = time.perf_counter()
+                first = first or last
+                tokens += len(chunk.token_ids)
+        assert first is not None and last is not None, "the engine produced nothing"
+        print(json.dumps({"ttft": first - started, "tokens": tokens,
+                          "decode_seconds": last - first}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
