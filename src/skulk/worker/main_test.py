@@ -314,7 +314,7 @@ async def test_a_runner_that_never_loads_is_killed_and_placed_elsewhere() -> Non
 class StalledSupervisor(FakeSupervisor):
     """A runner that loads, warms up and then, running a request, falls silent."""
 
-    @property  # type: ignore[override]
+    @property
     def progress(self) -> Progress | None:
         if not isinstance(self._status, RunnerReady):
             return None

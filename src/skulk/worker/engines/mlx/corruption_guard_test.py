@@ -170,9 +170,9 @@ def test_nan_logits_fail_the_loop_step_on_every_rank(tiny_model_dir: Path) -> No
                               messages=[ChatMessage(role="user", content="Hello there")])
 
     def output(request: Request, reused: int) -> StreamedText:
-        return StreamedText(detokenizer=tokenizer.detokenizer(), stops=[], eos_token_ids=[],
-                            max_tokens=request.max_tokens, prompt_tokens=len(request.prompt),
-                            cached_tokens=reused)
+        return StreamedText(detokenizer=tokenizer.detokenizer(), stops=[],
+                            eos_token_ids=frozenset(), max_tokens=request.max_tokens,
+                            prompt_tokens=len(request.prompt), cached_tokens=reused)
 
     def work(rank: int, group: PairGroup) -> tuple[list[EngineEvent], Exception | None]:
         inner = PoisonedShard(mlx_api.load_model(tiny_model_dir), group, poison_at=5)
