@@ -222,7 +222,7 @@ def test_nan_logits_fail_the_request_as_pipeline_corrupt_and_leave_no_kv_behind(
     clean = SequenceContext.logits
     poisoned = {"on": False}
 
-    def logits(self: SequenceContext, index: int) -> np.ndarray:  # type: ignore[type-arg]
+    def logits(self: SequenceContext, index: int) -> np.ndarray:
         values = clean(self, index)
         return values * np.float32("nan") if poisoned["on"] else values
 
