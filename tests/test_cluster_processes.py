@@ -4,11 +4,13 @@ import json
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import httpx
+import ollama
 import psutil
 import pytest
 
@@ -76,6 +78,19 @@ def test_three_nodes_serve_fail_over_and_replace(three_nodes: list[NodeProcess])
     assert [r["pid"] for r in diagnostics["nodes"][holder.node_id()]["runners"]] == [runner_pid]
     assert_trace_spans_two_nodes(api=master, holder=holder)
 
+    # The Anthropic and Ollama clients, taken by the master, served by the holder: its
+    # runner is SIGKILLed mid-stream (the node lives on for the steps below), the stream
+    # goes on elsewhere with the uninterrupted greedy text.
+    for dialect in (anthropic_stream, ollama_stream):
+        only_on(master, holder)
+        whole, streamed = dialect(master, lambda: os.kill(holder.runner_pids()[0],
+                                                          signal.SIGKILL))
+        assert streamed == whole, dialect.__name__
+    failovers = master.get("/metrics").text
+    assert 'skulk_failovers_total{reason="runner_failed"} 2.0' in failovers, failovers
+    only_on(master, holder)
+    [runner_pid] = holder.runner_pids()
+
     # The master dies: the survivors elect another and serve, no reload. (bench/cluster.py
     # measures how fast; here the bound only catches a failover that hangs: a loaded CI
     # machine once took 10.2 s.)
@@ -99,7 +114,7 @@ def test_three_nodes_serve_fail_over_and_replace(three_nodes: list[NodeProcess])
             "messages": [{"role": "user", "content": "Count from 1 to 200, one per line."}]}
     whole = httpx.post(f"{last.url}/v1/chat/completions", json=body, timeout=120).json()
     expected = whole["choices"][0]["message"]["content"]
-    text, errors = stream_killing(last, body, holder, after_chunks=5)
+    text, errors = stream_killing(last, body, holder.kill, after_chunks=5)
     assert errors == [], errors
     assert text == expected
     metrics = last.get("/metrics").text
@@ -108,14 +123,66 @@ def test_three_nodes_serve_fail_over_and_replace(three_nodes: list[NodeProcess])
     assert "Traceback" not in last.log()
 
 
-def stream_killing(api: NodeProcess, body: dict[str, Any], victim: NodeProcess,
+COUNTING = "Count from 1 to 100, one per line."
+
+
+def only_on(api: NodeProcess, holder: NodeProcess) -> None:
+    """Leave one ready instance, on `holder` (its failed runner restarts there), and none
+    elsewhere (a failover placed one)."""
+    state = api.state()
+    for instance_id, instance in state["instances"].items():
+        if {s["node_id"] for s in instance["shards"].values()} != {holder.node_id()}:
+            assert httpx.delete(f"{api.url}/instance/{instance_id}", timeout=30).is_success
+
+    def one_ready_on_holder() -> bool:
+        instances = api.state()["instances"]
+        return len(instances) == 1 and len(holder.runner_pids()) == 1 and \
+            api.get(f"/instance/{next(iter(instances))}").json().get("status") == "ready"
+    api.wait_until(one_ready_on_holder, 120.0, f"one ready instance, on {holder.node_id()}")
+
+
+def anthropic_stream(api: NodeProcess, kill: Any) -> tuple[str, str]:
+    """The greedy answer whole, and streamed with `kill` called after 5 text events."""
+    client = anthropic.Anthropic(base_url=api.url, api_key="unused", max_retries=0)
+    request: dict[str, Any] = {"model": "smollm2-135m", "max_tokens": 120,
+                               "extra_body": {"temperature": 0},
+                               "messages": [{"role": "user", "content": COUNTING}]}
+    whole = client.messages.create(**request).content[0]
+    assert whole.type == "text"
+    parts: list[str] = []
+    with client.messages.stream(**request) as stream:
+        for text in stream.text_stream:
+            parts.append(text)
+            if len(parts) == 5:
+                kill()
+        assert stream.get_final_message().stop_reason in ("end_turn", "max_tokens")
+    return whole.text, "".join(parts)
+
+
+def ollama_stream(api: NodeProcess, kill: Any) -> tuple[str, str]:
+    """The greedy answer whole, and streamed with `kill` called after 5 chunks."""
+    client = ollama.Client(host=api.url)
+    options = {"temperature": 0, "num_predict": 120}
+    messages = [{"role": "user", "content": COUNTING}]
+    whole = client.chat(model="smollm2-135m", options=options, messages=messages)
+    parts: list[str] = []
+    for chunk in client.chat(model="smollm2-135m", options=options, messages=messages,
+                             stream=True):
+        parts.append(chunk.message.content or "")
+        if len(parts) == 5:
+            kill()
+    assert chunk.done
+    return whole.message.content or "", "".join(parts)
+
+
+def stream_killing(api: NodeProcess, body: dict[str, Any], kill: Callable[[], None],
                    after_chunks: int) -> tuple[str, list[str]]:
-    """Stream `body` from `api`, SIGKILL `victim` after `after_chunks` content chunks; the
+    """Stream `body` from `api`, call `kill` after `after_chunks` content chunks; the
     streamed text and any error events."""
     parts: list[str] = []
     errors: list[str] = []
     with httpx.stream("POST", f"{api.url}/v1/chat/completions",
-                      json={**body, "stream": True}, timeout=120) as response:
+                      json={**body, "stream": True}, timeout=300) as response:
         for line in response.iter_lines():
             if not line.startswith("data: ") or line == "data: [DONE]":
                 continue
@@ -127,10 +194,9 @@ def stream_killing(api: NodeProcess, body: dict[str, Any], victim: NodeProcess,
             if content:
                 parts.append(content)
                 if len(parts) == after_chunks:
-                    victim.kill()
+                    kill()
                     killed = time.monotonic()
-    print(f"the stream went on and ended {time.monotonic() - killed:.1f} s after its node "
-          "was killed")
+    print(f"the stream went on and ended {time.monotonic() - killed:.1f} s after the kill")
     return "".join(parts), errors
 
 
@@ -154,3 +220,18 @@ def test_a_runner_hung_while_loading_is_killed_and_its_instance_lands_elsewhere(
         [b_view] = [n for n in a.cluster()["nodes"] if n["node_id"] == b.node_id()]
         codes = [r["code"] for r in b_view["health_reasons"]]
         assert "cooling_off" in codes, b_view
+
+        # Taken by b, served by a, whose runner stops mid-answer: it shows no progress
+        # within the deadline, so it is killed, a cools off, and the stream goes on (on b)
+        # with the uninterrupted greedy text.
+        body = {**CHAT, "max_tokens": 60, "temperature": 0.0,
+                "messages": [{"role": "user", "content": COUNTING}]}
+        whole = httpx.post(f"{b.url}/v1/chat/completions", json=body, timeout=300).json()
+        [serving] = a.runner_pids()
+        text, errors = stream_killing(b, body, lambda: os.kill(serving, signal.SIGSTOP),
+                                      after_chunks=5)
+        assert errors == [] and text == whole["choices"][0]["message"]["content"]
+        assert not psutil.pid_exists(serving) or psutil.Process(serving).status() == "zombie"
+        [a_view] = [n for n in b.cluster()["nodes"] if n["node_id"] == a.node_id()]
+        assert {"cooling_off", "unhealthy"} & {r["code"] for r in a_view["health_reasons"]}
+        assert "made no progress" in json.dumps(a_view["health_reasons"])

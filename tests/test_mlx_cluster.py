@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from skulk.worker.engines.mlx.corruption_guard import INJECT_NAN_VARIABLE
 from tests.chrome_trace import validate_chrome_trace
 from tests.node_process import NodeProcess
 
@@ -41,8 +42,13 @@ def trio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[NodeProcess]
               for name in ("b", "c")]
     nodes = [first, *others]
     try:
-        for node in nodes:
-            node.start()
+        # Every rank may corrupt one hop when the test writes its rank into this file.
+        os.environ[INJECT_NAN_VARIABLE] = str(root / "inject-nan")
+        try:
+            for node in nodes:
+                node.start()
+        finally:
+            del os.environ[INJECT_NAN_VARIABLE]
         first.wait_until(lambda: _fully_observed(first, 3), 60.0,
                          "three nodes that observe each other")
         yield nodes
@@ -195,3 +201,46 @@ def test_killing_a_rank_mid_stream_fails_over_with_the_same_greedy_text(
     for new_id in api.state()["instances"]:
         api.wait_instance_ready(new_id, READY_SECONDS)
     assert _greedy(api, PROMPTS[0])
+
+
+def _split_away_from(api: NodeProcess) -> dict[str, Any]:
+    """A ready 2-rank pipeline on the other nodes (the one left by an earlier test, or a
+    new one)."""
+    for instance_id in api.state()["instances"]:
+        instance = api.wait_instance_ready(instance_id, READY_SECONDS)
+        if len(instance["ranks"]) == 2:
+            return instance
+        _delete(api, instance_id)
+    placed = _place(api, min_nodes=2, excluded_nodes=[api.node_id()])
+    assert placed.status_code == 201, placed.text
+    return api.wait_instance_ready(placed.json()["instance_id"], READY_SECONDS)
+
+
+def test_a_rank_sending_nan_fails_over_as_pipeline_corrupt_with_the_same_greedy_text(
+        trio: list[NodeProcess]) -> None:
+    api = trio[0]
+    instance = _split_away_from(api)
+    trigger = api.data_dir.parent / "inject-nan"  # the trio's INJECT_NAN_VARIABLE
+    body = {"model": "smollm2-135m", "max_tokens": 60, "temperature": 0,
+            "messages": [{"role": "user", "content": "Name the planets of the solar system."}]}
+    whole = httpx.post(f"{api.url}/v1/chat/completions", json=body, timeout=180)
+    expected = whole.json()["choices"][0]["message"]["content"]
+    parts: list[str] = []
+    errors: list[str] = []
+    with httpx.stream("POST", f"{api.url}/v1/chat/completions", json={**body, "stream": True},
+                      timeout=READY_SECONDS) as response:
+        for line in response.iter_lines():
+            if not line.startswith("data: {"):
+                continue
+            event = json.loads(line.removeprefix("data: "))
+            if "error" in event:
+                errors.append(line)
+            elif event["choices"] and event["choices"][0]["delta"].get("content"):
+                parts.append(event["choices"][0]["delta"]["content"])
+                if len(parts) == 3:
+                    trigger.write_text("0")  # rank 0's next hop carries NaN
+    assert not trigger.exists(), "no rank corrupted a hop"
+    assert errors == [] and "".join(parts) == expected
+    metrics = api.get("/metrics").text
+    assert 'skulk_failovers_total{reason="pipeline_corrupt"} 1.0' in metrics
+    assert instance["instance_id"] not in api.state()["instances"]

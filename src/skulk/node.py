@@ -385,6 +385,7 @@ class Node:
                              send_command=self._send_user_command,
                              auto_place=self.config.auto_place,
                              max_queue=self.config.max_queue,
+                             max_tokens=self.config.max_tokens,
                              queue_timeout_seconds=self.config.queue_timeout_seconds,
                              live_nodes=lambda: self.live_nodes,
                              master_node=lambda: self.master_node,

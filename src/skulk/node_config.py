@@ -36,6 +36,8 @@ class NodeConfig:
     # Admission: `--max-queue` requests queued per instance (None: 16 per slot of its
     # batch), refused 429 beyond; `--queue-timeout`: a request queued this long is 503.
     max_queue: int | None = None
+    # `--max-tokens`: the most tokens one request generates (None: up to the context).
+    max_tokens: int | None = None
     # `--keep-alive`: an instance idle this long is removed (not one placed by --serve).
     keep_alive_seconds: float = 600.0
     queue_timeout_seconds: float = 300.0

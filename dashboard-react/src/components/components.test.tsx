@@ -23,6 +23,28 @@ describe("HealthBadge", () => {
     expect(tip.textContent).toContain("only 0.4 GiB disk left. Fix: free space on the data volume.");
     expect(tip.textContent).toContain("last readings 9 s old. Fix: check the node's load.");
   });
+
+  it("shows a node cooling off as a warning and one failing again and again as an error", () => {
+    const remedy = "see the node's log (`skulk logs`) and GET /v1/diagnostics/cluster";
+    const { unmount } = render(<HealthBadge level="warn" reasons={[
+      { code: "cooling_off", level: "warn", remedy,
+        message: "cooling off: 1 runner failure(s) in a row, the last: the runner did not report within 60 s of starting; placement avoids the node for 299 s more" },
+    ]} />);
+    let badge = screen.getByTestId("health-badge");
+    expect(badge.textContent).toBe("warning");
+    let tip = document.getElementById(badge.getAttribute("aria-describedby")!)!;
+    expect(tip.textContent).toContain("cooling off: 1 runner failure(s) in a row");
+    expect(tip.textContent).toContain("299 s more. Fix: see the node's log");
+    unmount();
+    render(<HealthBadge level="error" reasons={[
+      { code: "unhealthy", level: "error", remedy,
+        message: "unhealthy: 2 runner failure(s) in a row, the last: a running request made no progress for 30 s; placement avoids the node for 599 s more" },
+    ]} />);
+    badge = screen.getByTestId("health-badge");
+    expect(badge.textContent).toBe("error");
+    tip = document.getElementById(badge.getAttribute("aria-describedby")!)!;
+    expect(tip.textContent).toContain("unhealthy: 2 runner failure(s) in a row");
+  });
 });
 
 describe("Meter", () => {

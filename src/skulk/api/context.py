@@ -51,6 +51,8 @@ class ApiContext:
     # its batch), and how long one may wait queued before it is refused (503).
     max_queue: int | None = None
     queue_timeout_seconds: float = 300.0
+    # `--max-tokens`: the most tokens one request generates (None: up to the context).
+    max_tokens: int | None = None
     # The cluster as this node sees it: live members and the elected master.
     live_nodes: Callable[[], Set[NodeId]] = lambda: frozenset()
     master_node: Callable[[], NodeId | None] = lambda: None

@@ -22,6 +22,7 @@ from skulk.api.failover import Failover
 from skulk.api.serving import ensure_serving
 from skulk.api.streams import CommandStream
 from skulk.api.submit import Submitted, release, submit
+from skulk.api.token_cap import capped
 from skulk.api.tracing import RequestTrace, now_us
 from skulk.shared.types.chunks import Chunk, ErrorChunk, TokenChunk, is_terminal
 from skulk.shared.types.ids import CommandId
@@ -90,6 +91,7 @@ async def open_generation(context: ApiContext, params: GenerationParams,
     is queued cancels it at once.
     """
     started, started_us = time.monotonic(), now_us()
+    params = capped(params, context.max_tokens)
     tracing = context.traces.enabled
     await ensure_serving(context, params.model_id)
     serving_us = now_us()

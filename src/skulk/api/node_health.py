@@ -36,6 +36,14 @@ REASONS: dict[str, tuple[Level, str, str]] = {
                   "free space on the volume that holds the node's data dir"),
     "disk_low": ("warn", "under 5 GiB or under 10% free on the data dir's volume",
                  "free space on the volume that holds the node's data dir"),
+    "cooling_off": ("warn", "a runner of this node was killed for a missed deadline (it hung "
+                    "loading, or a running request made no progress); placement avoids the "
+                    "node for 300 s while anything else fits",
+                    "see the node's log (`skulk logs`) and GET /v1/diagnostics/cluster"),
+    "unhealthy": ("error", "runners of this node missed their deadlines twice or more in a "
+                  "row; placement avoids it for 300 s times the failures",
+                  "see the node's log (`skulk logs`) and GET /v1/diagnostics/cluster; check "
+                  "the machine (sleep, swapping, a stalled disk)"),
     "runner_failed": ("error", "a runner of an instance on this node failed",
                       "see the node's log, then DELETE /instance/{instance_id} and place the "
                       "model again"),
@@ -83,12 +91,11 @@ def node_reasons(node_id: NodeId, reading: NodeTelemetry | None, alive: bool, st
             reasons.append(disk)
     cool_off = state.node_cool_offs.get(node_id)
     if cool_off is not None and cool_off.until > now:
-        repeated = cool_off.failures >= 2
-        reasons.append(HealthReason(
-            "unhealthy" if repeated else "cooling_off", "error" if repeated else "warn",
-            f"{cool_off.failures} runner failure(s) in a row, the last: {cool_off.reason}; "
-            f"placement avoids the node for {cool_off.until - now:.0f} s more",
-            "see the node's log (`skulk logs`) and GET /v1/diagnostics/cluster"))
+        code = "unhealthy" if cool_off.failures >= 2 else "cooling_off"
+        reasons.append(_reason(
+            code, f"{code.replace('_', ' ')}: {cool_off.failures} runner failure(s) in a "
+            f"row, the last: {cool_off.reason}; placement avoids the node for "
+            f"{cool_off.until - now:.0f} s more"))
     for instance in state.instances.values():
         for runner_id, shard in instance.shards.items():
             status = state.runners.get(runner_id)

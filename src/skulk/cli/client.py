@@ -61,7 +61,8 @@ def status(url: str) -> int:
               f"backends {', '.join(node['backends']) or 'none'}, api {node['api_url']}, "
               f"health {node['health']}")
         for reason in node["health_reasons"]:
-            print(f"    {reason['level']}: {reason['message']} ({reason['remedy']})")
+            print(f"    {reason['level']} {reason['code']}: {reason['message']} "
+                  f"({reason['remedy']})")
     for instance in cluster["instances"]:
         print(f"  instance {instance['instance_id']}: {instance['model_id']} on "
               f"{instance['engine']}, {instance['status']}")

@@ -82,6 +82,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queue-timeout", type=float, default=300.0, metavar="SECONDS",
                         help="a request still queued after this long is refused with 503 "
                              "(default 300)")
+    parser.add_argument("--max-tokens", type=_count, default=None, metavar="N",
+                        help="the most tokens one request generates, whatever it asks "
+                             "(default: up to the model's context); a request asking more "
+                             "ends with finish reason 'length'")
     parser.add_argument("--keep-alive", type=float, default=600.0, metavar="SECONDS",
                         help="remove an instance that served nothing this long (default "
                              "600; models placed with --serve stay; a request's keep_alive "
@@ -151,6 +155,7 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         engine_threads=args.threads,
         runner_deadline_seconds=args.runner_deadline,
         max_queue=args.max_queue,
+        max_tokens=args.max_tokens,
         keep_alive_seconds=args.keep_alive,
         queue_timeout_seconds=args.queue_timeout,
         memory_limit_bytes=(None if args.memory_limit is None

@@ -68,3 +68,54 @@ async def test_an_idle_instance_is_evicted_for_room_and_keep_alive_zero_frees_at
         with anyio.fail_after(10):  # removed once idle (the master looks every second)
             while a.replica.state.instances:
                 await anyio.sleep(0.1)
+
+
+@pytest.mark.anyio
+async def test_two_models_on_one_node_take_turns_and_one_expires_after_its_keep_alive(
+        cluster: Cluster) -> None:
+    """The bundled model and a second one (its GGUF added under another id) on a node with
+    room for one: placing either evicts the other, idle one; a request's keep_alive of
+    one second removes its instance a second after it went idle."""
+    from skulk.models.store.add import AddRequest, add
+    from skulk.testing.models import bundled_gguf
+
+    other = "smol-second"
+    catalog = ModelCatalog.builtin(cluster.root / "a" / "models")
+    add(catalog.models_dir, AddRequest(path=bundled_gguf(), model_id=other, link=True),
+        catalog.builtin_card)
+    card = catalog.resolve(MODEL)
+    assert card is not None
+    shard = next(iter(f.instance().shards.values()))
+    need = shard_need_bytes(card, "llama_cpp", shard_share(card, "pipeline", shard),
+                            reading("a"))
+    a = await cluster.start("a", supervisor=echo(0),
+                            memory_limit_bytes=need + children_rss() + 20 * 2**20)
+    url = f"http://127.0.0.1:{a.config.api_port}"
+
+    def models_placed() -> list[str]:
+        return sorted(i.model_id for i in a.replica.state.instances.values())
+
+    async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+        with anyio.fail_after(20):
+            while available(a) <= need:
+                await anyio.sleep(0.2)
+        await placed(http, a)
+        with anyio.fail_after(20):
+            while available(a) >= need:  # the first runner's memory is counted
+                await anyio.sleep(0.2)
+        reply = await http.post("/place_instance", json={"model_id": other})
+        assert reply.status_code == 201, reply.text
+        assert models_placed() == [other], "the idle bundled model made room"
+
+        # A request for the evicted model places it again, evicting the idle other one.
+        reply = await http.post("/v1/chat/completions", json={
+            "model": MODEL, "keep_alive": "1s",
+            "messages": [{"role": "user", "content": "red green blue"}]})
+        assert reply.status_code == 200, reply.text
+        assert reply.json()["choices"][0]["message"]["content"] == "red green blue"
+        assert models_placed() == [MODEL]
+        went_idle = anyio.current_time()
+        with anyio.fail_after(15):  # the master looks every second
+            while a.replica.state.instances:
+                await anyio.sleep(0.1)
+        assert anyio.current_time() - went_idle >= 1.0, "removed before its keep-alive"

@@ -9,7 +9,7 @@ from skulk.shared.types.runners import RunnerStatus
 from skulk.shared.types.tasks import TextGenerationTask
 from skulk.worker.plan import LifecycleRequest, LocalRunner
 from skulk.worker.runner import messages
-from skulk.worker.runner.deadlines import RunnerDeadlines, overdue
+from skulk.worker.runner.deadlines import Progress, RunnerDeadlines, overdue, stalled
 from skulk.worker.runner.flight_recorder import FlightRecorder
 
 
@@ -26,6 +26,8 @@ class Supervisor(Protocol):
     def pid(self) -> int | None: ...
     @property
     def tokens_per_second(self) -> float | None: ...
+    @property
+    def progress(self) -> Progress | None: ...
     @property
     def recorder(self) -> FlightRecorder: ...
     async def run(self) -> None: ...
@@ -52,6 +54,7 @@ class LocalRunnerHandle:
         self.load_asked_at: float | None = None
         self.weights_bytes = weights_bytes
         self.killed_for: str | None = None
+        self.killed_running = False  # killed with requests in flight (a stall)
 
     def view(self, runner_id: RunnerId, now: float, deadlines: RunnerDeadlines
              ) -> LocalRunner:
@@ -62,5 +65,6 @@ class LocalRunnerHandle:
             in_flight=frozenset(self.supervisor.in_flight),
             cancelling=frozenset(self.cancelling), requested=self.requested,
             overdue=overdue(self.supervisor.status, self.started_at, self.load_asked_at,
-                            now, self.weights_bytes, deadlines),
+                            now, self.weights_bytes, deadlines)
+            or stalled(self.supervisor.progress, now, deadlines),
             killed=self.killed_for is not None)

@@ -222,6 +222,8 @@ class Worker:
                 await self._reap(runner_id)
             case KillRunner(runner_id, reason):
                 self._runners[runner_id].killed_for = reason
+                self._runners[runner_id].killed_running = bool(
+                    self._runners[runner_id].supervisor.in_flight)
                 await self._runners[runner_id].supervisor.kill(reason)
             case ShutdownRunner(runner_id, reason):
                 logger.info("shutting down runner {}: {}", runner_id, reason)
@@ -353,12 +355,16 @@ class Worker:
             self.runner_failures += 1
         instance = self._replica.state.instances.get(runner.instance_id)
         if instance is not None and runner.killed_for is not None:
-            # A missed deadline: this node is the suspect, so the instance goes elsewhere.
+            # A missed deadline: this node is the suspect, so the instance goes elsewhere;
+            # but rank 0 of a split instance stalls when any rank does, so a stall blames
+            # no node there (the stalled rank's own collective deadline ends it).
+            blamed = None if runner.killed_running and len(instance.shards) > 1 \
+                else self._node_id
             self._given_up.add(instance.instance_id)
             await self._send_command(ReplaceInstance(
                 command_id=new_command_id(), instance_id=instance.instance_id,
                 reason=f"rank {instance.shards[runner_id].rank} on {self._node_id} was "
-                       f"killed: {runner.killed_for}", failed_node=self._node_id))
+                       f"killed: {runner.killed_for}", failed_node=blamed))
             return
         if instance is not None and len(instance.shards) > 1:
             # The other ranks' ring is broken too: restarting this rank alone cannot join

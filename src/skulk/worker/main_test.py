@@ -32,6 +32,7 @@ from skulk.shared.types.tasks import TextGenerationTask
 from skulk.testing import factories as f
 from skulk.worker.main import Worker
 from skulk.worker.runner import messages
+from skulk.worker.runner.deadlines import Progress
 from skulk.worker.runner.flight_recorder import FlightRecorder
 
 
@@ -48,6 +49,7 @@ class FakeSupervisor:
         self.started: list[TextGenerationTask] = []
         self.pid: int | None = None
         self.tokens_per_second: float | None = None
+        self.progress: Progress | None = None
         self.recorder = FlightRecorder()
         FakeSupervisor.created.append(self)
 
@@ -307,3 +309,40 @@ async def test_a_runner_that_never_loads_is_killed_and_placed_elsewhere() -> Non
     assert command.failed_node == f.NODE and "did not load and warm up" in command.reason
     [failed] = [r for r in cluster.replica.state.runners.values() if isinstance(r, RunnerFailed)]
     assert "within 0 s" in failed.error and len(StuckSupervisor.created) == 1
+
+
+class StalledSupervisor(FakeSupervisor):
+    """A runner that loads, warms up and then, running a request, falls silent."""
+
+    @property
+    def progress(self) -> Progress | None:
+        if not isinstance(self._status, RunnerReady):
+            return None
+        return Progress(quiet_since=0.0, produced=True)
+
+    @progress.setter
+    def progress(self, value: Progress | None) -> None:
+        pass
+
+
+@pytest.mark.anyio
+async def test_a_runner_silent_mid_request_is_killed_and_placed_elsewhere() -> None:
+    from skulk.shared.types.commands import ReplaceInstance
+    from skulk.worker.runner.deadlines import RunnerDeadlines
+
+    cluster = Cluster()
+    stalled = Worker(node_id=f.NODE, replica=cluster.replica,
+                     catalog=ModelCatalog.builtin(Path(".")),
+                     publish_event=cluster.publish_event, publish_chunk=cluster.publish_chunk,
+                     send_command=cluster.send_command, supervisor_factory=StalledSupervisor,
+                     deadlines=RunnerDeadlines(first_token_seconds=0.2, stall_seconds=0.2))
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(stalled.run)
+        cluster.apply(InstanceCreated(instance=f.instance()))
+        with anyio.fail_after(10):
+            while not cluster.commands:
+                await anyio.sleep(0.05)
+        tasks.cancel_scope.cancel()
+    [command] = cluster.commands
+    assert isinstance(command, ReplaceInstance) and command.failed_node == f.NODE
+    assert "made no progress" in command.reason

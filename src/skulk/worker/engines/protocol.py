@@ -40,6 +40,11 @@ class InvalidRequest(Exception):
     """The parameters cannot be honoured; the message says what to change."""
 
 
+class PipelineCorrupt(RuntimeError):
+    """A split instance's activations or logits held NaN/Inf: every rank raises it from
+    the same step, the batch fails with `pipeline_corrupt` and the runner exits."""
+
+
 class Engine(Protocol):
     def load(self) -> None: ...
 

@@ -38,6 +38,7 @@ from skulk.worker.engines.protocol import (
     EngineConfig,
     EngineEvent,
     InvalidRequest,
+    PipelineCorrupt,
     TaskDone,
     TaskJoined,
     TaskOutput,
@@ -179,6 +180,13 @@ class Runner:
         was_busy = bool(self._submitted)
         try:
             events = engine.step()
+        except PipelineCorrupt as error:  # every rank raised it in this step
+            for task in list(self._submitted.values()):
+                self._fail(task, "pipeline_corrupt", str(error))
+            self._submitted.clear()
+            self._report(RunnerFailed(error=f"pipeline_corrupt: {error}"))
+            self._shutdown, self._exit_code = True, 1
+            return
         except Exception as error:  # a supervision boundary: the batch state is lost
             self._report(RunnerFailed(error=f"{type(error).__name__}: {error}"))
             self._shutdown, self._exit_code = True, 1

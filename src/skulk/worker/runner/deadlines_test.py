@@ -28,3 +28,21 @@ def test_a_serving_runner_or_one_not_asked_to_load_is_never_overdue() -> None:
                    weights_bytes=0, deadlines=DEADLINES) is None
     assert overdue(RunnerLoading(), started_at=0.0, load_asked_at=None, now=1e9,
                    weights_bytes=0, deadlines=DEADLINES) is None
+
+
+def test_a_running_request_gets_a_first_token_deadline_then_a_stall_deadline() -> None:
+    from skulk.worker.runner.deadlines import Progress, stalled
+    deadlines = RunnerDeadlines(first_token_seconds=20.0, stall_seconds=5.0)
+    assert stalled(None, now=1000.0, deadlines=deadlines) is None  # nothing in flight
+    waiting = Progress(quiet_since=100.0, produced=False)
+    assert stalled(waiting, now=119.0, deadlines=deadlines) is None
+    assert "no first token within 20 s" in (stalled(waiting, 121.0, deadlines) or "")
+    streaming = Progress(quiet_since=100.0, produced=True)
+    assert stalled(streaming, now=104.0, deadlines=deadlines) is None
+    assert "no progress for 6 s" in (stalled(streaming, 106.0, deadlines) or "")
+
+
+def test_runner_deadline_scales_the_running_deadlines_too() -> None:
+    scaled = RunnerDeadlines.scaled(8.0)
+    assert (scaled.first_token_seconds, scaled.stall_seconds) == (8.0, 8.0)
+    assert RunnerDeadlines.scaled(None).stall_seconds < 60.0  # before the API's idle timeout

@@ -28,6 +28,7 @@ from skulk.worker.engines.registry import spawn_environment
 from skulk.worker.runner import messages
 from skulk.worker.runner.bootstrap import entrypoint
 from skulk.worker.runner.coalesce import coalesce
+from skulk.worker.runner.deadlines import Progress
 from skulk.worker.runner.flight_recorder import FlightRecorder
 from skulk.worker.runner.messages import FromRunner, ToRunner
 
@@ -82,6 +83,8 @@ class RunnerSupervisor:
         self._timeline: dict[TaskId, list[int]] = {}  # wall µs: started, acknowledged, first
         self.tokens_per_second: float | None = None
         self.recorder = FlightRecorder()
+        self._heard_at = 0.0  # monotonic: the runner's last message
+        self._busy_since = 0.0  # monotonic: its first request in flight was handed over
 
     @property
     def status(self) -> RunnerStatus | None:
@@ -90,6 +93,14 @@ class RunnerSupervisor:
     @property
     def in_flight(self) -> Mapping[TaskId, TextGenerationTask]:
         return dict(self._in_flight)
+
+    @property
+    def progress(self) -> Progress | None:
+        """For the running-request deadlines: rank 0 only (other ranks send no chunks)."""
+        if self._config.rank != 0 or not self._in_flight:
+            return None
+        return Progress(quiet_since=max(self._heard_at, self._busy_since),
+                        produced=any(t in self._first_chunk_at for t in self._in_flight))
 
     @property
     def pid(self) -> int | None:
@@ -147,6 +158,8 @@ class RunnerSupervisor:
         self.recorder.record("task_started", task.task_id)
         if task.params.trace:
             self._timeline[task.task_id] = [_now_us()]
+        if not self._in_flight:
+            self._busy_since = time.monotonic()
         self._in_flight[task.task_id] = task  # before sending: its chunks may come at once
         if self._inbox is not None:
             self._inbox.put(messages.StartTask(task=task))
@@ -157,6 +170,7 @@ class RunnerSupervisor:
             self._inbox.put(messages.CancelTask(task_id=task_id))
 
     async def _forward(self, message: FromRunner) -> None:
+        self._heard_at = time.monotonic()
         match message:
             case messages.StatusReport(status=status):
                 self.recorder.record("status", status.kind)

@@ -210,3 +210,34 @@ def test_an_embedding_request_is_answered_between_steps(batched: LlamaCppEngine)
     assert chunk.embeddings is not None and len(chunk.embeddings) == 2
     assert chunk.usage is not None and chunk.usage.prompt_tokens > 0
     assert run.done[vectors].status == "complete" and run.done[text].status == "complete"
+
+
+def test_nan_logits_fail_the_request_as_pipeline_corrupt_and_leave_no_kv_behind(
+        batched: LlamaCppEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+
+    from skulk.worker.engines.llama_cpp.sequences_lib import SequenceContext
+
+    expected = alone(batched, ask(QUESTIONS[0]))
+    clean = SequenceContext.logits
+    poisoned = {"on": False}
+
+    def logits(self: SequenceContext, index: int) -> np.ndarray:
+        values = clean(self, index)
+        return values * np.float32("nan") if poisoned["on"] else values
+
+    monkeypatch.setattr(SequenceContext, "logits", logits)
+    run = Run(batched)
+    corrupt = run.submit("corrupt", ask(QUESTIONS[0]))
+    for _ in range(4):
+        run.step()
+    assert corrupt not in run.done
+    poisoned["on"] = True
+    run.step()
+    poisoned["on"] = False
+    assert run.errors[corrupt].error_kind == "pipeline_corrupt"
+    assert run.done[corrupt].status == "failed"
+    # The same prompt again: its KV was dropped, so it is computed afresh, as alone.
+    again = run.submit("again", ask(QUESTIONS[0]))
+    run.until_idle()
+    assert run.text[again] == expected and again not in run.errors

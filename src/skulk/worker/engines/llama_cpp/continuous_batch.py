@@ -15,6 +15,8 @@ import random
 from collections import deque
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from skulk.shared.types.chunks import ErrorChunk, ErrorKind, FinishReason
 from skulk.shared.types.ids import TaskId
 from skulk.shared.types.tasks import GenerationParams
@@ -234,6 +236,15 @@ class ContinuousBatch:
         run.pending = run.pending[portion.count:]
         if portion.logits_at is None:
             return
+        # One reduction over the vocabulary (~30 us): NaN/Inf logits (a faulty device
+        # server's activations, a broken kernel) fail the request over instead of
+        # sampling garbage; its KV is dropped so no later request reuses it.
+        if not np.isfinite(self.context.logits(portion.logits_at)).all():
+            run.slot.held = []
+            self.context.forget(run.slot.index)
+            self._fail(run, "NaN/Inf in the model's logits: this instance's output cannot "
+                       "be trusted", events, kind="pipeline_corrupt")
+            return
         token = run.sampler.sample(self.context, portion.logits_at)
         if self.model.ends_generation(token):
             self._finish(run, "stop", events)
@@ -258,8 +269,9 @@ class ContinuousBatch:
         events.append(TaskDone(run.request.task_id, "complete"))
         self._leave(run)
 
-    def _fail(self, run: Running, message: str, events: list[EngineEvent]) -> None:
-        events.append(TaskOutput(run.request.task_id, ErrorChunk(error_kind="internal",
+    def _fail(self, run: Running, message: str, events: list[EngineEvent],
+              kind: ErrorKind = "internal") -> None:
+        events.append(TaskOutput(run.request.task_id, ErrorChunk(error_kind=kind,
                                                                  message=message)))
         events.append(TaskDone(run.request.task_id, "failed", message))
         self._leave(run)

@@ -16,6 +16,7 @@ from skulk.shared.types.ids import ModelId, TaskId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams
 from skulk.worker.engines.mlx import cpu, mlx_api
 from skulk.worker.engines.mlx.collectives import RingGroup, SoloGroup, connect_ring
+from skulk.worker.engines.mlx.corruption_guard import guard_shard, unguarded
 from skulk.worker.engines.mlx.drafters.registry import build_drafters, default_drafter
 from skulk.worker.engines.mlx.generation_loop import GenerationLoop, LoopSettings
 from skulk.worker.engines.mlx.options import MlxOptions
@@ -110,8 +111,8 @@ class MlxEngine:
                                  f"rank ({config.world_size}); got {hosts}")
         group = connect_ring(config.rank, hosts, options.ring_connect_seconds)
         check_ranks_agree(group, options.weights_sha256)
-        return load_shard(self._model_dir, group, config.start_layer, config.end_layer,
-                          options.sharding)
+        return guard_shard(load_shard(self._model_dir, group, config.start_layer,
+                                      config.end_layer, options.sharding))
 
     def _running(self) -> GenerationLoop:
         if self._loop is None:
@@ -179,7 +180,7 @@ class MlxEngine:
         if not isinstance(event, TaskDone) or event.task_id not in self._joined_us:
             return event
         joined = self._joined_us.pop(event.task_id)
-        group = self._running().shard.group
+        group = unguarded(self._running().shard.group)
         if not isinstance(group, RingGroup):
             return event
         return dataclasses.replace(event, spans=event.spans + group.hops.spans_since(joined))
