@@ -15,12 +15,11 @@ it, which is instant; compressing it into an archive happens on a background thr
 the master indexes on meanwhile. A replay reads only the records it asks for.
 """
 
-import concurrent.futures
 import os
 import shutil
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import BinaryIO
 
@@ -143,16 +142,16 @@ class DiskEventLog:
             return
         now = time.monotonic()
         if now - self._last_sync < self._sync_interval or not self._sync_finished():
-            return  # a sync still running covers this record when it ends or the next one
+            return  # a record written while one runs is synced by the next
         if self.degraded:  # the one that ended failed
             return
         self._syncing = self._syncer.submit(os.fsync, self._file.fileno())
         self._last_sync = now
 
-    def _sync_finished(self, wait: bool = False) -> bool:
-        """Whether no fsync runs now (with `wait`, after it ends); a failed one degrades
+    def _sync_finished(self, block: bool = False) -> bool:
+        """Whether no fsync runs now (with `block`, after it ends); a failed one degrades
         the log, since it may have lost records the OS had taken."""
-        if self._syncing is None or not (wait or self._syncing.done()):
+        if self._syncing is None or not (block or self._syncing.done()):
             return self._syncing is None
         error = self._syncing.exception()
         self._syncing = None
@@ -176,7 +175,7 @@ class DiskEventLog:
         self._restart_live_file(first_record=snapshot, failure="compacting the log failed")
 
     def _restart_live_file(self, first_record: IndexedEvent | None, failure: str) -> None:
-        self._sync_finished(wait=True)  # the fsync holds the file's descriptor
+        self._sync_finished(block=True)  # the fsync holds the file's descriptor
         if self._file is None or self.degraded:
             return
         self._file.close()
@@ -233,7 +232,7 @@ class DiskEventLog:
     def close(self) -> None:
         """Close and archive the live file."""
         self.wait_archived()  # one archiver at a time: names are chosen by what exists
-        self._sync_finished(wait=True)
+        self._sync_finished(block=True)
         self._syncer.shutdown(wait=True)
         if self._file is not None:
             self._file.close()
@@ -258,7 +257,7 @@ class DiskEventLog:
         logger.critical("event log degraded to counting only, events are no longer "
                         "persisted: {}. Free disk space and restart the node.", reason)
         if self._syncing is not None:  # its descriptor must not be closed under it
-            concurrent.futures.wait([self._syncing])
+            wait([self._syncing])
         if self._file is not None:
             try:
                 self._file.close()

@@ -39,8 +39,8 @@ JOIN_SECONDS = 5.0
 
 def outbox_fd(outbox: "Queue[FromRunner]") -> int:
     """The file descriptor a runner's messages arrive on: the read end of the pipe under
-    `multiprocessing.Queue` (its documented design, not exposed as API), so the event loop
-    can wait for it as for a socket."""
+    `multiprocessing.Queue` (CPython's implementation, not public API; this supervisor is
+    its only reader), so the event loop can wait for it as for a socket."""
     reader: Connection = outbox._reader  # type: ignore[attr-defined]
     return reader.fileno()
 
