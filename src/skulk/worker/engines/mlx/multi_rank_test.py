@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import mlx.core as mx
-import numpy as np
 
 from skulk.shared.types.chunks import ErrorChunk, TokenChunk
 from skulk.shared.types.ids import ModelId, TaskId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams
+from skulk.testing.queue_group import QueueGroup, shared_state
 from skulk.worker.engines.mlx import mlx_api
 from skulk.worker.engines.mlx.conftest import EngineFactory
 from skulk.worker.engines.mlx.generation_loop import GenerationLoop, LoopSettings
@@ -27,35 +27,7 @@ from skulk.worker.engines.mlx.requests import Request, build_request
 from skulk.worker.engines.mlx.shard import WholeModelShard
 from skulk.worker.engines.protocol import EngineEvent, TaskDone, TaskOutput
 
-BARRIER_SECONDS = 20.0
 IDLE_STEP_SECONDS = 0.05
-
-
-class ThreadGroup:
-    """`size` ranks in threads of one process; all_sum meets at a barrier."""
-
-    def __init__(self, rank: int, size: int, shared: dict[str, Any]) -> None:
-        self.rank, self.size, self._shared = rank, size, shared
-
-    def all_sum(self, x: mx.array) -> mx.array:
-        barrier: threading.Barrier = self._shared["barrier"]
-        self._shared["parts"][self.rank] = np.array(x)
-        barrier.wait(BARRIER_SECONDS)
-        total = sum(self._shared["parts"])
-        barrier.wait(BARRIER_SECONDS)  # nobody overwrites a part before all have summed
-        return mx.array(total)
-
-    def all_gather(self, x: mx.array) -> mx.array:
-        raise NotImplementedError
-
-    def send(self, x: mx.array, dst: int) -> None:
-        raise NotImplementedError
-
-    def recv(self, shape: tuple[int, ...], dtype: mx.Dtype, src: int) -> mx.array:
-        raise NotImplementedError
-
-    def barrier(self) -> None:
-        self._shared["barrier"].wait(BARRIER_SECONDS)
 
 
 class ReplicaShard(WholeModelShard):
@@ -92,7 +64,7 @@ def run_rank(rank: int, model_dir: Path, shared: dict[str, Any],
              results: dict[int, list[EngineEvent]]) -> None:
     """Step while there is work and tick when idle (as the runner does for a split model),
     until the test says stop; the test then breaks the barrier a peer may wait at."""
-    group = ThreadGroup(rank, 3, shared)
+    group = QueueGroup(rank, 3, shared)
     tokenizer = mlx_api.load_tokenizer(model_dir)
     shard = ReplicaShard(mlx_api.load_model(model_dir), group)
 
@@ -131,8 +103,8 @@ def run_rank(rank: int, model_dir: Path, shared: dict[str, Any],
 
 def test_ranks_agree_on_joins_cancels_and_refusals(
         tiny_model_dir: Path, make_engine: EngineFactory) -> None:
-    shared: dict[str, Any] = {"barrier": threading.Barrier(3), "parts": [None] * 3,
-                              "stop": threading.Event(), "idle": [False] * 3}
+    shared: dict[str, Any] = {**shared_state(3), "stop": threading.Event(),
+                              "idle": [False] * 3}
     results: dict[int, list[EngineEvent]] = defaultdict(list)
     threads = [threading.Thread(target=run_rank, args=(r, tiny_model_dir, shared, results))
                for r in range(3)]
