@@ -4,13 +4,13 @@ from pathlib import Path
 import mlx.core as mx
 import pytest
 
+from skulk.testing.queue_group import QueueGroup, shared_state
 from skulk.testing.random_llama import (
     tiny_llama_config,
     write_random_llama,
 )
 from skulk.worker.engines.mlx.collectives import SoloGroup
 from skulk.worker.engines.mlx.families.registry import UnknownModelFamily
-from skulk.worker.engines.mlx.multi_rank_test import ThreadGroup
 from skulk.worker.engines.mlx.shard import WholeModelShard
 from skulk.worker.engines.mlx.shard_loader import load_shard
 
@@ -39,7 +39,7 @@ def test_unknown_families_are_refused_before_a_split_loads(tmp_path: Path) -> No
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "mamba",
                                                       "num_hidden_layers": 4}))
     with pytest.raises(UnknownModelFamily, match="mamba: pipeline sharding not supported"):
-        load_shard(tmp_path, ThreadGroup(0, 2, {}), 0, 2, "pipeline")
+        load_shard(tmp_path, QueueGroup(0, 2, shared_state(2)), 0, 2, "pipeline")
 
 
 def test_a_whole_model_of_any_family_goes_to_mlx_lm(tmp_path: Path) -> None:

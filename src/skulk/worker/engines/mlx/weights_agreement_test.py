@@ -3,11 +3,10 @@ ones are refused on every rank, a rank without a digest is not held against the 
 
 import hashlib
 import threading
-from typing import Any
 
 import pytest
 
-from skulk.worker.engines.mlx.multi_rank_test import ThreadGroup
+from skulk.testing.queue_group import QueueGroup, shared_state
 from skulk.worker.engines.mlx.weights_agreement import RanksDisagree, check_ranks_agree
 
 ONE = hashlib.sha256(b"one copy").hexdigest()
@@ -16,13 +15,12 @@ OTHER = hashlib.sha256(b"another copy").hexdigest()
 
 def verdicts(digests: list[str | None]) -> list[str]:
     """Each rank's outcome: 'ok' or the refusal's message."""
-    shared: dict[str, Any] = {"barrier": threading.Barrier(len(digests)),
-                              "parts": [None] * len(digests)}
+    shared = shared_state(len(digests))
     outcomes = [""] * len(digests)
 
     def rank(index: int) -> None:
         try:
-            check_ranks_agree(ThreadGroup(index, len(digests), shared), digests[index])
+            check_ranks_agree(QueueGroup(index, len(digests), shared), digests[index])
             outcomes[index] = "ok"
         except RanksDisagree as refusal:
             outcomes[index] = str(refusal)

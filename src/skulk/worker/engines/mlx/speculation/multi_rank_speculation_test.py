@@ -13,13 +13,14 @@ import mlx.core as mx
 import pytest
 
 from skulk.shared.types.ids import TaskId
+from skulk.testing.queue_group import QueueGroup, shared_state
 from skulk.worker.engines.mlx import mlx_api
 from skulk.worker.engines.mlx.conftest import EngineFactory
 from skulk.worker.engines.mlx.drafters.draft_model import DraftModelDrafter
 from skulk.worker.engines.mlx.drafters.ngram import NGramDrafter
 from skulk.worker.engines.mlx.drafters.protocol import Drafter
 from skulk.worker.engines.mlx.generation_loop import GenerationLoop, LoopSettings
-from skulk.worker.engines.mlx.multi_rank_test import ReplicaShard, ThreadGroup, params
+from skulk.worker.engines.mlx.multi_rank_test import ReplicaShard, params
 from skulk.worker.engines.mlx.output import StreamedText
 from skulk.worker.engines.mlx.prefix_cache import PrefixCache
 from skulk.worker.engines.mlx.requests import Request, SpeculationChoice, build_request
@@ -32,7 +33,7 @@ PROMPTS = {"a": "The quick brown fox", "b": "Skulk joins machines into one clust
 
 def run_rank(rank: int, model_dir: Path, drafter: str, shared: dict[str, Any],
              results: dict[int, list[EngineEvent]], caches: dict[int, PrefixCache]) -> None:
-    group = ThreadGroup(rank, RANKS, shared)  # one request at a time: drafting rounds
+    group = QueueGroup(rank, RANKS, shared)  # one request at a time: drafting rounds
     tokenizer = mlx_api.load_tokenizer(model_dir)
     model = mlx_api.load_model(model_dir)
     shard = ReplicaShard(model, group)
@@ -67,7 +68,7 @@ def run_rank(rank: int, model_dir: Path, drafter: str, shared: dict[str, Any],
 @pytest.mark.parametrize("drafter", ["draft_model", "ngram"])
 def test_the_deciding_rank_drafts_and_every_rank_follows(
         tiny_model_dir: Path, make_engine: EngineFactory, drafter: str) -> None:
-    shared: dict[str, Any] = {"barrier": threading.Barrier(RANKS), "parts": [None] * RANKS}
+    shared = shared_state(RANKS)
     results: dict[int, list[EngineEvent]] = defaultdict(list)
     caches: dict[int, PrefixCache] = {}
     threads = [threading.Thread(target=run_rank, args=(r, tiny_model_dir, drafter, shared,
