@@ -7,12 +7,13 @@ group's collective deadline, so a wedged peer ends this process instead of hangi
 cluster (see ring.py). A send and a recv are never evaluated together: that deadlocks.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import mlx.core as mx
 
 from skulk.worker.engines.mlx.hop_log import HopLog
+from skulk.worker.engines.mlx.peer_wait import PeerWait
 from skulk.worker.engines.mlx.ring import (
     CollectiveTimeout,
     DeadlineWatchdog,
@@ -23,7 +24,8 @@ from skulk.worker.engines.mlx.ring import (
 
 __all__ = [
     "CollectiveTimeout", "Group", "GroupConnectTimeout", "GroupError", "RingGroup",
-    "SoloGroup", "connect_ring", "DEFAULT_COLLECTIVE_DEADLINE_SECONDS",
+    "SoloGroup", "await_peer", "connect_ring", "receive_and_run",
+    "DEFAULT_COLLECTIVE_DEADLINE_SECONDS",
 ]
 
 # Generous: a recv also waits for the sending rank's compute of its layers for the
@@ -91,8 +93,10 @@ class RingGroup:
         native: mx.distributed.Group,
         deadline_seconds: float = DEFAULT_COLLECTIVE_DEADLINE_SECONDS,
         watchdog: DeadlineWatchdog | None = None,
+        peer_wait: PeerWait | None = None,
     ) -> None:
         self._native = native
+        self._peer_wait = peer_wait
         self.rank: int = int(native.rank())
         self.size: int = int(native.size())
         self.deadline_seconds = deadline_seconds
@@ -104,13 +108,22 @@ class RingGroup:
         """The mlx Group itself, for model code that shards over it (mlx-lm's `shard`)."""
         return self._native
 
-    def evaluate(self, what: str, *arrays: mx.array) -> None:
-        """Evaluate arrays whose graph holds collectives (a tensor-parallel forward)."""
+    def evaluate(self, what: str, *arrays: mx.array, after_peer: bool = False) -> None:
+        """Evaluate arrays whose graph holds collectives (a tensor-parallel forward);
+        `after_peer`: first wait, without spinning, for a peer's data (peer_wait.py)."""
         with self._watchdog.guard(self.deadline_seconds, f"rank {self.rank}: {what}"):
+            if after_peer and self._peer_wait is not None:
+                self._peer_wait.wait(self.deadline_seconds)
             try:
                 mx.eval(*arrays)
             except RuntimeError as error:
                 raise GroupError(f"rank {self.rank}: {what} failed: {error}") from error
+
+    def await_peer(self) -> None:
+        """Block in poll(2) until a peer has sent this rank data (see `await_peer`)."""
+        if self._peer_wait is not None:
+            with self._watchdog.guard(self.deadline_seconds, f"rank {self.rank}: await"):
+                self._peer_wait.wait(self.deadline_seconds)
 
     def send(self, x: mx.array, dst: int) -> None:
         self._check_peer(dst)
@@ -123,9 +136,22 @@ class RingGroup:
         self._check_peer(src)
         started = self.hops.clock()
         received = mx.distributed.recv(shape, dtype, src, group=self._native, stream=mx.cpu)
-        self.evaluate(f"recv {shape} from rank {src}", received)
+        self.evaluate(f"recv {shape} from rank {src}", received, after_peer=True)
         self.hops.note("pipeline.recv", started)
         return received
+
+    def receive_and_run(self, shape: tuple[int, ...], dtype: mx.Dtype, src: int,
+                        run: Callable[[mx.array], mx.array]) -> mx.array:
+        """`run` of what rank `src` sends, evaluated with the receive under the deadline;
+        the hop's span then covers the layers after it (as a send's covers those before)."""
+        self._check_peer(src)
+        started = self.hops.clock()
+        received = mx.distributed.recv(shape, dtype, src, group=self._native, stream=mx.cpu)
+        result = run(received)
+        self.evaluate(f"recv {shape} from rank {src} and the work after it", result,
+                      after_peer=True)
+        self.hops.note("pipeline.recv", started)
+        return result
 
     def all_sum(self, x: mx.array) -> mx.array:
         total = mx.distributed.all_sum(x, group=self._native, stream=mx.cpu)
@@ -145,6 +171,33 @@ class RingGroup:
             raise GroupError(f"rank {self.rank} has no peer {peer} in a group of {self.size}")
 
 
+def receive_and_run(group: Group, shape: tuple[int, ...], dtype: mx.Dtype, src: int,
+                    run: Callable[[mx.array], mx.array]) -> mx.array:
+    """`run(the array rank src sends)`, evaluated. A ring builds `run`'s graph before the
+    data arrives, while the sending rank still computes, and evaluates the receive and
+    the work together: building a stage's graph (milliseconds of Python per token) then
+    overlaps the previous rank's compute instead of following it. Groups without the
+    method (test groups) receive first, then run."""
+    together = getattr(group, "receive_and_run", None)
+    if together is not None:
+        result: mx.array = together(shape, dtype, src, run)
+        return result
+    result = run(group.recv(shape, dtype, src))
+    mx.eval(result)
+    return result
+
+
+def await_peer(group: Group) -> None:
+    """Block, without spinning, until a peer has sent this rank data; a no-op off a ring.
+
+    Only before an op whose data some peer sends without waiting for this rank (the
+    deciding rank's all_sum, on the other ranks): before one that every rank enters
+    waiting for the others, each would wait for a send that comes only after the wait."""
+    wait = getattr(group, "await_peer", None)
+    if wait is not None:
+        wait()
+
+
 def connect_ring(
     rank: int,
     hosts: Sequence[str],
@@ -160,4 +213,5 @@ def connect_ring(
     if len(hosts) == 1 and rank == 0:
         return SoloGroup()
     native = init_ring(rank, hosts, deadline_seconds)
-    return RingGroup(native, deadline_seconds=collective_deadline_seconds)
+    return RingGroup(native, deadline_seconds=collective_deadline_seconds,
+                     peer_wait=PeerWait.find(rank, hosts))

@@ -17,13 +17,14 @@ fault happens once whichever process sees it.
 """
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import mlx.core as mx
 import numpy as np
 
 from skulk.worker.engines.mlx import mlx_api
-from skulk.worker.engines.mlx.collectives import Group
+from skulk.worker.engines.mlx.collectives import Group, await_peer, receive_and_run
 from skulk.worker.engines.mlx.shard import ModelShard
 from skulk.worker.engines.protocol import PipelineCorrupt
 
@@ -72,6 +73,13 @@ class GuardedGroup:
 
     def recv(self, shape: tuple[int, ...], dtype: mx.Dtype, src: int) -> mx.array:
         return self.inner.recv(shape, dtype, src)
+
+    def receive_and_run(self, shape: tuple[int, ...], dtype: mx.Dtype, src: int,
+                        run: Callable[[mx.array], mx.array]) -> mx.array:
+        return receive_and_run(self.inner, shape, dtype, src, run)
+
+    def await_peer(self) -> None:
+        await_peer(self.inner)
 
     def all_sum(self, x: mx.array) -> mx.array:
         if x.ndim != 1 or x.dtype != mx.int32:

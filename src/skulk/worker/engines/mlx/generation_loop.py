@@ -3,7 +3,9 @@
 One `step` on every rank of an instance, in lockstep:
 
 1. agree (membership.py) on who leaves (finished, as rank 0 saw it; cancelled, on any
-   rank) and who joins (held by every rank), with two fixed-shape all_sums;
+   rank) and who joins (held by every rank), with one fixed-shape all_sum, and a second
+   for the ranks' replies only when the first carried proposals (a decode step of a
+   settled batch makes one collective less, a round trip between machines);
 2. prefill newcomers, at most `prefill_chunk` tokens per step so the others keep decoding;
    a newcomer's cache starts from a cached prefix of an earlier conversation when it can;
 3. decode one token for every row of the batch: the deciding rank samples, and one
@@ -43,6 +45,7 @@ from skulk.shared.types.chunks import ErrorChunk
 from skulk.shared.types.ids import TaskId
 from skulk.worker.engines.mlx import membership, mlx_api
 from skulk.worker.engines.mlx.batch_caches import BatchCaches
+from skulk.worker.engines.mlx.collectives import await_peer
 from skulk.worker.engines.mlx.membership import Control, Outcome, Proposal, Reply, TaskKey
 from skulk.worker.engines.mlx.output import StreamedText
 from skulk.worker.engines.mlx.pipeline_run import PipelineRun
@@ -164,7 +167,11 @@ class GenerationLoop:
                 return request
         return next((r for r in self._roster() if r.task_id == task_id), None)
 
-    def _all_sum(self, vector: membership.Vector) -> membership.Vector:
+    def _all_sum(self, vector: membership.Vector, decided: bool = False) -> membership.Vector:
+        """`decided`: the deciding rank's vector (tokens, drafts, a verdict), which the
+        others wait for without spinning (collectives.await_peer)."""
+        if decided and not self.shard.decides:
+            await_peer(self.shard.group)
         summed = self.shard.group.all_sum(mx.array(vector, dtype=mx.int32))
         return np.array(summed, dtype=np.int32)
 
@@ -235,6 +242,8 @@ class GenerationLoop:
         events.append(TaskDone(request.task_id, "failed", chunk.message))
 
     def _admit(self, proposals: list[Proposal], events: list[EngineEvent]) -> None:
+        if not proposals:
+            return  # every rank decoded the same empty proposals from the control's sum
         replies = [self._reply(p) for p in proposals]
         summed = self._all_sum(membership.encode_replies(replies))
         free = self.settings.slots - len(self._roster())
@@ -333,7 +342,7 @@ class GenerationLoop:
                                        [self._rows[i].request.sampler for i in rows])
         if self.speculator is not None and len(self._rows) == 1:
             self.speculator.cost.observe(1, time.perf_counter() - started)
-        tokens = self._all_sum(chosen).tolist()
+        tokens = self._all_sum(chosen, decided=True).tolist()
         for row, token in zip(self._rows, tokens, strict=True):
             self._commit(row, [], Verdict(0, token), events)
 
@@ -370,7 +379,7 @@ class GenerationLoop:
             context = [*row.kv_tokens, row.next_input]
             room = row.request.max_tokens - row.generated - 1
             proposed = self.speculator.draft(row.request, context, room).tokens
-        summed = self._all_sum(vectors.encode_drafts([proposed], self.settings.slots))
+        summed = self._all_sum(vectors.encode_drafts([proposed], self.settings.slots), True)
         [drafts] = vectors.decode_drafts(summed, 1)
         started = time.perf_counter()
         inputs = mx.array([[row.next_input, *drafts]], dtype=mx.int32)
@@ -386,7 +395,7 @@ class GenerationLoop:
                 verdict = Verdict(0, sample_rows(logits[:, -1, :], [row.request.sampler])[0])
         else:
             mlx_api.evaluate_cache(cache)
-        summed = self._all_sum(vectors.encode_verdicts([verdict], self.settings.slots))
+        summed = self._all_sum(vectors.encode_verdicts([verdict], self.settings.slots), True)
         [verdict] = vectors.decode_verdicts(summed, 1)
         mlx_api.trim_cache(cache, len(drafts) - verdict.accepted)
         if self.speculator is not None:

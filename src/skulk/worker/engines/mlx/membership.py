@@ -7,9 +7,10 @@ Pure functions over fixed-shape int32 vectors; the loop sums them across ranks w
    first, with their prompt length and the prefix it could reuse; for every slot of the
    roster, rank 0 marks the requests it saw finish and any rank marks the ones it was
    asked to cancel.
-2. Reply (summed): every rank says, per proposal, whether it holds the request, refuses
-   it (context overflow, invalid parameters), was asked to cancel it, tokenized it to a
-   different length, or can reuse less of a cached prefix.
+2. Reply (summed, only when the control carried proposals): every rank says, per
+   proposal, whether it holds the request, refuses it (context overflow, invalid
+   parameters), was asked to cancel it, tokenized it to a different length, or can reuse
+   less of a cached prefix.
 
 A request joins only once every rank holds it, so tasks may reach ranks at different times.
 """

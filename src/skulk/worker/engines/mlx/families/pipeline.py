@@ -13,7 +13,7 @@ from typing import Any
 import mlx.core as mx
 
 from skulk.worker.engines.mlx import mlx_api
-from skulk.worker.engines.mlx.collectives import Group
+from skulk.worker.engines.mlx.collectives import Group, receive_and_run
 from skulk.worker.engines.mlx.families.quirks import Plain
 from skulk.worker.engines.mlx.families.stage import Stage, load_stage
 from skulk.worker.engines.mlx.families.stage_spec import stage_spec
@@ -39,13 +39,15 @@ class PipelineShard:
     def forward(self, tokens: mx.array, cache: list[mlx_api.LayerCache]) -> mx.array | None:
         batch, length = tokens.shape
         if self.group.rank == 0:
-            hidden = self.stage.embed(tokens)
+            hidden = self.stage.run_layers(self.stage.embed(tokens), cache)
         else:
-            hidden = self.group.recv(
-                (batch, length, self.hidden_size), self.wire_dtype, self.group.rank - 1)
-        hidden = self.stage.run_layers(hidden, cache)
+            # The layers' graph is built while the rank before still computes; evaluating
+            # it with the receive fills this rank's cache.
+            hidden = receive_and_run(
+                self.group, (batch, length, self.hidden_size), self.wire_dtype,
+                self.group.rank - 1, lambda received: self.stage.run_layers(received, cache))
         if not self.decides:
-            # Evaluating the send also runs this rank's layers and fills its cache.
+            # On rank 0, evaluating the send also runs its layers and fills its cache.
             self.group.send(hidden.astype(self.wire_dtype), self.group.rank + 1)
             return None
         return self.stage.head(hidden).astype(mx.float32)
