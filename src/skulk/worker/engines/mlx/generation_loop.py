@@ -45,6 +45,7 @@ from skulk.shared.types.chunks import ErrorChunk
 from skulk.shared.types.ids import TaskId
 from skulk.worker.engines.mlx import membership, mlx_api
 from skulk.worker.engines.mlx.batch_caches import BatchCaches
+from skulk.worker.engines.mlx.batch_rows import Prefilling, Row
 from skulk.worker.engines.mlx.collectives import await_peer
 from skulk.worker.engines.mlx.membership import Control, Outcome, Proposal, Reply, TaskKey
 from skulk.worker.engines.mlx.output import StreamedText
@@ -61,30 +62,6 @@ from skulk.worker.engines.protocol import EngineEvent, TaskDone, TaskJoined, Tas
 
 # Builds rank 0's output of a request as it joins, given the prompt tokens it reused.
 OutputFactory = Callable[[Request, int], StreamedText]
-
-
-@dataclass
-class Prefilling:
-    """A request that joined and whose prompt is still going into its own cache."""
-
-    request: Request
-    cache: list[mlx_api.LayerCache]
-    position: int  # prompt tokens whose KV is in `cache`
-    reused: int
-
-
-@dataclass
-class Row:
-    """A request in the decoding batch; its cache is row `index` of the batch cache."""
-
-    request: Request
-    next_input: int  # the token the next forward feeds
-    kv_tokens: list[int]  # the tokens whose KV the batch cache holds for this row
-    reused: int
-    output: StreamedText | None  # rank 0 only
-    generated: int = 0  # tokens committed as output (every rank counts them)
-    drafted: int = 0  # drafted tokens verified for this request
-    accepted: int = 0  # of which the model kept
 
 
 @dataclass(frozen=True)
