@@ -66,8 +66,12 @@ def ring_descriptors(rank: int, hosts: Sequence[str],
         return str(ip_address(ip)), port
 
     own, right = normal(hosts[rank]), normal(hosts[(rank + 1) % len(hosts)])
+    try:
+        entries = sorted(fd_dir.iterdir(), key=lambda p: p.name)
+    except OSError:
+        return []  # no /proc (macOS): mlx's own wait it is
     descriptors = []
-    for entry in sorted(fd_dir.iterdir(), key=lambda p: p.name):
+    for entry in entries:
         try:
             target = os.readlink(entry)
         except OSError:

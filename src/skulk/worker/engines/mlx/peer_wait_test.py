@@ -3,6 +3,7 @@
 import socket
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -65,3 +66,9 @@ def test_waiting_returns_when_a_peer_sends_and_times_out_otherwise(two_ranks: Ri
 
 def test_no_ring_no_waiting() -> None:
     assert PeerWait.find(0, ["127.0.0.1:9", "127.0.0.1:10"]) is None
+
+
+def test_without_proc_nothing_is_found(tmp_path: Path) -> None:
+    hosts = ["127.0.0.1:9", "127.0.0.1:10"]
+    assert tcp_connections(tmp_path / "net") == {}
+    assert ring_descriptors(0, hosts, {}, fd_dir=tmp_path / "fd") == []
