@@ -26,6 +26,9 @@ from skulk.worker.engines.mlx.ring import parse_host
 
 Address = tuple[str, int]  # normalised ip, port
 
+# A decode step's wait is a fraction of this; a longer one (a peer's long prefill) spins.
+MAX_POLL_SECONDS = 2.0
+
 
 def parse_proc_address(text: str) -> Address:
     """An address of /proc/net/tcp or tcp6 ("0100007F:CD2A": little-endian words, hex port)."""
@@ -102,6 +105,7 @@ class PeerWait:
         return cls([os.dup(descriptor) for descriptor in found]) if found else None
 
     def wait(self, seconds: float) -> bool:
-        """Block until a ring socket has data (or is closed), at most `seconds`; whether
-        one did."""
-        return bool(self._poll.poll(max(seconds, 0.0) * 1000))
+        """Block until a ring socket has data (or is closed), at most `seconds` and never
+        more than `MAX_POLL_SECONDS`; whether one did. The cap bounds what a wrong guess
+        costs (data that came on a socket not found here): mlx's own wait follows."""
+        return bool(self._poll.poll(min(max(seconds, 0.0), MAX_POLL_SECONDS) * 1000))
