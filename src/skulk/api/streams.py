@@ -36,18 +36,29 @@ class CommandStream:
         """The next chunk; after a terminal chunk the stream is finished."""
         if self.finished:
             raise RuntimeError(f"stream {self.command_id} already ended")
-        timeout = self._idle_timeout if self._first_token_seen else math.inf
-        chunk: Chunk
-        with anyio.move_on_after(timeout):
-            chunk = await self._receive.receive()
-            if isinstance(chunk, TokenChunk):
-                self._first_token_seen = True
-            self.finished = is_terminal(chunk)
-            return chunk
-        self.finished = True
-        return ErrorChunk(error_kind="timeout",
-                          message=f"the model produced nothing for {self._idle_timeout:.0f} s; "
-                                  "the request was abandoned, retry it")
+        try:  # a chunk already waiting needs no timer (the common case under load)
+            chunk = self._receive.receive_nowait()
+        except anyio.WouldBlock:
+            waited = await self._wait()
+            if waited is None:
+                self.finished = True
+                return ErrorChunk(
+                    error_kind="timeout",
+                    message=f"the model produced nothing for {self._idle_timeout:.0f} s; "
+                            "the request was abandoned, retry it")
+            chunk = waited
+        if isinstance(chunk, TokenChunk):
+            self._first_token_seen = True
+        self.finished = is_terminal(chunk)
+        return chunk
+
+    async def _wait(self) -> Chunk | None:
+        """The next chunk, or None after the idle timeout (none before the first token)."""
+        if not self._first_token_seen:
+            return await self._receive.receive()
+        with anyio.move_on_after(self._idle_timeout):
+            return await self._receive.receive()
+        return None
 
     def __aiter__(self) -> "CommandStream":
         return self

@@ -16,6 +16,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from multiprocessing.connection import Connection
 from multiprocessing.queues import Queue
 
 from skulk.shared.types.chunks import ErrorChunk, ErrorKind, TokenChunk, Usage
@@ -46,6 +47,7 @@ from skulk.worker.engines.protocol import (
 from skulk.worker.engines.registry import create_engine
 from skulk.worker.runner import messages
 from skulk.worker.runner.messages import FromRunner, ToRunner
+from skulk.worker.runner.pipe_frames import FrameWriter
 
 _PR_SET_PDEATHSIG = 1
 _PARENT_POLL_SECONDS = 0.5
@@ -70,7 +72,7 @@ def _install_parent_death_watch(parent_pid: int) -> None:
 
 class Runner:
     def __init__(self, engine_name: str, config: EngineConfig, inbox: "Queue[ToRunner]",
-                 outbox: "Queue[FromRunner]") -> None:
+                 outbox: FrameWriter) -> None:
         self._engine_name = engine_name
         self._config = config
         self._inbox = inbox
@@ -178,6 +180,13 @@ class Runner:
     def _step(self, engine: BatchingEngine) -> None:
         self._last_step = time.monotonic()
         was_busy = bool(self._submitted)
+        self._outbox.hold()  # the step's messages go out together, before the next step
+        try:
+            self._step_and_forward(engine, was_busy)
+        finally:
+            self._outbox.flush()
+
+    def _step_and_forward(self, engine: BatchingEngine, was_busy: bool) -> None:
         try:
             events = engine.step()
         except PipelineCorrupt as error:  # every rank raised it in this step
@@ -282,16 +291,16 @@ class Runner:
         self._send(messages.StatusReport(status=status))
 
     def _send(self, message: FromRunner) -> None:
-        self._outbox.put(message)
+        self._outbox.send(message)
 
 
 def entrypoint(engine_name: str, config: EngineConfig, inbox: "Queue[ToRunner]",
-               outbox: "Queue[FromRunner]", parent_pid: int) -> None:
+               outbox: Connection, parent_pid: int) -> None:
+    """`outbox`: the write end of the pipe to the supervisor (written as pipe_frames; every
+    message is out when `_send` returns, so nothing is left to flush at exit)."""
     _install_parent_death_watch(parent_pid)
     # The supervisor stops us with a Shutdown message or SIGTERM; Ctrl-C in the terminal
     # reaches the whole process group, and the node decides, not the runner.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    code = Runner(engine_name, config, inbox, outbox).serve()
-    outbox.close()
-    outbox.join_thread()  # every message is flushed before we exit
+    code = Runner(engine_name, config, inbox, FrameWriter(outbox.fileno())).serve()
     sys.exit(code)

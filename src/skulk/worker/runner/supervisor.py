@@ -7,10 +7,8 @@ request with an error chunk, so no stream is left hanging.
 
 import multiprocessing
 import os
-import queue
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from multiprocessing.queues import Queue
 
@@ -31,18 +29,11 @@ from skulk.worker.runner.coalesce import coalesce
 from skulk.worker.runner.deadlines import Progress
 from skulk.worker.runner.flight_recorder import FlightRecorder
 from skulk.worker.runner.messages import FromRunner, ToRunner
+from skulk.worker.runner.runner_output import RunnerOutput
 
 _POLL_SECONDS = 0.2
 _NO_NODE = NodeId("")
 JOIN_SECONDS = 5.0
-
-
-def outbox_fd(outbox: "Queue[FromRunner]") -> int:
-    """The file descriptor a runner's messages arrive on: the read end of the pipe under
-    `multiprocessing.Queue` (CPython's implementation, not public API; this supervisor is
-    its only reader), so the event loop can wait for it as for a socket."""
-    reader: Connection = outbox._reader  # type: ignore[attr-defined]
-    return reader.fileno()
 
 
 def _now_us() -> int:
@@ -75,7 +66,6 @@ class RunnerSupervisor:
         self._sequences: dict[TaskId, int] = {}
         self._process: BaseProcess | None = None
         self._inbox: Queue[ToRunner] | None = None
-        self._outbox: Queue[FromRunner] | None = None
         self._stopping = False
         self._exited = False
         self._first_chunk_at: dict[TaskId, float] = {}
@@ -113,42 +103,48 @@ class RunnerSupervisor:
 
     async def run(self) -> None:
         context = multiprocessing.get_context("spawn")
-        self._inbox, self._outbox = context.Queue(), context.Queue()
+        self._inbox = context.Queue()
+        output_end, runner_end = context.Pipe(duplex=False)
         self._process = context.Process(
             target=entrypoint, name=f"skulk-runner-{self.runner_id}", daemon=True,
-            args=(self._engine_name, self._config, self._inbox, self._outbox, os.getpid()))
+            args=(self._engine_name, self._config, self._inbox, runner_end, os.getpid()))
         with spawn_environment(self._engine_name, self._config):  # e.g. OpenBLAS preloaded
             self._process.start()
+        runner_end.close()  # the runner holds the only write end: its exit is end of file
+        output = RunnerOutput(os.dup(output_end.fileno()))  # ours to close
+        output_end.close()
         self.recorder.record("spawned", f"pid {self._process.pid}, engine {self._engine_name}")
         logger.info("runner {} started (pid {}, engine {})", self.runner_id,
                     self._process.pid, self._engine_name)
-        while True:
-            batch = await self._take_messages()
-            for message in coalesce(batch):
-                await self._forward(message)
-            if not batch and not self._process.is_alive():
-                for message in self._drain():
+        try:
+            while not output.ended:
+                batch: list[FromRunner] = await output.take(_POLL_SECONDS)
+                for message in coalesce(batch):
                     await self._forward(message)
-                if not self._stopping:
-                    await self._handle_death(self._process.exitcode)
+                if not batch and not output.ended and not self._process.is_alive():
+                    # Exited with its pipe still open elsewhere (a child of its own).
+                    for message in await output.take(0):
+                        await self._forward(message)
+                    break
+        finally:
+            output.close()
+        if output.torn:
+            logger.warning("runner {} died while writing a message", self.runner_id)
+        await self._reaped(self._process)
+        if not self._stopping:
+            await self._handle_death(self._process.exitcode)
+
+    @staticmethod
+    async def _reaped(process: BaseProcess) -> None:
+        """Wait for the exit code: the pipe closes as the process ends, an instant before
+        it can be reaped. A runner that closed its pipe but lingers is killed."""
+        deadline = time.monotonic() + JOIN_SECONDS
+        while process.exitcode is None:
+            if time.monotonic() > deadline:
+                process.kill()
+                await anyio.to_thread.run_sync(process.join, JOIN_SECONDS)
                 return
-
-    async def _take_messages(self) -> list[FromRunner]:
-        """What the runner sent, waited for on the event loop (no thread hop per token);
-        empty after `_POLL_SECONDS` of silence, so a dead process is noticed."""
-        assert self._outbox is not None
-        with anyio.move_on_after(_POLL_SECONDS):
-            await anyio.wait_readable(outbox_fd(self._outbox))
-        return self._drain()
-
-    def _drain(self) -> list[FromRunner]:
-        assert self._outbox is not None
-        drained: list[FromRunner] = []
-        while True:
-            try:
-                drained.append(self._outbox.get_nowait())
-            except (queue.Empty, OSError, ValueError):
-                return drained
+            await anyio.sleep(0.01)
 
     def send(self, message: messages.LoadModel | messages.WarmUp | messages.Shutdown) -> None:
         if self._inbox is not None:

@@ -152,8 +152,9 @@ def test_the_runner_exits_when_its_parent_dies() -> None:
         if __name__ == "__main__":
             ctx = multiprocessing.get_context("spawn")
             config = EngineConfig(model_path="x", context_token_limit=10)
+            output = ctx.Pipe(duplex=False)[1]
             child = ctx.Process(target=entrypoint, daemon=False,
-                                args=("echo", config, ctx.Queue(), ctx.Queue(), os.getpid()))
+                                args=("echo", config, ctx.Queue(), output, os.getpid()))
             child.start()
             print(child.pid, flush=True)
             time.sleep(60)
