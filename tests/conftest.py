@@ -13,6 +13,14 @@ def serving_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProce
         yield node
 
 
+@pytest.fixture(scope="session")
+def mlx_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A model store the session's MLX tests share: `bundled_mlx_model(mlx_models, q_bits)`
+    imports the bundled model into it on first use and returns that copy after (the import
+    is seconds of CPU, repeated by every module and node otherwise)."""
+    return tmp_path_factory.mktemp("mlx-models")
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"

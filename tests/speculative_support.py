@@ -1,9 +1,10 @@
 """Shared by the MLX tests and the speculative decoding benchmark: the bundled model
-imported for MLX (fp32 and its lossless 4-bit copy), and the engine probe run as a
-subprocess."""
+imported for MLX (fp32 and its lossless 4-bit copy), put into nodes' stores, and the
+engine probe run as a subprocess."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -55,3 +56,17 @@ def probe(model: Path, requests: list[dict[str, Any]], options: dict[str, str],
         raise RuntimeError(f"the engine probe failed ({done.returncode}): {done.stderr[-3000:]}")
     results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     return {result["id"]: result for result in results}
+
+
+def seed_store(data_dir: Path, *model_dirs: Path) -> None:
+    """A node's model store (`data_dir/models`) holding `model_dirs` as if the node had
+    imported them itself: hard links, so a second import (seconds of CPU per node and
+    model) is skipped and nothing is copied. Copies where they cannot share a filesystem."""
+    for model_dir in model_dirs:
+        target = data_dir / "models" / model_dir.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            shutil.copytree(model_dir, target, copy_function=os.link)
+        except OSError:
+            shutil.rmtree(target, ignore_errors=True)
+            shutil.copytree(model_dir, target)

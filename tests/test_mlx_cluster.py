@@ -13,6 +13,7 @@ import signal
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,6 +22,7 @@ import pytest
 from skulk.worker.engines.mlx.corruption_guard import INJECT_NAN_VARIABLE
 from tests.chrome_trace import validate_chrome_trace
 from tests.node_process import NodeProcess
+from tests.speculative_support import import_models, seed_store
 
 pytestmark = pytest.mark.integration
 
@@ -30,8 +32,14 @@ READY_SECONDS = 240.0
 
 
 @pytest.fixture(scope="module")
-def trio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[NodeProcess]]:
+def trio(tmp_path_factory: pytest.TempPathFactory,
+         mlx_models: Path) -> Iterator[list[NodeProcess]]:
     root = tmp_path_factory.mktemp("mlx-trio")
+    # B and C hold the session's imports (fp32, and the 4-bit copy the card drafts with);
+    # A imports both on first use, as a real node does.
+    imported = import_models(mlx_models)
+    for name in ("b", "c"):
+        seed_store(root / name, *imported)
     namespace = f"mlx-trio-{time.monotonic_ns()}"
     authority = root / "authority"
     first = NodeProcess(root / "a", "--namespace", namespace, "--no-auto-place",
@@ -172,7 +180,9 @@ def test_killing_a_rank_mid_stream_fails_over_with_the_same_greedy_text(
     by_id = {n.node_id(): n for n in trio}
     last_rank = max(instance["ranks"], key=lambda r: r["rank"])
     victim = by_id[last_rank["node_id"]]
-    body = {"model": "smollm2-135m", "max_tokens": 200, "temperature": 0,
+    # 60 tokens, as below: the rank dies after 3 with most of them still to come, and each
+    # token costs a pipeline hop (200 made this test's two generations minutes long).
+    body = {"model": "smollm2-135m", "max_tokens": 60, "temperature": 0,
             "messages": [{"role": "user", "content": "Count from one to one hundred."}]}
     whole = httpx.post(f"{api.url}/v1/chat/completions", json=body, timeout=180)
     expected = whole.json()["choices"][0]["message"]["content"]

@@ -179,9 +179,9 @@ def test_a_rank_waiting_on_a_lost_peer_exits_instead_of_hanging(
 
 
 def test_smollm2_pipeline_over_two_ranks_decodes_like_one_process(
-    tmp_path: Path, ranks: list[subprocess.Popen[str]]
+    tmp_path: Path, ranks: list[subprocess.Popen[str]], mlx_models: Path
 ) -> None:
-    model_dir = bundled_mlx_model(tmp_path / "models", q_bits=4)
+    model_dir = bundled_mlx_model(mlx_models, q_bits=4)
     prompt = [[1, 9690, 198, 2683, 359, 253, 5356, 5646, 2]]
     shard = load_shard(model_dir, SoloGroup(), 0, 30, "pipeline")
     expected_tokens, expected_logits, _ = greedy(shard, SoloGroup(), prompt, [0], STEPS)

@@ -43,9 +43,8 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="module")
-async def runner(tmp_path_factory: pytest.TempPathFactory
-                 ) -> AsyncIterator[tuple[RunnerSupervisor, Recorder]]:
-    model_dir = smollm2_dir(tmp_path_factory.mktemp("models"))
+async def runner(mlx_models: Path) -> AsyncIterator[tuple[RunnerSupervisor, Recorder]]:
+    model_dir = smollm2_dir(mlx_models)
     async with supervised_runner(
             engine_name="mlx", runner_id=RunnerId("mlx-1"), instance_id=InstanceId("inst-mlx"),
             config=EngineConfig(model_path=str(model_dir), context_token_limit=2048,

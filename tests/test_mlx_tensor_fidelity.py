@@ -42,8 +42,9 @@ def greedy_reply(shard: WholeModelShard, prompt: list[int], count: int) -> list[
     return reply
 
 
-def test_three_way_tensor_split_scores_like_one_process(tmp_path: Path) -> None:
-    model_dir = smollm2_dir(tmp_path / "models")
+def test_three_way_tensor_split_scores_like_one_process(tmp_path: Path,
+                                                         mlx_models: Path) -> None:
+    model_dir = smollm2_dir(mlx_models)
     whole = WholeModelShard(mlx_api.load_model(model_dir))
     tokenizer = mlx_api.load_tokenizer(model_dir)
     prompt = tokenizer.encode(PROMPT, add_special_tokens=False)

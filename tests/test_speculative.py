@@ -24,8 +24,8 @@ PLAIN = {"prefix_cache_mb": "0", "speculation": "off"}
 
 
 @pytest.fixture(scope="module")
-def models(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
-    yield import_models(tmp_path_factory.mktemp("spec-models"))
+def models(mlx_models: Path) -> Iterator[tuple[Path, Path]]:
+    yield import_models(mlx_models)
 
 
 @pytest.fixture(scope="module")

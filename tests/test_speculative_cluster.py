@@ -11,13 +11,14 @@
 import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from tests.node_process import NodeProcess
-from tests.speculative_support import CODE
+from tests.speculative_support import CODE, import_models, seed_store
 
 pytestmark = pytest.mark.integration
 
@@ -27,8 +28,14 @@ PROMPTS = [CODE_PROMPT, "What is the capital of France?"]
 
 
 @pytest.fixture(scope="module")
-def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[NodeProcess]]:
+def pair(tmp_path_factory: pytest.TempPathFactory,
+         mlx_models: Path) -> Iterator[list[NodeProcess]]:
     root = tmp_path_factory.mktemp("spec-pair")
+    # Both hold the session's imports, fp32 and the 4-bit copy the card drafts with
+    # (tests/test_mlx_cluster.py covers a node importing them on first use).
+    imported = import_models(mlx_models)
+    for name in ("a", "b"):
+        seed_store(root / name, *imported)
     namespace = f"spec-pair-{time.monotonic_ns()}"
     # A fixed draft length: the adaptive policy's choice hangs on timings, which a loaded CI
     # machine skews (it once drafted 9 tokens of 64 here); the tests check what the

@@ -3,11 +3,13 @@ slow or break Skulk, as a table of OK/WARN/FAIL with the fix for each; exit 1 on
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from skulk.cli.doctor_checks import Check, machine_checks
-from skulk.cli.doctor_cluster import cluster_checks
 from skulk.cli.endpoints import endpoint_port, normalized_endpoint
 from skulk.paths import default_data_dir
+
+if TYPE_CHECKING:
+    from skulk.cli.doctor_checks import Check
 
 DEFAULT_CLUSTER_PORT = 7447
 
@@ -27,7 +29,7 @@ def add_doctor_arguments(parser: argparse.ArgumentParser, default_url: str) -> N
                         help="check only this machine, not a running node's cluster")
 
 
-def table(checks: list[Check]) -> str:
+def table(checks: "list[Check]") -> str:
     """The checks as aligned columns: level, what, what was found, and the fix."""
     width = max(len(check.name) for check in checks)
     lines = []
@@ -38,6 +40,11 @@ def table(checks: list[Check]) -> str:
 
 
 def run_doctor(args: argparse.Namespace) -> int:
+    # Imported when run: the checks load the node's configuration (its API and engines),
+    # which building the parser for every other command should not.
+    from skulk.cli.doctor_checks import machine_checks
+    from skulk.cli.doctor_cluster import cluster_checks
+
     listen_port = endpoint_port(normalized_endpoint(args.listen, "--listen"))
     ports = [(args.api_port, "API", "--api-port")]
     if listen_port:

@@ -15,7 +15,7 @@ from skulk.cli.models_list import list_models
 from skulk.cli.models_pull import add_pull_arguments, run_pull
 from skulk.cli.models_remove import add_remove_arguments, run_remove
 from skulk.cli.node_commands import add_logs_arguments
-from skulk.cli.run import add_run_arguments, run_node
+from skulk.cli.run_arguments import add_run_arguments
 from skulk.cli.service import add_service_arguments, run_service
 from skulk.paths import default_data_dir
 from skulk.versions import version_text, versions
@@ -109,6 +109,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         match args.command:
             case "run":
+                # Imported here: the node, its API and engines take seconds to import,
+                # which no other command should pay for.
+                from skulk.cli.run import run_node
                 return run_node(args)
             case "status":
                 return client.status(args.url)
