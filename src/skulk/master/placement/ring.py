@@ -7,8 +7,10 @@ from skulk.shared.types.ids import InstanceId
 from skulk.shared.types.instances import Instance
 
 # Rank r of an instance listens on ring_port + r, so ranks sharing a host never collide.
-# The range sits above the API's default port and below Linux's ephemeral ports.
-DEFAULT_RING_PORTS = range(53000, 54000)
+# The range sits below every common ephemeral range (Linux 32768-60999, macOS and Windows
+# 49152-65535): a port in it is never some outgoing connection's local port, which made a
+# rank's bind fail now and then (EADDRINUSE) when the range was 53000-53999.
+DEFAULT_RING_PORTS = range(31000, 32000)
 
 
 def _taken(instances: Iterable[Instance]) -> set[int]:
