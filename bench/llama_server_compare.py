@@ -4,7 +4,8 @@
 
 `llama-server` is built from the llama.cpp vendored in the installed llama-cpp-python's
 sdist (bench/llama_server_build.py, cached in bench/.cache; ~5 minutes the first time).
-Three servers, each started alone, measured, stopped, in turn, `--repeats` rounds:
+Three servers, each started alone, measured, stopped, in turn, `--repeats` rounds (the
+order rotates each round, so the machine's drift during a run favours none of them):
   skulk            `skulk run --serve smollm2-135m` (continuous batching, 4 sequences)
   skulk-unbatched  the same with `--no-batching` (one request at a time)
   llama-server     `-np 4 -t <cores> -c 8192 -kvu` (4 slots sharing one context's cells,
@@ -234,7 +235,7 @@ def main() -> int:
     rounds: dict[str, list[Round]] = {name: [] for name in SERVERS}
     engine: list[Sample] = []
     for round_ in range(args.repeats):
-        for name in SERVERS:
+        for name in rotated(SERVERS, round_):
             rounds[name].append(measure(servers[name], name, round_, args))
         engine += engine_alone(gguf, round_, args)
     figures = {name: summary(rounds[name]) for name in SERVERS}
@@ -243,6 +244,14 @@ def main() -> int:
     report(figures, args)
     write(figures, args)
     return 0
+
+
+def rotated(names: tuple[str, ...], round_: int) -> tuple[str, ...]:
+    """The servers in this round's order: each takes each place in turn, so a machine
+    that speeds up or slows down during a run (this one drifts by 10-20% within minutes)
+    favours none of them."""
+    shift = round_ % len(names)
+    return names[shift:] + names[:shift]
 
 
 def summary(rounds: list[Round]) -> dict[str, float]:

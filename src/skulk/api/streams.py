@@ -1,12 +1,16 @@
 """Open request streams on an API node: data-plane chunks in, ordered chunks out.
 
 A stream is registered before its command is sent, so no early chunk can be missed.
+
+Each chunk of every streamed request passes through here, so waiting for one is kept
+cheap: an asyncio future per wait and a timer handle, not an anyio memory stream and a
+cancel scope (which cost the node CPU the runner's compute threads need, per token).
 """
 
-import math
+import asyncio
+from collections import deque
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from skulk.api.reorder import ReorderBuffer
 from skulk.shared.types.chunks import Chunk, DataChunk, ErrorChunk, TokenChunk, is_terminal
@@ -17,48 +21,87 @@ from skulk.shared.types.ids import CommandId
 DEFAULT_IDLE_TIMEOUT_SECONDS = 60.0
 
 
+class ChunkInbox:
+    """One stream's chunks in arrival order, and the one reader waiting for them."""
+
+    __slots__ = ("_chunks", "_waiter", "closed")
+
+    def __init__(self) -> None:
+        self._chunks: deque[Chunk] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self.closed = False
+
+    def put(self, chunk: Chunk) -> None:
+        self._chunks.append(chunk)
+        self._wake()
+
+    def close(self) -> None:
+        self.closed = True
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def take_nowait(self) -> Chunk | None:
+        """The oldest chunk; None when there is none (`anyio.EndOfStream` once closed)."""
+        if self._chunks:
+            return self._chunks.popleft()
+        if self.closed:
+            raise anyio.EndOfStream
+        return None
+
+    async def take(self, timeout: float | None) -> Chunk | None:
+        """The oldest chunk, waiting for one at most `timeout` seconds (None: no limit);
+        None when the time ran out."""
+        chunk = self.take_nowait()
+        if chunk is not None:
+            return chunk
+        loop = asyncio.get_running_loop()
+        self._waiter = waiter = loop.create_future()
+        timer = None if timeout is None else loop.call_later(timeout, _expire, waiter)
+        try:
+            await waiter
+        finally:
+            self._waiter = None
+            if timer is not None:
+                timer.cancel()
+        return self.take_nowait()
+
+
+def _expire(waiter: "asyncio.Future[None]") -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 class CommandStream:
     """The receiving end of one request's output."""
 
-    def __init__(
-        self,
-        command_id: CommandId,
-        receive: MemoryObjectReceiveStream[Chunk],
-        idle_timeout: float,
-    ) -> None:
+    def __init__(self, command_id: CommandId, inbox: ChunkInbox, idle_timeout: float) -> None:
         self.command_id = command_id
-        self._receive = receive
+        self._inbox = inbox
         self._idle_timeout = idle_timeout
         self._first_token_seen = False
         self.finished = False
 
     async def next_chunk(self) -> Chunk:
-        """The next chunk; after a terminal chunk the stream is finished."""
+        """The next chunk; after a terminal chunk the stream is finished. Once the first
+        token came, `idle_timeout` seconds without a chunk end the stream with an error
+        (none before it: a request may queue behind others)."""
         if self.finished:
             raise RuntimeError(f"stream {self.command_id} already ended")
-        try:  # a chunk already waiting needs no timer (the common case under load)
-            chunk = self._receive.receive_nowait()
-        except anyio.WouldBlock:
-            waited = await self._wait()
-            if waited is None:
-                self.finished = True
-                return ErrorChunk(
-                    error_kind="timeout",
-                    message=f"the model produced nothing for {self._idle_timeout:.0f} s; "
-                            "the request was abandoned, retry it")
-            chunk = waited
+        chunk = await self._inbox.take(self._idle_timeout if self._first_token_seen else None)
+        if chunk is None:
+            self.finished = True
+            return ErrorChunk(
+                error_kind="timeout",
+                message=f"the model produced nothing for {self._idle_timeout:.0f} s; "
+                        "the request was abandoned, retry it")
         if isinstance(chunk, TokenChunk):
             self._first_token_seen = True
         self.finished = is_terminal(chunk)
         return chunk
-
-    async def _wait(self) -> Chunk | None:
-        """The next chunk, or None after the idle timeout (none before the first token)."""
-        if not self._first_token_seen:
-            return await self._receive.receive()
-        with anyio.move_on_after(self._idle_timeout):
-            return await self._receive.receive()
-        return None
 
     def __aiter__(self) -> "CommandStream":
         return self
@@ -70,8 +113,8 @@ class CommandStream:
 
 
 class _OpenStream:
-    def __init__(self, send: MemoryObjectSendStream[Chunk]) -> None:
-        self.send = send
+    def __init__(self, inbox: ChunkInbox) -> None:
+        self.inbox = inbox
         self.order: ReorderBuffer[Chunk] = ReorderBuffer()
 
 
@@ -83,9 +126,9 @@ class StreamRegistry:
         self._idle_timeout = idle_timeout
 
     def open(self, command_id: CommandId) -> CommandStream:
-        send, receive = anyio.create_memory_object_stream[Chunk](math.inf)
-        self._open[command_id] = _OpenStream(send)
-        return CommandStream(command_id, receive, self._idle_timeout)
+        inbox = ChunkInbox()
+        self._open[command_id] = _OpenStream(inbox)
+        return CommandStream(command_id, inbox, self._idle_timeout)
 
     def is_open(self, command_id: CommandId) -> bool:
         return command_id in self._open
@@ -96,18 +139,18 @@ class StreamRegistry:
         if stream is None:
             return
         for chunk in stream.order.push(data.sequence, data.chunk):
-            stream.send.send_nowait(chunk)
+            stream.inbox.put(chunk)
 
     def fail(self, command_id: CommandId, error: ErrorChunk) -> None:
         """End an open stream with an error from the control plane."""
         stream = self._open.get(command_id)
         if stream is not None:
-            stream.send.send_nowait(error)
+            stream.inbox.put(error)
 
     def close(self, command_id: CommandId) -> None:
         stream = self._open.pop(command_id, None)
         if stream is not None:
-            stream.send.close()
+            stream.inbox.close()
 
     def open_commands(self) -> list[CommandId]:
         return list(self._open)

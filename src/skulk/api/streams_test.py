@@ -1,3 +1,4 @@
+import anyio
 import pytest
 
 from skulk.api.streams import StreamRegistry
@@ -46,3 +47,45 @@ async def test_silence_after_the_first_token_times_out() -> None:
     assert isinstance(await stream.next_chunk(), TokenChunk)
     chunk = await stream.next_chunk()
     assert isinstance(chunk, ErrorChunk) and chunk.error_kind == "timeout"
+
+
+@pytest.mark.anyio
+async def test_no_timeout_before_the_first_token() -> None:
+    registry = StreamRegistry(idle_timeout=0.01)
+    stream = registry.open(C)
+    with anyio.move_on_after(0.2) as waited:
+        await stream.next_chunk()
+    assert waited.cancelled_caught and not stream.finished  # still waiting, no error
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_reader_leaves_the_stream_readable() -> None:
+    registry = StreamRegistry()
+    stream = registry.open(C)
+    with anyio.move_on_after(0.01):
+        await stream.next_chunk()
+    registry.dispatch(data(0, TokenChunk(text="late")))
+    chunk = await stream.next_chunk()
+    assert isinstance(chunk, TokenChunk) and chunk.text == "late"
+
+
+@pytest.mark.anyio
+async def test_a_waiting_reader_wakes_for_a_chunk_and_for_a_close() -> None:
+    registry = StreamRegistry()
+    stream = registry.open(C)
+    got: list[str] = []
+
+    async def read() -> None:
+        chunk = await stream.next_chunk()
+        got.append(chunk.text if isinstance(chunk, TokenChunk) else "?")
+        with pytest.raises(anyio.EndOfStream):
+            await stream.next_chunk()
+        got.append("closed")
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(read)
+        await anyio.sleep(0.01)
+        registry.dispatch(data(0, TokenChunk(text="a")))
+        await anyio.sleep(0.01)
+        registry.close(C)
+    assert got == ["a", "closed"]

@@ -83,7 +83,9 @@ class FrameWriter:
 def read_available(fd: int, reader: FrameReader, chunk_size: int = 1 << 16) -> \
         tuple[list[Any], bool]:
     """Every whole message readable now from non-blocking `fd`, and whether the writer
-    is gone (end of file)."""
+    is gone (end of file). A read shorter than `chunk_size` emptied the pipe, so it is
+    not followed by one more that would only find it empty (one system call per token
+    less); end of file then shows as the next readable event."""
     messages: list[Any] = []
     while True:
         try:
@@ -93,3 +95,5 @@ def read_available(fd: int, reader: FrameReader, chunk_size: int = 1 << 16) -> \
         if not data:
             return messages, True
         messages += reader.feed(data)
+        if len(data) < chunk_size:
+            return messages, False

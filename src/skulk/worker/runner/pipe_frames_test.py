@@ -39,6 +39,17 @@ def test_held_messages_leave_in_one_write_on_flush() -> None:
     os.close(read_end)
 
 
+def test_a_full_read_is_followed_by_another() -> None:
+    """A read that filled its buffer may have left more in the pipe: it reads on."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(read_end, False)
+    os.write(write_end, encode([SAMPLE[0], SAMPLE[1]]))
+    assert read_available(read_end, FrameReader(), chunk_size=8) == ([SAMPLE[0], SAMPLE[1]],
+                                                                     False)
+    os.close(write_end)
+    os.close(read_end)
+
+
 def test_a_frame_cut_by_the_writers_death_is_reported_torn() -> None:
     read_end, write_end = os.pipe()
     os.set_blocking(read_end, False)
@@ -46,6 +57,8 @@ def test_a_frame_cut_by_the_writers_death_is_reported_torn() -> None:
     os.write(write_end, data[:-5])
     os.close(write_end)
     reader = FrameReader()
-    assert read_available(read_end, reader) == ([SAMPLE[0]], True)
+    # The short read emptied the pipe: end of file shows on the next read.
+    assert read_available(read_end, reader) == ([SAMPLE[0]], False)
+    assert read_available(read_end, reader) == ([], True)
     assert reader.partial
     os.close(read_end)

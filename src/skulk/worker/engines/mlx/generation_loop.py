@@ -20,13 +20,9 @@ run (pipeline_run.py, pipeline_schedule.py) with no collective among all ranks, 
 rank 0 drains it for a membership change; each `step` then does one unit of the run.
 
 Speculative decoding (when the instance drafts at all, and while one request decodes):
-step 3 becomes a round. The deciding rank asks the request's drafter for tokens; one
-fixed-shape all_sum hands the draft to every rank; every rank verifies [last token +
-draft] in one forward pass; the deciding rank applies the accept rule and a second
-all_sum hands every rank the verdict (tokens kept, next token), after which each rank
-trims the rejected tail from its own cache. Only the deciding rank drafts or judges, so
-the ranks cannot disagree whatever their arithmetic. With several requests decoding,
-steps stay plain: batching already spends the CPU better than verifying drafts would.
+step 3 becomes a drafting round (speculation/round.py: the deciding rank drafts and
+judges, every rank verifies). With several requests decoding, steps stay plain: batching
+already spends the CPU better than verifying drafts would.
 
 Only `ModelShard.forward`, `make_cache` and the `Group` collectives are used, so the loop
 runs unchanged on a whole model, a pipeline split or a tensor split.
@@ -55,8 +51,8 @@ from skulk.worker.engines.mlx.prefix_cache import PrefixCache
 from skulk.worker.engines.mlx.requests import Request
 from skulk.worker.engines.mlx.sampling import RowSampler, sample_rows
 from skulk.worker.engines.mlx.shard import ModelShard
-from skulk.worker.engines.mlx.speculation import vectors
 from skulk.worker.engines.mlx.speculation.accept import Verdict
+from skulk.worker.engines.mlx.speculation.round import speculative_round
 from skulk.worker.engines.mlx.speculation.speculator import Speculator
 from skulk.worker.engines.protocol import EngineEvent, TaskDone, TaskJoined, TaskOutput
 
@@ -301,7 +297,11 @@ class GenerationLoop:
             self.overlapped_steps += self._run.steps
             return
         if self.settings.speculation and len(self._rows) == 1:
-            self._speculative_round(self._rows[0], self._batch.only(), events)
+            row = self._rows[0]
+            drafts, verdict = speculative_round(self.shard, self.speculator,
+                                                self.settings.slots, self._all_sum, row,
+                                                self._batch.only())
+            self._commit(row, drafts, verdict, events)
             return
         started = time.perf_counter()
         chosen = np.zeros(len(self._rows), dtype=np.int32)
@@ -346,39 +346,6 @@ class GenerationLoop:
             return cancelled
         joinable = bool(self._pending) and len(self._roster()) < self.settings.slots
         return cancelled or joinable or bool(self._finishing)
-
-    def _speculative_round(self, row: Row, cache: list[mlx_api.LayerCache],
-                           events: list[EngineEvent]) -> None:
-        """Draft, verify [next input + draft] in one forward pass, keep what the accept
-        rule keeps and trim the rest from the cache."""
-        proposed: tuple[int, ...] = ()
-        if self.speculator is not None:
-            context = [*row.kv_tokens, row.next_input]
-            room = row.request.max_tokens - row.generated - 1
-            proposed = self.speculator.draft(row.request, context, room).tokens
-        summed = self._all_sum(vectors.encode_drafts([proposed], self.settings.slots), True)
-        [drafts] = vectors.decode_drafts(summed, 1)
-        started = time.perf_counter()
-        inputs = mx.array([[row.next_input, *drafts]], dtype=mx.int32)
-        logits = self.shard.forward(inputs, cache)
-        verdict = Verdict(0, 0)
-        if self.shard.decides:
-            if logits is None:
-                raise RuntimeError("the deciding shard returned no logits")
-            assert self.speculator is not None or not drafts
-            if self.speculator is not None:
-                verdict = self.speculator.judge(row.request, logits[0], drafts)
-            else:
-                verdict = Verdict(0, sample_rows(logits[:, -1, :], [row.request.sampler])[0])
-        else:
-            mlx_api.evaluate_cache(cache)
-        summed = self._all_sum(vectors.encode_verdicts([verdict], self.settings.slots), True)
-        [verdict] = vectors.decode_verdicts(summed, 1)
-        mlx_api.trim_cache(cache, len(drafts) - verdict.accepted)
-        if self.speculator is not None:
-            self.speculator.record(row.request, len(drafts), verdict.accepted,
-                                   time.perf_counter() - started)
-        self._commit(row, drafts, verdict, events)
 
     def _commit(self, row: Row, drafts: list[int], verdict: Verdict,
                 events: list[EngineEvent]) -> None:
