@@ -136,17 +136,23 @@ class Session:
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  trace: TracebackType | None) -> None:
+        """Close the session. Leaving on an error, that error is the one raised: a turn
+        that failed mid-stream may still be running on the node, whose refusal to close a
+        busy session (409) would otherwise hide why (the session then expires idle)."""
         try:
             self.close()
         except SessionClosed:
             pass
+        except SkulkError:
+            if kind is None:
+                raise
 
 
 class Client:
     def __init__(self, base_url: str = DEFAULT_URL, api_key: str | None = None,
-                 timeout: float = 600.0) -> None:
+                 timeout: float = 600.0, transport: httpx.BaseTransport | None = None) -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = httpx.Client(base_url=base_url, headers=headers,
+        self._http = httpx.Client(base_url=base_url, headers=headers, transport=transport,
                                   timeout=httpx.Timeout(timeout, connect=5.0))
 
     def create_session(self, model: str, *, kind: str = "chat",
