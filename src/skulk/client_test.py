@@ -6,7 +6,8 @@ import pytest
 
 from skulk.client import Client, SessionBusy, SkulkError
 
-BUSY: dict[str, object] = {"error": {"code": "session_busy", "message": "session 's1' is generating"}}
+BUSY: dict[str, object] = {"error": {"code": "session_busy",
+                                      "message": "session 's1' is generating"}}
 
 
 def client_answering(delete_status: int, delete_body: dict[str, object]) -> Client:
