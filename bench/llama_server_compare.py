@@ -173,7 +173,11 @@ def llama_cpp_server(binary: Path, gguf: Path) -> Iterator[tuple[str, str, dict[
         yield f"http://127.0.0.1:{port}/v1", "smollm2", {"server": process.pid}
     finally:
         process.terminate()
-        process.wait(30)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:  # seen once: a run's four rounds were lost to it
+            process.kill()
+            process.wait(30)
 
 
 def measure(server: Callable[[], AbstractContextManager[tuple[str, str, dict[str, int]]]],
