@@ -60,7 +60,7 @@ class ChunkInbox:
             return chunk
         loop = asyncio.get_running_loop()
         self._waiter = waiter = loop.create_future()
-        timer = None if timeout is None else loop.call_later(timeout, _expire, waiter)
+        timer = None if timeout is None else loop.call_later(timeout, self._wake)
         try:
             await waiter
         finally:
@@ -68,11 +68,6 @@ class ChunkInbox:
             if timer is not None:
                 timer.cancel()
         return self.take_nowait()
-
-
-def _expire(waiter: "asyncio.Future[None]") -> None:
-    if not waiter.done():
-        waiter.set_result(None)
 
 
 class CommandStream:
