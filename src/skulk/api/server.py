@@ -42,5 +42,24 @@ async def serve_api(app: FastAPI, host: str, port: int) -> None:
     """Serve `app` until cancelled."""
     sock = bind_api_socket(host, port)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
+    server = _QuietSignalsServer(config)
     with sock:
-        await _QuietSignalsServer(config).serve(sockets=[sock])
+        try:
+            await server.serve(sockets=[sock])
+        finally:
+            _stop_at_once(server)
+
+
+def _stop_at_once(server: uvicorn.Server) -> None:
+    """Stop listening, end the requests in progress and drop every connection.
+
+    Uvicorn shuts down only when it leaves its main loop on its own. Cancelled (the node
+    stopping), it left its listening socket and its connections registered with the event
+    loop while `with sock` and the garbage collector closed them; a socket opened later in
+    the process with a reused descriptor number then failed in the loop (ENOENT)."""
+    for listener in getattr(server, "servers", ()):  # set once uvicorn has started
+        listener.close()
+    for task in server.server_state.tasks:
+        task.cancel()
+    for connection in list(server.server_state.connections):
+        connection.transport.abort()

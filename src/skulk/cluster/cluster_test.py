@@ -85,12 +85,8 @@ class Cluster:
 
 
 async def chat(node: Node, text: str = "hello from the cluster") -> str:
-    # One retry: since e891ae2 (the runner pipe) a connection from this process to a node
-    # it hosts now and then fails before it is made, the socket's connect reporting ENOENT
-    # (its descriptor closed and reused under it, by something not found yet; 0 of 8 runs
-    # before that commit, about half after). Written up in the session notes of 2026-11-26.
     async with openai.AsyncOpenAI(base_url=f"http://127.0.0.1:{node.config.api_port}/v1",
-                                  api_key="x", max_retries=1) as client:
+                                  api_key="x", max_retries=0) as client:
         reply = await client.chat.completions.create(
             model=MODEL, messages=[{"role": "user", "content": text}])
         return reply.choices[0].message.content or ""
