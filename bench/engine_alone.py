@@ -1,6 +1,6 @@
 """Skulk's llama.cpp engine with no node around it: what the serving path costs.
 
-    .venv/bin/python bench/engine_alone.py GGUF PROMPT... [--max-tokens 128]
+    .venv/bin/python bench/engine_alone.py GGUF PROMPT... [--max-tokens 128] [--threads N]
 
 Loads the engine in this process as a runner does (same options, warm-up), streams each
 prompt alone, greedy, and prints one JSON line per prompt: time to first token and decode
@@ -27,9 +27,12 @@ def main() -> int:
     parser.add_argument("prompts", nargs="+")
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--context", type=int, default=8192)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="compute threads (default: every core)")
     args = parser.parse_args()
     engine = LlamaCppEngine(EngineConfig(model_path=args.gguf,
-                                         context_token_limit=args.context))
+                                         context_token_limit=args.context,
+                                         n_threads=args.threads))
     engine.load()
     engine.warm_up()
     for prompt in args.prompts:

@@ -1,6 +1,7 @@
 """Skulk's llama.cpp engine against llama.cpp's own `llama-server`, on the same GGUF.
 
     .venv/bin/python bench/llama_server_compare.py [--repeats 3] [--max-tokens 128]
+                                                   [--threads N]
 
 `llama-server` is built from the llama.cpp vendored in the installed llama-cpp-python's
 sdist (bench/llama_server_build.py, cached in bench/.cache; ~5 minutes the first time).
@@ -8,8 +9,11 @@ Three servers, each started alone, measured, stopped, in turn, `--repeats` round
 order rotates each round, so the machine's drift during a run favours none of them):
   skulk            `skulk run --serve smollm2-135m` (continuous batching, 4 sequences)
   skulk-unbatched  the same with `--no-batching` (one request at a time)
-  llama-server     `-np 4 -t <cores> -c 8192 -kvu` (4 slots sharing one context's cells,
+  llama-server     `-np 4 -t <threads> -c 8192 -kvu` (4 slots sharing one context's cells,
                    as Skulk's sequences do by default), its other defaults untouched
+`--threads` (default: every core) is the engine's compute threads in all three and in the
+engine alone. Below the core count, a core is left to the serving path, as on a machine
+with more cores than the model's threads use.
 Each round also runs the engine alone in a process of its own (bench/engine_alone.py: no
 node, no HTTP), on the same prompts: the gap between it and `skulk` is the node's
 per-token path. The same `openai` client streams from each server, greedy. Figures: time
@@ -139,9 +143,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def skulk_server(batching: bool) -> Iterator[tuple[str, str, dict[str, int]]]:
+def skulk_server(batching: bool, threads: int | None = None,
+                 ) -> Iterator[tuple[str, str, dict[str, int]]]:
     with tempfile.TemporaryDirectory() as data_dir:
         flags = ["--serve", "smollm2-135m", "-q"] + ([] if batching else ["--no-batching"])
+        flags += [] if threads is None else ["--threads", str(threads)]
         node = NodeProcess(Path(data_dir), *flags).start()
         try:
             node.wait_model_ready(timeout=300)
@@ -153,11 +159,13 @@ def skulk_server(batching: bool) -> Iterator[tuple[str, str, dict[str, int]]]:
 
 
 @contextmanager
-def llama_cpp_server(binary: Path, gguf: Path) -> Iterator[tuple[str, str, dict[str, int]]]:
+def llama_cpp_server(binary: Path, gguf: Path, threads: int | None = None,
+                     ) -> Iterator[tuple[str, str, dict[str, int]]]:
     port = free_port()
     process = subprocess.Popen(
         [str(binary), "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port),
-         "-t", str(os.cpu_count()), "-np", str(PARALLEL), "-c", str(CONTEXT), "-kvu"],
+         "-t", str(threads or os.cpu_count()), "-np", str(PARALLEL), "-c", str(CONTEXT),
+         "-kvu"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
@@ -211,7 +219,8 @@ def engine_alone(gguf: Path, round_: int, args: argparse.Namespace) -> list[Samp
     prompts = [f"(engine {round_}.{index}) {prompt}" for index, prompt in enumerate(PROMPTS)]
     script = Path(__file__).resolve().parent / "engine_alone.py"
     lines = subprocess.run([sys.executable, str(script), str(gguf), *prompts,
-                            "--max-tokens", str(args.max_tokens), "--context", str(CONTEXT)],
+                            "--max-tokens", str(args.max_tokens), "--context", str(CONTEXT),
+                            *([] if args.threads is None else ["--threads", str(args.threads)])],
                            check=True, capture_output=True, text=True, timeout=900).stdout
     samples = [Sample(**json.loads(line)) for line in lines.splitlines() if line.strip()]
     print(f"  engine alone round {round_}: "
@@ -224,6 +233,8 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--per-stream", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="the engines' compute threads (default: every core)")
     args = parser.parse_args()
     from skulk.models.catalog import ModelCatalog
 
@@ -233,9 +244,9 @@ def main() -> int:
     gguf = catalog.local_path(card, "gguf")
     assert gguf is not None, "the bundled GGUF is not installed (make install)"
     binary = llama_server()
-    servers = {"skulk": lambda: skulk_server(True),
-               "skulk-unbatched": lambda: skulk_server(False),
-               "llama-server": lambda: llama_cpp_server(binary, gguf)}
+    servers = {"skulk": lambda: skulk_server(True, args.threads),
+               "skulk-unbatched": lambda: skulk_server(False, args.threads),
+               "llama-server": lambda: llama_cpp_server(binary, gguf, args.threads)}
     rounds: dict[str, list[Round]] = {name: [] for name in SERVERS}
     engine: list[Sample] = []
     for round_ in range(args.repeats):
@@ -277,7 +288,8 @@ ROWS = [("ttft_ms", "time to first token, ms"), ("decode_tps", "decode, one stre
 
 def report(figures: dict[str, dict[str, float]], args: argparse.Namespace) -> None:
     print(f"\n{args.repeats} rounds, max_tokens={args.max_tokens}, greedy, medians; "
-          f"{os.cpu_count()} cores, {PARALLEL} sequences/slots each")
+          f"{os.cpu_count()} cores, {args.threads or os.cpu_count()} compute threads, "
+          f"{PARALLEL} sequences/slots each")
     print(f"{'':32}{'skulk':>10}{'unbatched':>11}{'llama-server':>14}{'ratio':>8}"
           f"{'batching buys':>15}")
     for key, label in ROWS:
@@ -297,8 +309,12 @@ def report(figures: dict[str, dict[str, float]], args: argparse.Namespace) -> No
 
 
 def write(figures: dict[str, dict[str, float]], args: argparse.Namespace) -> None:
-    write_result("llama_server_compare", {
+    # A run with fewer threads than cores is a different benchmark: the site charts the
+    # default's newest run.
+    name = "llama_server_compare" + ("" if args.threads is None else f"_{args.threads}_threads")
+    write_result(name, {
         "repeats": args.repeats, "max_tokens": args.max_tokens,
+        "threads": args.threads or os.cpu_count(),
         "per_stream": args.per_stream, "parallel": PARALLEL, "figures": figures,
         "ratios": {key: figures["skulk"][key] / figures["llama-server"][key]
                    for key, _ in ROWS}})

@@ -57,11 +57,14 @@ class DataPlaneReceiver:
         command_id = arrival.value.command_id
         if not self._streams.is_open(command_id):
             return
-        ranks = ranks_serving(state, command_id)
+        ranks = self._ranks.get(command_id)  # a request's instance does not change
         if ranks is None:
-            self._wait(arrival)
-        elif arrival.origin in ranks:
+            ranks = ranks_serving(state, command_id)
+            if ranks is None:
+                self._wait(arrival)
+                return
             self._remember(command_id, ranks)
+        if arrival.origin in ranks:
             self._streams.dispatch(arrival.value)
         else:
             self._dropped.count("data", "not_a_rank_of_the_request", 0)

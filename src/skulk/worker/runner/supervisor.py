@@ -216,8 +216,10 @@ class RunnerSupervisor:
                 timeline.append(_now_us())
             if isinstance(chunk, TokenChunk) and chunk.finish_reason is not None:
                 chunk = chunk.model_copy(update={"spans": self._spans(task, timeline)})
-        await self._on_chunk(DataChunk(command_id=task.command_id, owner_node=task.owner_node,
-                                       sequence=sequence, chunk=chunk))
+        # Built from typed fields, so not validated again: this runs once per token.
+        await self._on_chunk(DataChunk.model_construct(
+            command_id=task.command_id, owner_node=task.owner_node, sequence=sequence,
+            chunk=chunk))
 
     async def _send_rank_spans(self, task_id: TaskId, engine_spans: list[Span]) -> None:
         """A traced task's spans that no chunk carries: every rank's engine timings and,

@@ -1,0 +1,99 @@
+import anyio
+import pytest
+
+from skulk.api.data_plane import DataPlaneReceiver
+from skulk.api.streams import CommandStream, StreamRegistry
+from skulk.api.tracing import TraceStore
+from skulk.routing.dropped import DroppedMessages
+from skulk.routing.router import Received
+from skulk.shared.types.chunks import DataChunk, TokenChunk
+from skulk.shared.types.events import InstanceCreated, InstanceDeleted, TaskCreated
+from skulk.shared.types.ids import CommandId, InstanceId, NodeId
+from skulk.shared.types.state import State
+from skulk.testing.factories import NODE, instance, state_with, task
+
+COMMAND = CommandId("cmd-1")
+STRANGER = NodeId("node-x")
+
+
+def chunk(sequence: int, text: str) -> DataChunk:
+    return DataChunk(command_id=COMMAND, owner_node=NODE, sequence=sequence,
+                     chunk=TokenChunk(text=text))
+
+
+def served() -> State:
+    """`cmd-1` is served by `inst-1`, whose one rank is on NODE."""
+    return state_with(InstanceCreated(instance=instance()), TaskCreated(task=task()))
+
+
+def receiver() -> tuple[DataPlaneReceiver, StreamRegistry, DroppedMessages]:
+    streams, dropped = StreamRegistry(), DroppedMessages()
+    return DataPlaneReceiver(streams=streams, traces=TraceStore(), dropped=dropped), \
+        streams, dropped
+
+
+async def texts(stream: CommandStream, count: int) -> list[str]:
+    with anyio.fail_after(1):
+        return [getattr(await stream.next_chunk(), "text", "") for _ in range(count)]
+
+
+@pytest.mark.anyio
+async def test_a_rank_of_the_serving_instance_writes_into_the_request() -> None:
+    plane, streams, dropped = receiver()
+    stream = streams.open(COMMAND)
+    plane.take_chunk(Received(NODE, chunk(0, "a")), served())
+    plane.take_chunk(Received(NODE, chunk(1, "b")), served())
+    assert await texts(stream, 2) == ["a", "b"]
+    assert dropped.total() == 0
+
+
+@pytest.mark.anyio
+async def test_a_node_holding_no_rank_cannot_write_into_the_request() -> None:
+    plane, streams, dropped = receiver()
+    stream = streams.open(COMMAND)
+    plane.take_chunk(Received(NODE, chunk(0, "a")), served())
+    plane.take_chunk(Received(STRANGER, chunk(1, "forged")), served())
+    plane.take_chunk(Received(NODE, chunk(1, "b")), served())
+    assert await texts(stream, 2) == ["a", "b"]
+    assert dropped.counts["data", "not_a_rank_of_the_request"] == 1
+
+
+@pytest.mark.anyio
+async def test_a_stranger_is_refused_on_the_first_chunk_too() -> None:
+    plane, streams, dropped = receiver()
+    streams.open(COMMAND)
+    plane.take_chunk(Received(STRANGER, chunk(0, "forged")), served())
+    assert dropped.counts["data", "not_a_rank_of_the_request"] == 1
+
+
+@pytest.mark.anyio
+async def test_a_chunk_that_outruns_its_task_waits_for_it() -> None:
+    plane, streams, dropped = receiver()
+    stream = streams.open(COMMAND)
+    plane.take_chunk(Received(NODE, chunk(0, "early")), State())
+    plane.state_changed(served())
+    assert await texts(stream, 1) == ["early"]
+    assert dropped.total() == 0
+
+
+@pytest.mark.anyio
+async def test_the_ranks_are_kept_per_request_once_known() -> None:
+    """A request's instance does not change, so its ranks are looked up once: the last
+    tokens still arrive after the instance left the state, and a stranger is still
+    refused."""
+    plane, streams, dropped = receiver()
+    stream = streams.open(COMMAND)
+    plane.take_chunk(Received(NODE, chunk(0, "a")), served())
+    gone = state_with(InstanceDeleted(instance_id=InstanceId("inst-1"), reason="test"),
+                      start=served())
+    plane.take_chunk(Received(NODE, chunk(1, "b")), gone)
+    plane.take_chunk(Received(STRANGER, chunk(2, "forged")), gone)
+    assert await texts(stream, 2) == ["a", "b"]
+    assert dropped.counts["data", "not_a_rank_of_the_request"] == 1
+
+
+@pytest.mark.anyio
+async def test_chunks_of_a_request_not_open_here_are_ignored() -> None:
+    plane, _, dropped = receiver()
+    plane.take_chunk(Received(NODE, chunk(0, "a")), served())
+    assert dropped.total() == 0
