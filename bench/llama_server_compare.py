@@ -19,8 +19,10 @@ node, no HTTP), on the same prompts: the gap between it and `skulk` is the node'
 per-token path. The same `openai` client streams from each server, greedy. Figures: time
 to first token and decode tokens/s of one stream alone (medians over prompts and rounds),
 and aggregate tokens/s with 1, 4 and 8 streams each sending `--per-stream` requests back
-to back (medians over rounds). Each prompt is made unique, so no server reuses another request's
-prompt beyond the chat template's shared system prompt.
+to back (medians over rounds). Beside each ratio of medians, the range of Skulk /
+llama-server within single rounds: the machine drifts more between rounds than within
+one. Each prompt is made unique, so no server reuses another request's prompt beyond the
+chat template's shared system prompt.
 """
 
 import argparse
@@ -254,10 +256,11 @@ def main() -> int:
             rounds[name].append(measure(servers[name], name, round_, args))
         engine += engine_alone(gguf, round_, args)
     figures = {name: summary(rounds[name]) for name in SERVERS}
+    spread = round_ratios(rounds["skulk"], rounds["llama-server"])
     figures["engine-alone"] = {"ttft_ms": statistics.median(s.ttft for s in engine) * 1000,
                                "decode_tps": statistics.median(s.decode_tps for s in engine)}
-    report(figures, args)
-    write(figures, args)
+    report(figures, spread, args)
+    write(figures, spread, args)
     return 0
 
 
@@ -282,19 +285,34 @@ def summary(rounds: list[Round]) -> dict[str, float]:
     return figures
 
 
+def round_figures(round_: Round) -> dict[str, float]:
+    return {"ttft_ms": statistics.median(s.ttft for s in round_.alone) * 1000,
+            "decode_tps": statistics.median(s.decode_tps for s in round_.alone),
+            **{f"aggregate_{n}_tps": round_.aggregate[n] for n in CONCURRENCY}}
+
+
+def round_ratios(skulk: list[Round], baseline: list[Round]) -> dict[str, list[float]]:
+    """Skulk / llama-server within each round, by row: how far one round's ratio can be
+    from the medians' (the machine drifts more between rounds than within one)."""
+    pairs = [(round_figures(s), round_figures(b)) for s, b in zip(skulk, baseline, strict=True)]
+    return {key: [s[key] / b[key] for s, b in pairs] for key in pairs[0][0]}
+
+
 ROWS = [("ttft_ms", "time to first token, ms"), ("decode_tps", "decode, one stream, tok/s")] + \
     [(f"aggregate_{n}_tps", f"{n} streams, aggregate tok/s") for n in CONCURRENCY]
 
 
-def report(figures: dict[str, dict[str, float]], args: argparse.Namespace) -> None:
+def report(figures: dict[str, dict[str, float]], spread: dict[str, list[float]],
+           args: argparse.Namespace) -> None:
     print(f"\n{args.repeats} rounds, max_tokens={args.max_tokens}, greedy, medians; "
           f"{os.cpu_count()} cores, {args.threads or os.cpu_count()} compute threads, "
           f"{PARALLEL} sequences/slots each")
     print(f"{'':32}{'skulk':>10}{'unbatched':>11}{'llama-server':>14}{'ratio':>8}"
-          f"{'batching buys':>15}")
+          f"{'batching buys':>15}   ratio round by round")
     for key, label in ROWS:
         s, u, ls = (figures[name][key] for name in SERVERS)
-        print(f"{label:32}{s:10.1f}{u:11.1f}{ls:14.1f}{s / ls:8.2f}{s / u:14.2f}x")
+        print(f"{label:32}{s:10.1f}{u:11.1f}{ls:14.1f}{s / ls:8.2f}{s / u:14.2f}x"
+              f"   {min(spread[key]):.2f}-{max(spread[key]):.2f}")
     alone = figures["engine-alone"]
     served = figures["skulk"]["decode_tps"]
     print(f"\nthe engine alone (no node, no HTTP): time to first token "
@@ -308,7 +326,8 @@ def report(figures: dict[str, dict[str, float]], args: argparse.Namespace) -> No
         print(f"  {name:16}" + "  ".join(f"{key} {value:.2f}" for key, value in cpu.items()))
 
 
-def write(figures: dict[str, dict[str, float]], args: argparse.Namespace) -> None:
+def write(figures: dict[str, dict[str, float]], spread: dict[str, list[float]],
+          args: argparse.Namespace) -> None:
     # A run with fewer threads than cores is a different benchmark: the site charts the
     # default's newest run.
     name = "llama_server_compare" + ("" if args.threads is None else f"_{args.threads}_threads")
@@ -317,7 +336,8 @@ def write(figures: dict[str, dict[str, float]], args: argparse.Namespace) -> Non
         "threads": args.threads or os.cpu_count(),
         "per_stream": args.per_stream, "parallel": PARALLEL, "figures": figures,
         "ratios": {key: figures["skulk"][key] / figures["llama-server"][key]
-                   for key, _ in ROWS}})
+                   for key, _ in ROWS},
+        "round_ratios": spread})
 
 
 if __name__ == "__main__":
