@@ -28,15 +28,20 @@ def resolve_card(context: ApiContext, model: str) -> ModelCard:
 
 async def place_instance(context: ApiContext, command: PlaceInstance,
                          timeout: float = PLACEMENT_ACK_SECONDS) -> None:
-    """Send a placement and wait until the instance exists; a rejection raises."""
+    """Send a placement and wait until the instance exists (with `unless_served`: until
+    any instance of the model does); a rejection raises."""
+    def placed(state: State) -> bool:
+        if command.unless_served and state.instances_of(command.model_id):
+            return True
+        return command.instance_id in state.instances
+
     stream = context.streams.open(command.command_id)
     outcome: list[ErrorChunk | None] = []
     try:
         await context.send_command(command)  # a refusal here raises as it is
         async with anyio.create_task_group() as tasks:
             async def created() -> None:
-                await context.replica.wait_for(
-                    lambda s: command.instance_id in s.instances, timeout)
+                await context.replica.wait_for(placed, timeout)
                 outcome.append(None)
                 tasks.cancel_scope.cancel()
 
@@ -47,13 +52,12 @@ async def place_instance(context: ApiContext, command: PlaceInstance,
 
             tasks.start_soon(created)
             tasks.start_soon(rejected)
-            tasks.start_soon(resend_until, context, command,
-                             lambda s: command.instance_id in s.instances)
+            tasks.start_soon(resend_until, context, command, placed)
     finally:
         context.streams.close(command.command_id)
     if outcome and outcome[0] is not None:
         raise ApiError.from_chunk(outcome[0])
-    if command.instance_id not in context.replica.state.instances:
+    if not placed(context.replica.state):
         raise ApiError(504, f"the master did not place {command.model_id} within {timeout:.0f} s",
                        type="server_error", code="timeout")
 
@@ -69,7 +73,7 @@ async def ensure_serving(context: ApiContext, model_id: ModelId) -> None:
                                f"or `skulk place {model_id}`", code="model_not_found")
             await place_instance(context, PlaceInstance(
                 command_id=new_command_id(), instance_id=new_instance_id(),
-                model_id=model_id))
+                model_id=model_id, unless_served=True))
 
     def settled(state: State) -> bool:
         return has_ready_instance(state, model_id) or not state.instances_of(model_id)

@@ -152,6 +152,8 @@ def _place_instance(state: State, command: PlaceInstance, context: CommandContex
     if card is None:
         return [CommandRejected(command_id=command.command_id, error_kind="model_not_found",
                                 message=f"unknown model {command.model_id!r}")]
+    if command.unless_served and state.instances_of(card.model_id):
+        return []  # placed meanwhile (the sender waits for any instance of the model)
     result = place_avoiding(command, card, state, context)
     evicted: list[Instance] = []
     if isinstance(result, PlacementError):

@@ -242,3 +242,17 @@ def test_a_placement_that_does_not_fit_evicts_the_least_recently_used_idle_insta
     assert isinstance(deleted, InstanceDeleted) and deleted.instance_id == "old"
     assert "least recently used" in deleted.reason
     assert isinstance(created, InstanceCreated) and created.instance.instance_id == "new"
+
+
+def test_a_placement_unless_served_places_only_a_model_with_no_instance() -> None:
+    """Automatic placement: a request that saw no instance must not place a second copy of
+    a model the master placed meanwhile (say, replacing an instance on a lost node)."""
+    command = PlaceInstance(command_id=CommandId("auto"), instance_id=InstanceId("i2"),
+                            model_id=ModelId("HuggingFaceTB/SmolLM2-135M-Instruct"),
+                            unless_served=True)
+    [placed] = handle(State(), command)
+    assert isinstance(placed, InstanceCreated)
+    served = state_with(InstanceCreated(instance=f.instance("inst-1", "run-1")))
+    assert handle(served, command) == []
+    assert isinstance(handle(served, command.model_copy(update={"unless_served": False}))[0],
+                      InstanceCreated)  # an explicit placement still adds a copy

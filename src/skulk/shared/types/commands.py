@@ -28,6 +28,10 @@ class PlaceInstance(WireModel):
     )
     pinned: bool = Field(default=False, description="Keep it however long it idles (a "
                          "node's `--serve`); it is never evicted to make room either.")
+    unless_served: bool = Field(
+        default=False, description="Place it only if no instance of the model is placed "
+        "when the master handles the command (automatic placement: a request and the "
+        "master's own replacement of a lost instance must not place the model twice).")
 
 
 class DeleteInstance(WireModel):
