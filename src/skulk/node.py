@@ -60,6 +60,7 @@ from skulk.trust.setup import NodeTrust, admit_with_token, trust_at_start
 from skulk.versions import versions
 from skulk.worker.draft_service import ADVERTISED_DRAFTERS, DraftService
 from skulk.worker.engines.llama_cpp.description import built_ggml_version
+from skulk.worker.engines.node_options import node_batch_sizes
 from skulk.worker.gpus import probe_gpus, refresh_gpus_forever
 from skulk.worker.local_runner import SupervisorFactory
 from skulk.worker.main import Worker
@@ -115,6 +116,8 @@ class Node:
         self._event_log_dir: Path | None = None
         self._tasks: TaskGroup | None = None
         self._weights: NodeWeights | None = None  # a worker node's store, served to peers
+        # What this node's runners batch, by engine, for its readings (admission).
+        self._batch_sizes = node_batch_sizes(config.engine_options)
 
     @property
     def router(self) -> Router:
@@ -333,7 +336,9 @@ class Node:
             models_dir=self.config.data_dir / "models" if worker else None,
             weights_port=None if self._weights is None else self._weights.port,
             gpus=self._gpus, memory_limit=self.config.memory_limit_bytes,
-            reachability=self.prober.reachability() if self.prober is not None else None)
+            reachability=self.prober.reachability() if self.prober is not None else None,
+            batch_sizes=self._batch_sizes if worker else None,
+            batching=self.config.batching)
 
     async def _react_to_applied_events(self, tasks: TaskGroup) -> None:
         """Applied events acknowledge our local events, and control-plane failures end the

@@ -26,7 +26,7 @@ class NodeConfig:
     engine_threads: int | None = None
     # `--memory-limit`: at most this much memory for models (None: what the machine has).
     memory_limit_bytes: int | None = None
-    batching: bool = True  # MLX runners batch concurrent requests
+    batching: bool = True  # runners of whole instances batch concurrent requests
     # `--engine-option ENGINE.NAME=VALUE`: options for every runner of that engine here.
     engine_options: NodeEngineOptions = field(default_factory=dict)
     stream_idle_timeout: float = 60.0

@@ -75,8 +75,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="lend models at most this much of the machine's memory (GiB): "
                              "placement sees no more, whatever else is free")
     parser.add_argument("--no-batching", dest="batching", action="store_false",
-                        help="MLX runners of models wholly on this node serve one request "
-                             "at a time instead of batching concurrent requests together "
+                        help="runners of models wholly on this node serve one request at "
+                             "a time instead of batching concurrent requests together "
                              "(split models always batch: their ranks must agree)")
     parser.add_argument("--engine-option", action="append", default=[],
                         metavar="ENGINE.NAME=VALUE",

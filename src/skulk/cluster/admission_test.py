@@ -8,7 +8,9 @@ import pytest
 
 from skulk.cluster.cluster_test import MODEL, Cluster, cluster
 from skulk.cluster.failover_test import echo
+from skulk.master.admission import concurrency
 from skulk.node import Node
+from skulk.testing import factories as f
 
 __all__ = ["cluster"]  # the fixture
 
@@ -66,3 +68,21 @@ async def test_a_full_queue_answers_429_and_a_queued_client_that_leaves_frees_it
             while unfinished(a) != 1:
                 await anyio.sleep(0.05)
         await running.close()
+
+
+@pytest.mark.anyio
+async def test_the_master_sees_what_each_nodes_runners_batch(cluster: Cluster) -> None:
+    """A node's `--engine-option llama_cpp.max_batch` and `--no-batching` reach the
+    master in its readings, where admission reads them."""
+    a = await cluster.start("a", force_master=True)
+    b = await cluster.start("b", engine_options={"llama_cpp": {"max_batch": "8"}},
+                            batching=False)
+    await cluster.converged()
+    with anyio.fail_after(20):
+        while b.node_id not in a.telemetry.live():
+            await anyio.sleep(0.05)
+    seen = a.telemetry.live()[b.node_id]
+    assert seen.batch_sizes["llama_cpp"] == 8 and not seen.batching
+    assert a.telemetry.live()[a.node_id].batch_sizes["llama_cpp"] == 4
+    on_b = f.instance(node=b.node_id)
+    assert concurrency(on_b, a.telemetry.live()) == 1  # whole on b: one at a time

@@ -297,9 +297,10 @@ def _text_generation(state: State, command: TextGeneration, context: CommandCont
             message=f"no instance of {command.params.model_id}{other} is placed; "
                     "place one with POST /place_instance")]
     if command.bounded:
-        with_room = [i for i in candidates if has_room(state, i, command.max_queue)]
+        with_room = [i for i in candidates
+                     if has_room(state, i, command.max_queue, context.nodes)]
         if not with_room:
-            wait = retry_after_seconds(state, candidates)
+            wait = retry_after_seconds(state, candidates, context.nodes)
             return [CommandRejected(
                 command_id=command.command_id, error_kind="overloaded",
                 retry_after_seconds=wait,

@@ -52,7 +52,9 @@ def read_telemetry(node_id: NodeId, *, has_worker: bool, backends: list[str],
                    models_dir: Path | None = None,
                    weights_port: int | None = None,
                    gpus: Sequence[GpuDevice] = (),
-                   memory_limit: int | None = None) -> NodeTelemetry:
+                   memory_limit: int | None = None,
+                   batch_sizes: dict[str, int] | None = None,
+                   batching: bool = True) -> NodeTelemetry:
     """This node's readings now; `models_dir` given, the models its store holds too.
     `gpus` is the latest GPU probe's (probing takes too long for every reading).
     `memory_limit` caps what the node reports it can lend models (`--memory-limit`)."""
@@ -79,6 +81,8 @@ def read_telemetry(node_id: NodeId, *, has_worker: bool, backends: list[str],
         pulls=[] if models_dir is None else pulls_under_way(models_dir / PARTIAL_DIR),
         weights_port=weights_port,
         gpus=list(gpus),
+        batch_sizes=batch_sizes or {},
+        batching=batching,
     )
 
 

@@ -1,6 +1,6 @@
 """Telemetry: node readings gossiped last-writer-wins, never event-sourced."""
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -138,6 +138,14 @@ class NodeTelemetry(WireModel):
     gpus: list[GpuDevice] = Field(
         default_factory=list, max_length=16,
         description="The node's GPUs (none on a CPU-only node), with their free memory.")
+    batch_sizes: dict[str, Annotated[int, Field(ge=1, le=1024)]] = Field(
+        default_factory=dict, max_length=16,
+        description="Requests this node's runners of each engine decode at once (its "
+        "`--engine-option ENGINE.max_batch`); the master bounds each instance's queue by "
+        "its rank 0's. Empty from nodes that predate it: the engines' defaults then.")
+    batching: bool = Field(
+        default=True, description="False under `--no-batching`: instances wholly on this "
+        "node serve one request at a time.")
     weights_port: int | None = Field(
         default=None, description="TCP port this node serves its stored weights on to "
         "members (TLS with the cluster's certificates, plain HTTP on insecure clusters).")

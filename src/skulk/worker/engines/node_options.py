@@ -10,7 +10,7 @@ is its flag) are not the node's to set.
 from collections.abc import Iterable
 
 from skulk.worker.engines.description import EngineOptionError
-from skulk.worker.engines.registry import engine_description
+from skulk.worker.engines.registry import ENGINES, engine_description
 
 NodeEngineOptions = dict[str, dict[str, str]]  # engine name -> option name -> raw value
 
@@ -37,3 +37,19 @@ def parse_node_engine_options(entries: Iterable[str]) -> NodeEngineOptions:
             raise ValueError(f"--engine-option {entry!r}: {error}") from error
         options.setdefault(engine_name, {})[name] = value
     return options
+
+
+def batch_size(engine_name: str, raw: dict[str, str] | None = None,
+               batching: bool = True) -> int:
+    """Requests a runner of the engine decodes at once with these options: its
+    `max_batch` when it batches (an engine that declares none runs one at a time)."""
+    options = engine_description(engine_name).options.parse(
+        {**(raw or {}), **({} if batching else {"batching": "off"})})
+    max_batch = getattr(options, "max_batch", 1)
+    return max(int(max_batch), 1) if options.batching else 1
+
+
+def node_batch_sizes(options: NodeEngineOptions) -> dict[str, int]:
+    """What this node's runners of each engine batch, from its `--engine-option`s, for
+    its readings (the master's admission bounds queues by it)."""
+    return {name: batch_size(name, options.get(name)) for name in ENGINES}
