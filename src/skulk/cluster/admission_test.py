@@ -72,10 +72,12 @@ async def test_a_full_queue_answers_429_and_a_queued_client_that_leaves_frees_it
 
 @pytest.mark.anyio
 async def test_the_master_sees_what_each_nodes_runners_batch(cluster: Cluster) -> None:
-    """A node's `--engine-option llama_cpp.max_batch` and `--no-batching` reach the
-    master in its readings, where admission reads them."""
+    """A node's `--engine-option llama_cpp.max_batch` and `shared_kv`, and its
+    `--no-batching`, reach the master in its readings, where admission and placement read
+    them."""
     a = await cluster.start("a", force_master=True)
-    b = await cluster.start("b", engine_options={"llama_cpp": {"max_batch": "8"}},
+    b = await cluster.start("b", engine_options={"llama_cpp": {"max_batch": "8",
+                                                               "shared_kv": "off"}},
                             batching=False)
     await cluster.converged()
     with anyio.fail_after(20):
@@ -83,6 +85,8 @@ async def test_the_master_sees_what_each_nodes_runners_batch(cluster: Cluster) -
             await anyio.sleep(0.05)
     seen = a.telemetry.live()[b.node_id]
     assert seen.batch_sizes["llama_cpp"] == 8 and not seen.batching
-    assert a.telemetry.live()[a.node_id].batch_sizes["llama_cpp"] == 4
+    assert seen.kv_contexts["llama_cpp"] == 8  # each sequence's cells its own
+    own = a.telemetry.live()[a.node_id]
+    assert own.batch_sizes["llama_cpp"] == 4 and own.kv_contexts["llama_cpp"] == 1
     on_b = f.instance(node=b.node_id)
     assert concurrency(on_b, a.telemetry.live()) == 1  # whole on b: one at a time

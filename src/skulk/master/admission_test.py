@@ -4,7 +4,11 @@ from skulk.shared.types.ids import NodeId, RunnerId
 from skulk.shared.types.instances import Instance, ShardAssignment
 from skulk.shared.types.telemetry import NodeTelemetry
 from skulk.testing import factories as f
-from skulk.worker.engines.node_options import node_batch_sizes, parse_node_engine_options
+from skulk.worker.engines.node_options import (
+    node_batch_sizes,
+    node_kv_contexts,
+    parse_node_engine_options,
+)
 
 OTHER = NodeId("node-b")
 
@@ -55,3 +59,9 @@ def test_a_node_reads_out_its_engine_options_batch_sizes() -> None:
     options = parse_node_engine_options(["llama_cpp.max_batch=8", "mlx.max_batch=2"])
     sizes = node_batch_sizes(options)
     assert sizes["llama_cpp"] == 8 and sizes["mlx"] == 2
+
+
+def test_a_node_reads_out_how_many_contexts_of_kv_its_runners_hold() -> None:
+    assert node_kv_contexts({})["llama_cpp"] == 1  # shared cells: one context
+    own = parse_node_engine_options(["llama_cpp.shared_kv=off", "llama_cpp.max_batch=6"])
+    assert node_kv_contexts(own)["llama_cpp"] == 6

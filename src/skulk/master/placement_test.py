@@ -224,3 +224,18 @@ def test_a_stage_copy_does_not_draw_a_whole_instance() -> None:
                       layers=(0, 15))
     holder = node("a", 2 * GIB).model_copy(update={"held_models": [stage]})
     assert layout(placed(nodes(holder, node("b", 6 * GIB)))) == [("b", 0, 30)]
+
+
+def test_a_node_short_of_its_sequences_own_kv_cells_is_not_chosen() -> None:
+    """With room for one context's KV but not four, a node whose runners give each of
+    their 4 sequences its own cells (`llama_cpp.shared_kv=off`) does not hold the model."""
+    need = whole_need()
+    card = smollm2()
+    four = shard_need_bytes(card, "llama_cpp", whole_model(card),
+                            node("x").model_copy(update={"kv_contexts": {"llama_cpp": 4}}))
+    between = (need + four) // 2
+    assert need < between < four
+    shared = node("a", between)
+    own_cells = node("b", between).model_copy(update={"kv_contexts": {"llama_cpp": 4}})
+    assert layout(placed(nodes(shared))) == [("a", 0, 30)]
+    assert isinstance(placed(nodes(own_cells), engine="llama_cpp"), PlacementError)

@@ -54,7 +54,8 @@ def read_telemetry(node_id: NodeId, *, has_worker: bool, backends: list[str],
                    gpus: Sequence[GpuDevice] = (),
                    memory_limit: int | None = None,
                    batch_sizes: dict[str, int] | None = None,
-                   batching: bool = True) -> NodeTelemetry:
+                   batching: bool = True,
+                   kv_contexts: dict[str, int] | None = None) -> NodeTelemetry:
     """This node's readings now; `models_dir` given, the models its store holds too.
     `gpus` is the latest GPU probe's (probing takes too long for every reading).
     `memory_limit` caps what the node reports it can lend models (`--memory-limit`)."""
@@ -83,6 +84,7 @@ def read_telemetry(node_id: NodeId, *, has_worker: bool, backends: list[str],
         gpus=list(gpus),
         batch_sizes=batch_sizes or {},
         batching=batching,
+        kv_contexts=kv_contexts or {},
     )
 
 

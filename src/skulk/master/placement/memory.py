@@ -96,12 +96,22 @@ def shard_share(card: ModelCard, sharding: str, shard: ShardAssignment) -> Shard
                       kv_heads=card.num_key_value_heads)
 
 
-def kv_reservation_bytes(card: ModelCard, engine: EngineName, share: ShardShare) -> int:
-    """KV cache for the context ceiling: keys and values, per layer, per KV head."""
+def kv_reservation_bytes(card: ModelCard, engine: EngineName, share: ShardShare,
+                         contexts: int = 1) -> int:
+    """KV cache for the context ceiling, `contexts` times (see `kv_contexts`): keys and
+    values, per layer, per KV head."""
     head_dim = card.attention_head_dim
     kv_bytes = engine_description(engine).kv_bytes_per_value
     per_token = 2 * share.layers * share.kv_heads * head_dim * kv_bytes
-    return per_token * context_token_limit(card)
+    return per_token * context_token_limit(card) * contexts
+
+
+def kv_contexts(node: NodeTelemetry, engine: EngineName, share: ShardShare) -> int:
+    """Whole contexts of KV cells a runner of the share holds on `node`, as the node reads
+    them out (1 from a node that does not say); 1 for a whole model on a `--no-batching`
+    node, which runs one sequence."""
+    whole = share.weight_numerator == share.weight_denominator
+    return 1 if whole and not node.batching else node.kv_contexts.get(engine, 1)
 
 
 def resident_weights_bytes(card: ModelCard, engine: EngineName, share: ShardShare) -> int:
@@ -120,7 +130,8 @@ def shard_need_bytes(card: ModelCard, engine: EngineName, share: ShardShare,
     """Weights share x engine overhead + KV reservation + the host's floor."""
     floor = HOST_MEMORY[host_kind(node)].floor_bytes
     return (resident_weights_bytes(card, engine, share)
-            + kv_reservation_bytes(card, engine, share) + floor)
+            + kv_reservation_bytes(card, engine, share, kv_contexts(node, engine, share))
+            + floor)
 
 
 def admits(need: int, usable: int) -> bool:

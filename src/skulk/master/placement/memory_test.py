@@ -1,5 +1,6 @@
 from skulk.master.placement.memory import (
     HOST_MEMORY,
+    ShardShare,
     context_token_limit,
     host_kind,
     kv_reservation_bytes,
@@ -47,3 +48,24 @@ def test_context_ceiling_comes_from_the_card_alone() -> None:
     assert context_token_limit(short) == 2048
     longer = card.model_copy(update={"context_length": 131072})
     assert context_token_limit(longer) == 8192
+
+
+def test_a_node_whose_sequences_keep_their_own_cells_is_charged_their_kv() -> None:
+    """`llama_cpp.shared_kv=off` gives each of a runner's sequences a whole context's
+    cells: the node reads out how many contexts (its batch size), placement reserves them."""
+    card = smollm2()
+    share = whole_model(card)
+    kv = kv_reservation_bytes(card, "llama_cpp", share)
+    shared = node("a")
+    own_cells = shared.model_copy(update={"kv_contexts": {"llama_cpp": 4}})
+    assert kv_reservation_bytes(card, "llama_cpp", share, contexts=4) == 4 * kv
+    assert (shard_need_bytes(card, "llama_cpp", share, own_cells)
+            - shard_need_bytes(card, "llama_cpp", share, shared)) == 3 * kv
+    # Under --no-batching a whole model runs one sequence: one context.
+    one_at_a_time = own_cells.model_copy(update={"batching": False})
+    assert (shard_need_bytes(card, "llama_cpp", share, one_at_a_time)
+            == shard_need_bytes(card, "llama_cpp", share, shared))
+    # Split instances always batch: a rank's share is charged every sequence's cells.
+    half = ShardShare(layers=15, weight_numerator=15, weight_denominator=30, kv_heads=3)
+    assert (shard_need_bytes(card, "llama_cpp", half, one_at_a_time)
+            - shard_need_bytes(card, "llama_cpp", half, shared)) == 3 * kv // 2

@@ -146,6 +146,12 @@ class NodeTelemetry(WireModel):
     batching: bool = Field(
         default=True, description="False under `--no-batching`: instances wholly on this "
         "node serve one request at a time.")
+    kv_contexts: dict[str, Annotated[int, Field(ge=1, le=1024)]] = Field(
+        default_factory=dict, max_length=16,
+        description="Whole contexts of KV cells this node's batching runners of each engine "
+        "hold: 1 when their sequences share one context's cells, the batch size when each "
+        "has its own (`--engine-option llama_cpp.shared_kv=off`). Placement reserves that "
+        "much KV memory here. Empty from nodes that predate it: 1.")
     weights_port: int | None = Field(
         default=None, description="TCP port this node serves its stored weights on to "
         "members (TLS with the cluster's certificates, plain HTTP on insecure clusters).")

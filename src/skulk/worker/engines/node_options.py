@@ -49,6 +49,20 @@ def batch_size(engine_name: str, raw: dict[str, str] | None = None,
     return max(int(max_batch), 1) if options.batching else 1
 
 
+def kv_contexts(engine_name: str, raw: dict[str, str] | None = None) -> int:
+    """Whole contexts of KV cells a batching runner of the engine holds with these
+    options: 1 when its sequences share one context's cells, its batch size when each has
+    its own (`llama_cpp.shared_kv=off`)."""
+    options = engine_description(engine_name).options.parse(raw or {})
+    return 1 if getattr(options, "shared_kv", True) else batch_size(engine_name, raw)
+
+
+def node_kv_contexts(options: NodeEngineOptions) -> dict[str, int]:
+    """`kv_contexts` of each engine on this node, for its readings (placement reserves
+    the KV memory by it)."""
+    return {name: kv_contexts(name, options.get(name)) for name in ENGINES}
+
+
 def node_batch_sizes(options: NodeEngineOptions) -> dict[str, int]:
     """What this node's runners of each engine batch, from its `--engine-option`s, for
     its readings (the master's admission bounds queues by it)."""

@@ -91,7 +91,8 @@ class LlamaCppOptions(EngineOptions):
     request's greedy text may then differ at near-ties from its text alone (attention sums
     over cells laid out by what else runs), and when the cells run short the youngest
     request pauses. Off: each sequence has a whole context's cells of its own (`max_batch`
-    times the KV memory, which placement does not reserve) and, with flash attention, every
+    times the KV memory; the node reads it out in `kv_contexts` and placement reserves it)
+    and, with flash attention, every
     request's output is bit-identical to its output alone."""
     flash_attention: bool = True
     """llama.cpp's fused attention kernels (llama-server's default on a CPU): ~10 % faster
