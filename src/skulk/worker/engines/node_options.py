@@ -39,12 +39,10 @@ def parse_node_engine_options(entries: Iterable[str]) -> NodeEngineOptions:
     return options
 
 
-def batch_size(engine_name: str, raw: dict[str, str] | None = None,
-               batching: bool = True) -> int:
+def batch_size(engine_name: str, raw: dict[str, str] | None = None) -> int:
     """Requests a runner of the engine decodes at once with these options: its
     `max_batch` when it batches (an engine that declares none runs one at a time)."""
-    options = engine_description(engine_name).options.parse(
-        {**(raw or {}), **({} if batching else {"batching": "off"})})
+    options = engine_description(engine_name).options.parse(raw or {})
     max_batch = getattr(options, "max_batch", 1)
     return max(int(max_batch), 1) if options.batching else 1
 
