@@ -51,7 +51,8 @@ async def serve_api(app: FastAPI, host: str, port: int) -> None:
 
 
 def _stop_at_once(server: uvicorn.Server) -> None:
-    """Stop listening, end the requests in progress and drop every connection.
+    """Stop listening and drop every connection: the requests in progress see their
+    clients gone and end as they do then (a cancelled one would log a traceback each).
 
     Uvicorn shuts down only when it leaves its main loop on its own. Cancelled (the node
     stopping), it left its listening socket and its connections registered with the event
@@ -59,7 +60,5 @@ def _stop_at_once(server: uvicorn.Server) -> None:
     the process with a reused descriptor number then failed in the loop (ENOENT)."""
     for listener in getattr(server, "servers", ()):  # set once uvicorn has started
         listener.close()
-    for task in server.server_state.tasks:
-        task.cancel()
     for connection in list(server.server_state.connections):
         connection.transport.abort()

@@ -99,3 +99,45 @@ async def test_every_dialect_fails_over_the_same_way(
     a = await served_by_a_runner_that_dies(cluster)
     with anyio.fail_after(60):
         assert await stream_text(f"http://127.0.0.1:{a.config.api_port}") == WORDS
+
+
+@pytest.mark.anyio
+async def test_losing_the_node_under_several_streams_finishes_each_of_them(
+        cluster: Cluster) -> None:
+    """Three streams in flight on b when b leaves the cluster: each goes on in one new
+    instance on a and ends whole (no word lost or repeated), none hangs, and the model is
+    placed once, not once per stream."""
+    a = await cluster.start("a", force_master=True, supervisor=echo(0))
+    b = await cluster.start("b", supervisor=echo(0))
+    await cluster.converged()
+    await b.send_command_place(MODEL, excluded=[a.node_id])
+    await cluster.ready(a)
+    url = f"http://127.0.0.1:{a.config.api_port}/v1"
+    texts: list[str] = []
+    under_way: set[int] = set()
+
+    async def stream(index: int) -> None:
+        async with openai.AsyncOpenAI(base_url=url, api_key="x", max_retries=0) as client:
+            events = await client.chat.completions.create(
+                model=MODEL, stream=True, messages=[{"role": "user", "content": WORDS}])
+            parts: list[str] = []
+            async for event in events:
+                if event.choices:
+                    parts.append(event.choices[0].delta.content or "")
+                if len("".join(parts).split()) >= 3:
+                    under_way.add(index)
+            texts.append("".join(parts))
+
+    with anyio.fail_after(90):
+        async with anyio.create_task_group() as tasks:
+            for index in range(3):
+                tasks.start_soon(stream, index)
+            while len(under_way) < 3:
+                await anyio.sleep(0.01)
+            await cluster.kill("b")
+    assert texts == [WORDS] * 3
+    # One new instance for the three (b's is removed once its grace runs out).
+    placed_again = [[s.node_id for s in i.shards.values()]
+                    for i in a.replica.state.instances_of(MODEL)
+                    if all(s.node_id != b.node_id for s in i.shards.values())]
+    assert placed_again == [[a.node_id]]

@@ -5,10 +5,11 @@ forwarded exactly once; an abnormal exit fails the runner and ends every in-flig
 request with an error chunk, so no stream is left hanging.
 """
 
+import contextlib
 import multiprocessing
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from multiprocessing.process import BaseProcess
 from multiprocessing.queues import Queue
 
@@ -34,6 +35,16 @@ from skulk.worker.runner.runner_output import RunnerOutput
 _POLL_SECONDS = 0.2
 _NO_NODE = NodeId("")
 JOIN_SECONDS = 5.0
+
+
+@contextlib.contextmanager
+def _unheard_while_stopping(what: str) -> Iterator[None]:
+    """A report made while stopping that nobody may hear (the node may be closing its
+    transport already) must not stop the rest of the shutdown."""
+    try:
+        yield
+    except Exception as error:
+        logger.debug("could not report {} while stopping: {}", what, error)
 
 
 def _now_us() -> int:
@@ -312,9 +323,8 @@ class RunnerSupervisor:
                 process.kill()
                 await anyio.to_thread.run_sync(process.join, timeout)
             for task_id in list(self._in_flight):
-                await self._end_task(task_id, "cancelled", "the runner was shut down")
-            try:
+                with _unheard_while_stopping("a task's end"):
+                    await self._end_task(task_id, "cancelled", "the runner was shut down")
+            with _unheard_while_stopping("the runner's shutdown"):
                 await self._on_event(RunnerStatusUpdated(runner_id=self.runner_id,
                                                          status=RunnerShutdown()))
-            except Exception as error:  # the node may be closing its transport already
-                logger.debug("could not report runner shutdown: {}", error)
