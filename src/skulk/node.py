@@ -60,7 +60,7 @@ from skulk.trust.setup import NodeTrust, admit_with_token, trust_at_start
 from skulk.versions import versions
 from skulk.worker.draft_service import ADVERTISED_DRAFTERS, DraftService
 from skulk.worker.engines.llama_cpp.description import built_ggml_version
-from skulk.worker.engines.node_options import node_batch_sizes, node_kv_contexts
+from skulk.worker.engines.node_options import EngineLimits
 from skulk.worker.gpus import probe_gpus, refresh_gpus_forever
 from skulk.worker.local_runner import SupervisorFactory
 from skulk.worker.main import Worker
@@ -116,10 +116,7 @@ class Node:
         self._event_log_dir: Path | None = None
         self._tasks: TaskGroup | None = None
         self._weights: NodeWeights | None = None  # a worker node's store, served to peers
-        # What this node's runners batch and the KV they hold, by engine, for its
-        # readings (admission and placement).
-        self._batch_sizes = node_batch_sizes(config.engine_options)
-        self._kv_contexts = node_kv_contexts(config.engine_options)
+        self._engine_limits = EngineLimits.of(config.engine_options, config.batching)
 
     @property
     def router(self) -> Router:
@@ -318,8 +315,7 @@ class Node:
         return read_telemetry(self.node_id, has_worker=True, backends=self._backends,
                               data_dir=self.config.data_dir, gpus=self._gpus,
                               memory_limit=self.config.memory_limit_bytes,
-                              batch_sizes=self._batch_sizes, batching=self.config.batching,
-                              kv_contexts=self._kv_contexts)
+                              limits=self._engine_limits)
 
     def _keep_gpus(self, gpus: list[GpuDevice]) -> None:
         self._gpus = gpus
@@ -341,9 +337,7 @@ class Node:
             weights_port=None if self._weights is None else self._weights.port,
             gpus=self._gpus, memory_limit=self.config.memory_limit_bytes,
             reachability=self.prober.reachability() if self.prober is not None else None,
-            batch_sizes=self._batch_sizes if worker else None,
-            batching=self.config.batching,
-            kv_contexts=self._kv_contexts if worker else None)
+            limits=self._engine_limits if worker else None)
 
     async def _react_to_applied_events(self, tasks: TaskGroup) -> None:
         """Applied events acknowledge our local events, and control-plane failures end the

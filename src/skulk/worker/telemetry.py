@@ -24,6 +24,7 @@ from skulk.shared.types.telemetry import (
     Reachability,
     WarmModel,
 )
+from skulk.worker.engines.node_options import EngineLimits
 from skulk.worker.engines.registry import ENGINES
 
 
@@ -53,9 +54,7 @@ def read_telemetry(node_id: NodeId, *, has_worker: bool, backends: list[str],
                    weights_port: int | None = None,
                    gpus: Sequence[GpuDevice] = (),
                    memory_limit: int | None = None,
-                   batch_sizes: dict[str, int] | None = None,
-                   batching: bool = True,
-                   kv_contexts: dict[str, int] | None = None) -> NodeTelemetry:
+                   limits: EngineLimits | None = None) -> NodeTelemetry:
     """This node's readings now; `models_dir` given, the models its store holds too.
     `gpus` is the latest GPU probe's (probing takes too long for every reading).
     `memory_limit` caps what the node reports it can lend models (`--memory-limit`)."""
@@ -82,9 +81,9 @@ def read_telemetry(node_id: NodeId, *, has_worker: bool, backends: list[str],
         pulls=[] if models_dir is None else pulls_under_way(models_dir / PARTIAL_DIR),
         weights_port=weights_port,
         gpus=list(gpus),
-        batch_sizes=batch_sizes or {},
-        batching=batching,
-        kv_contexts=kv_contexts or {},
+        batch_sizes={} if limits is None else limits.batch_sizes,
+        kv_contexts={} if limits is None else limits.kv_contexts,
+        batching=True if limits is None else limits.batching,
     )
 
 

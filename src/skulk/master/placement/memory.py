@@ -98,7 +98,7 @@ def shard_share(card: ModelCard, sharding: str, shard: ShardAssignment) -> Shard
 
 def kv_reservation_bytes(card: ModelCard, engine: EngineName, share: ShardShare,
                          contexts: int = 1) -> int:
-    """KV cache for the context ceiling, `contexts` times (see `kv_contexts`): keys and
+    """KV cache for the context ceiling, `contexts` times (see `kv_contexts_on`): keys and
     values, per layer, per KV head."""
     head_dim = card.attention_head_dim
     kv_bytes = engine_description(engine).kv_bytes_per_value
@@ -106,7 +106,7 @@ def kv_reservation_bytes(card: ModelCard, engine: EngineName, share: ShardShare,
     return per_token * context_token_limit(card) * contexts
 
 
-def kv_contexts(node: NodeTelemetry, engine: EngineName, share: ShardShare) -> int:
+def kv_contexts_on(node: NodeTelemetry, engine: EngineName, share: ShardShare) -> int:
     """Whole contexts of KV cells a runner of the share holds on `node`, as the node reads
     them out (1 from a node that does not say); 1 for a whole model on a `--no-batching`
     node, which runs one sequence."""
@@ -130,7 +130,7 @@ def shard_need_bytes(card: ModelCard, engine: EngineName, share: ShardShare,
     """Weights share x engine overhead + KV reservation + the host's floor."""
     floor = HOST_MEMORY[host_kind(node)].floor_bytes
     return (resident_weights_bytes(card, engine, share)
-            + kv_reservation_bytes(card, engine, share, kv_contexts(node, engine, share))
+            + kv_reservation_bytes(card, engine, share, kv_contexts_on(node, engine, share))
             + floor)
 
 

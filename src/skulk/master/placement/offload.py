@@ -18,7 +18,7 @@ from skulk.master.placement.memory import (
     UNIFIED_MEMORY_COMPUTE,
     ShardShare,
     admits,
-    kv_contexts,
+    kv_contexts_on,
     kv_reservation_bytes,
     resident_weights_bytes,
     shard_need_bytes,
@@ -83,7 +83,7 @@ def shard_need(card: ModelCard, engine: EngineName, share: ShardShare, node: Nod
         layers = share.layers if gpu_layers is None else min(gpu_layers, share.layers)
         return ShardNeed(system_bytes=need, gpu_layers=layers)
     weights = resident_weights_bytes(card, engine, share)
-    kv = kv_reservation_bytes(card, engine, share, kv_contexts(node, engine, share))
+    kv = kv_reservation_bytes(card, engine, share, kv_contexts_on(node, engine, share))
     taking = _taking(gpus, _layer_bytes(weights, kv, share.layers))
     fitting = min(share.layers, sum(count for _, count in taking))
     layers = fitting if gpu_layers is None else min(gpu_layers, share.layers)

@@ -8,6 +8,7 @@ is its flag) are not the node's to set.
 """
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from skulk.worker.engines.description import EngineOptionError
 from skulk.worker.engines.registry import ENGINES, engine_description
@@ -55,13 +56,18 @@ def kv_contexts(engine_name: str, raw: dict[str, str] | None = None) -> int:
     return 1 if getattr(options, "shared_kv", True) else batch_size(engine_name, raw)
 
 
-def node_kv_contexts(options: NodeEngineOptions) -> dict[str, int]:
-    """`kv_contexts` of each engine on this node, for its readings (placement reserves
-    the KV memory by it)."""
-    return {name: kv_contexts(name, options.get(name)) for name in ENGINES}
+@dataclass(frozen=True)
+class EngineLimits:
+    """What a node's runners of each engine batch and how much KV they hold, from its
+    `--engine-option`s and `--no-batching`, for its readings: the master's admission
+    bounds queues by the batch sizes, placement reserves KV by the contexts."""
 
+    batch_sizes: dict[str, int]
+    kv_contexts: dict[str, int]
+    batching: bool
 
-def node_batch_sizes(options: NodeEngineOptions) -> dict[str, int]:
-    """What this node's runners of each engine batch, from its `--engine-option`s, for
-    its readings (the master's admission bounds queues by it)."""
-    return {name: batch_size(name, options.get(name)) for name in ENGINES}
+    @classmethod
+    def of(cls, options: NodeEngineOptions, batching: bool) -> "EngineLimits":
+        return cls(batch_sizes={name: batch_size(name, options.get(name)) for name in ENGINES},
+                   kv_contexts={name: kv_contexts(name, options.get(name)) for name in ENGINES},
+                   batching=batching)
