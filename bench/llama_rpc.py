@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/llama_rpc.py [--repeats 3] [--max-tokens 128]   (as root)
 
-Two hosts made of network namespaces (/work/shared/tools/netns-hosts), each one's outgoing
+Two hosts made of network namespaces (`skulk.testing.netns`), each one's outgoing
 link capped at 1 Gbit/s, every process of host i pinned to core i, one engine thread each:
 (a) whole: one process holding the bundled GGUF, in host 0;
 (b) direct: the head (layers 0-14) in host 0 dials a device server (layers 15-29 and the
@@ -35,9 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.llama_rpc_support import MARK, make_members  # noqa: E402
 from bench.results import write_result  # noqa: E402
 
-NETNS_HOSTS = "/work/shared/tools/netns-hosts"
+from skulk.testing.netns import Hosts, missing  # noqa: E402
+
 SUPPORT = str(Path(__file__).resolve().parent / "llama_rpc_support.py")
-PREFIX = "skrpc"
 DEVICE_HOST = "10.77.0.2"
 DIRECT_PORT, RELAY_PORT, COUNTED_PORT, LOOPBACK_PORT = 50052, 50053, 50054, 50055
 LATENCIES_MS = (0.2, 1.0)  # a LAN's round trip, switched and routed
@@ -62,12 +62,12 @@ class Process:
     """A bench process in host `host`'s namespace, pinned to core `host`; its `BENCH`
     lines are its answers, the rest of its output goes to `<name>.log`."""
 
-    def __init__(self, name: str, host: int, log_dir: Path, *args: str) -> None:
+    def __init__(self, name: str, hosts: Hosts, host: int, log_dir: Path, *args: str
+                 ) -> None:
         self.name = name
         self.log_path = log_dir / f"{name}.log"
         self._log: IO[str] = self.log_path.open("a")
-        command = ["ip", "netns", "exec", f"{PREFIX}-n{host}", "taskset", "-c", str(host),
-                   sys.executable, SUPPORT, *args]
+        command = hosts.command(host, [sys.executable, SUPPORT, *args], core=host)
         self._process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
             text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -122,26 +122,24 @@ class Process:
 
 
 @contextmanager
-def two_hosts(rate: str) -> Iterator[None]:
+def two_hosts(rate: str) -> Iterator[Hosts]:
     """Hosts 0 and 1 (10.77.0.1, .2) on one bridge, each link capped at `rate`."""
-    subprocess.run([NETNS_HOSTS, "up", "2", PREFIX], check=True)
-    try:
+    with Hosts(2) as hosts:
         for host in (0, 1):
-            subprocess.run([NETNS_HOSTS, "link", str(host), rate, PREFIX], check=True)
-        yield
-    finally:
-        subprocess.run([NETNS_HOSTS, "down", PREFIX], check=False)
+            hosts.rate(host, None if rate == "off" else rate)
+        yield hosts
 
 
 class Spawner:
     """Starts processes whose stop the stack owns (stopped before the hosts go)."""
 
-    def __init__(self, stack: ExitStack, root: Path) -> None:
+    def __init__(self, stack: ExitStack, hosts: Hosts, root: Path) -> None:
         self._stack = stack
+        self._hosts = hosts
         self.root = root
 
     def __call__(self, name: str, host: int, *args: str) -> Process:
-        process = Process(name, host, self.root, *args)
+        process = Process(name, self._hosts, host, self.root, *args)
         self._stack.callback(process.stop)
         return process
 
@@ -199,11 +197,11 @@ def measure(heads: dict[str, Process], repeats: int, max_tokens: int
     return samples
 
 
-def count_round_trips(root: Path, model: str) -> dict[str, float]:
+def count_round_trips(hosts: Hosts, root: Path, model: str) -> dict[str, float]:
     """Round trips and payload bytes per decoded token and until the first token, from two
     requests differing only in length through a counting proxy in host 0 (untimed)."""
     with ExitStack() as stack:
-        spawn = Spawner(stack, root)
+        spawn = Spawner(stack, hosts, root)
         spawn.device("counted-device", f"{DEVICE_HOST}:{COUNTED_PORT}")
         counter = spawn("counter", 0, "--role", "count", "--remote",
                         f"{DEVICE_HOST}:{COUNTED_PORT}")
@@ -344,15 +342,16 @@ def main() -> int:
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--rate", default="1gbit", help="each host's link cap, or off")
     args = parser.parse_args()
-    if os.geteuid() != 0:
-        raise SystemExit("network namespaces need root")
+    if (reason := missing()) is not None:
+        raise SystemExit(f"needs network namespaces: {reason}")
     model = model_path()
     print("load average before: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
-    with tempfile.TemporaryDirectory(prefix="llama-rpc-") as folder, two_hosts(args.rate):
+    with tempfile.TemporaryDirectory(prefix="llama-rpc-") as folder, \
+            two_hosts(args.rate) as hosts:
         root = Path(folder)
-        rounds = count_round_trips(root, model)
+        rounds = count_round_trips(hosts, root, model)
         with ExitStack() as stack:
-            heads, load_seconds = start_heads(Spawner(stack, root), model)
+            heads, load_seconds = start_heads(Spawner(stack, hosts, root), model)
             samples = measure(heads, args.repeats, args.max_tokens)
     print("load average after: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     print_report(samples, load_seconds, rounds, args.max_tokens, args.rate)

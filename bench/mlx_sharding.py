@@ -4,7 +4,7 @@
                                            [--three]
 
 Each rank is the MLX engine in a process of its own, in its own network namespace (a
-host of `../shared/tools/netns-hosts`, its outgoing rate capped with `tc tbf`) and pinned
+host of `skulk.testing.netns`, its outgoing rate capped with `tc tbf`) and pinned
 to its own core with `taskset`: as if on separate machines, linked at a LAN's (1 Gbit) or
 a Wi-Fi's (200 Mbit) rate. The baseline is one node on one core holding the whole model,
 measured first and again last (their mean is the baseline; the two must agree). Every
@@ -38,8 +38,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -50,12 +48,11 @@ sys.path.insert(0, str(ROOT / "src"))
 from bench.results import write_result  # noqa: E402
 from tests.speculative_support import bundled_mlx_model  # noqa: E402
 
+from skulk.testing.netns import Hosts, missing  # noqa: E402
 from skulk.worker.engines.mlx.cpu import runner_environment  # noqa: E402
 from skulk.worker.engines.protocol import EngineConfig  # noqa: E402
 
-NETNS_HOSTS = ROOT.parent / "shared" / "tools" / "netns-hosts"
 RANK_SCRIPT = ROOT / "bench" / "mlx_sharding_rank.py"
-PREFIX = f"bm{os.getpid() % 10000}"
 RING_PORT = 52600
 MARK = "BENCH "
 RUN_SECONDS = 1800
@@ -72,18 +69,9 @@ QUIET_OTHERS_CORES = 0.15
 QUIET_SHARE = 0.9
 
 
-@contextmanager
-def hosts(count: int) -> Iterator[None]:
-    subprocess.run([str(NETNS_HOSTS), "up", str(count), PREFIX], check=True)
-    try:
-        yield
-    finally:
-        subprocess.run([str(NETNS_HOSTS), "down", PREFIX], check=False)
-
-
-def cap(count: int, rate: str) -> None:
-    for host in range(count):
-        subprocess.run([str(NETNS_HOSTS), "link", str(host), rate, PREFIX], check=True)
+def cap(hosts: Hosts, rate: str) -> None:
+    for host in range(hosts.count):
+        hosts.rate(host, None if rate == "off" else rate)
 
 
 def layer_ranges(ranks: int) -> list[list[int]]:
@@ -151,9 +139,9 @@ def run_hand(model: Path, args: argparse.Namespace, log_dir: Path) -> dict[str, 
                            json.dumps(spec)]], rank_environment(model), log_dir, "hand")
 
 
-def run_configuration(model: Path, cores: list[int], args: argparse.Namespace,
-                      log_dir: Path, label: str, full_pipeline: bool = False
-                      ) -> dict[str, Any]:
+def run_configuration(hosts: Hosts, model: Path, cores: list[int],
+                      args: argparse.Namespace, log_dir: Path, label: str,
+                      full_pipeline: bool = False) -> dict[str, Any]:
     """Start one rank per entry of `cores` (host i on core cores[i]); rank 0's report."""
     ring = [f"10.77.0.{host + 1}:{RING_PORT}" for host in range(len(cores))]
     ranges = layer_ranges(len(cores))
@@ -163,8 +151,8 @@ def run_configuration(model: Path, cores: list[int], args: argparse.Namespace,
                 ["solo"], "layers": ranges[rank], "tokens": args.tokens,
                 "repeats": args.repeats, "streams": STREAMS, "max_batch": MAX_BATCH,
                 "micro_batches": full_pipeline}
-        commands.append(["ip", "netns", "exec", f"{PREFIX}-n{rank}", "taskset", "-c",
-                         str(core), sys.executable, str(RANK_SCRIPT), json.dumps(spec)])
+        commands.append(hosts.command(rank, [sys.executable, str(RANK_SCRIPT),
+                                             json.dumps(spec)], core=core))
     return run_processes(commands, rank_environment(model), log_dir, label)
 
 
@@ -263,8 +251,8 @@ def main() -> int:
     parser.add_argument("--three", action="store_true",
                         help="also 3 ranks (on a 2-core machine two of them share a core)")
     args = parser.parse_args()
-    if os.geteuid() != 0 or not NETNS_HOSTS.exists():
-        print("needs root and ../shared/tools/netns-hosts", file=sys.stderr)
+    if (reason := missing()) is not None:
+        print(f"needs network namespaces: {reason}", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory() as scratch:
         model = bundled_mlx_model(Path(os.environ.get("SKULK_BENCH_MODELS",
@@ -274,24 +262,27 @@ def main() -> int:
         cores = os.cpu_count() or 1
         count = 3 if args.three else 2
         runs: dict[str, dict[str, Any]] = {}
-        with hosts(count):
+        with Hosts(count) as hosts:
             print(f"hand run, then one node on core 0 ({args.tokens} tokens, {args.repeats} "
                   "repeats)", flush=True)
             hand = [run_hand(model, args, log_dir)]
-            runs["1 node, first"] = run_configuration(model, [0], args, log_dir, "one")
+            runs["1 node, first"] = run_configuration(hosts, model, [0], args, log_dir,
+                                                      "one")
             splits: dict[str, dict[str, Any]] = {}
             for rate in args.rates.split(","):
-                cap(count, rate)
+                cap(hosts, rate)
                 splits[f"{rate}, 2 ranks"] = run_configuration(
-                    model, [0, 1 % cores], args, log_dir, f"{rate}-2")
+                    hosts, model, [0, 1 % cores], args, log_dir, f"{rate}-2")
                 splits[f"{rate}, 2 ranks, full pipeline"] = run_configuration(
-                    model, [0, 1 % cores], args, log_dir, f"{rate}-2-full", True)
+                    hosts, model, [0, 1 % cores], args, log_dir, f"{rate}-2-full", True)
                 if args.three:
                     over = " (oversubscribed: 3 ranks on 2 cores)" if cores < 3 else ""
                     splits[f"{rate}, 3 ranks{over}"] = run_configuration(
-                        model, [0, 1 % cores, 2 % cores], args, log_dir, f"{rate}-3")
+                        hosts, model, [0, 1 % cores, 2 % cores], args, log_dir,
+                        f"{rate}-3")
                 print(f"{rate}: done", flush=True)
-            runs["1 node, last"] = run_configuration(model, [0], args, log_dir, "one-last")
+            runs["1 node, last"] = run_configuration(hosts, model, [0], args, log_dir,
+                                                     "one-last")
             hand.append(run_hand(model, args, log_dir))
         runs.update(splits)
         ones = [runs["1 node, first"], runs["1 node, last"]]

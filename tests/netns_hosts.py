@@ -1,30 +1,37 @@
-"""Skulk nodes on test hosts made of network namespaces (`../shared/tools/netns-hosts`)."""
+"""Skulk nodes on test hosts made of network namespaces (`skulk.testing.netns`)."""
 
 import json
-import os
+import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 
 from skulk.testing.cluster_trust import make_member
+from skulk.testing.netns import Hosts, missing
 
-TOOL = Path(__file__).resolve().parents[2] / "shared" / "tools" / "netns-hosts"
 API_PORT = 52415
 TRANSPORT_PORT = 7447
 
 
 def available() -> str | None:
-    """Why these tests cannot run here, or None when they can."""
-    if os.geteuid() != 0:
-        return "network namespaces need root"
-    if not TOOL.exists():
-        return f"{TOOL} is missing"
+    """Why these tests cannot run here, in one line, or None when they can."""
+    if (reason := missing()) is not None:
+        return reason
+    if shutil.which("curl") is None:
+        return "no `curl` on PATH (requests from inside a host use it)"
     return None
+
+
+# For tests that need the hosts: skipped, with the reason, on a machine that cannot make them.
+needs_hosts = pytest.mark.skipif(available() is not None,
+                                 reason=f"needs test hosts: {available()}")
 
 
 class NetnsCluster:
@@ -38,37 +45,46 @@ class NetnsCluster:
         self.root = root
         self.api_on_host_address = api_on_host_address
         self.extra_args = extra_args
-        self.prefix = f"sk{os.getpid() % 10000}"
+        self.network = Hosts(count)
         self.processes: list[subprocess.Popen[bytes]] = []
+        self._stack = ExitStack()
 
     def address(self, host: int) -> str:
-        return f"10.77.0.{host + 1}"
+        return self.network.address(host)
 
     def api_host(self, host: int) -> str:
         return self.address(host) if self.api_on_host_address else "127.0.0.1"
 
-    def namespace(self, host: int) -> str:
-        return f"{self.prefix}-n{host}"
-
     def __enter__(self) -> "NetnsCluster":
-        subprocess.run([str(TOOL), "up", str(self.count), self.prefix], check=True)
-        cluster_name = f"netns-{self.prefix}"
+        self._stack.enter_context(self.network)
+        self._stack.callback(self._stop_nodes)
+        try:
+            self._start_nodes()
+        except BaseException:
+            self._stack.close()
+            raise
+        return self
+
+    def _start_nodes(self) -> None:
+        cluster_name = f"netns-{self.network.run_id}"
         for host in range(self.count):
             peers = [arg for other in range(self.count) if other != host for arg in
                      ("--peer", f"tcp/{self.address(other)}:{TRANSPORT_PORT}")]
-            log = (self.root / f"node{host}.log").open("ab")
             # Members of one cluster: certificates from one test authority.
             anyio.run(make_member, self.root / "authority", self.root / f"node{host}")
-            self.processes.append(subprocess.Popen(
-                ["ip", "netns", "exec", self.namespace(host), sys.executable, "-m",
-                 "skulk.cli.main", "run", "--api-host", self.api_host(host), "--api-port",
-                 str(API_PORT), "--listen", f"tcp/{self.address(host)}:{TRANSPORT_PORT}",
-                 *peers, "--no-discover", "--namespace", cluster_name,
-                 "--data-dir", str(self.root / f"node{host}"), *self.extra_args],
-                stdout=log, stderr=subprocess.STDOUT))
-        return self
+            with (self.root / f"node{host}.log").open("ab") as log:
+                self.processes.append(subprocess.Popen(self.network.command(host, [
+                    sys.executable, "-m", "skulk.cli.main", "run", "--api-host",
+                    self.api_host(host), "--api-port", str(API_PORT), "--listen",
+                    f"tcp/{self.address(host)}:{TRANSPORT_PORT}", *peers, "--no-discover",
+                    "--namespace", cluster_name, "--data-dir",
+                    str(self.root / f"node{host}"), *self.extra_args]),
+                    stdout=log, stderr=subprocess.STDOUT))
 
     def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+    def _stop_nodes(self) -> None:
         for process in self.processes:
             process.terminate()
         for process in self.processes:
@@ -76,14 +92,14 @@ class NetnsCluster:
                 process.wait(20)
             except subprocess.TimeoutExpired:
                 process.kill()
-        subprocess.run([str(TOOL), "down", self.prefix], check=False)
+                process.wait()
 
     def request(self, host: int, method: str, path: str,
                 body: dict[str, Any] | None = None, timeout: float = 30) -> Any:
         """An HTTP request from inside the host's namespace; None when it fails."""
-        command = ["ip", "netns", "exec", self.namespace(host), "curl", "-s", "-f",
-                   "-m", str(timeout), "-X", method,
-                   f"http://{self.api_host(host)}:{API_PORT}{path}"]
+        command = self.network.command(host, [
+            "curl", "-s", "-f", "-m", str(timeout), "-X", method,
+            f"http://{self.api_host(host)}:{API_PORT}{path}"])
         if body is not None:
             command += ["-H", "Content-Type: application/json", "-d", json.dumps(body)]
         result = subprocess.run(command, capture_output=True, timeout=timeout + 5)
@@ -95,20 +111,21 @@ class NetnsCluster:
                        body: dict[str, Any] | None = None, timeout: float = 30
                        ) -> tuple[int, str]:
         """(HTTP status, body text) of a request from inside the host's namespace."""
-        command = ["ip", "netns", "exec", self.namespace(host), "curl", "-s", "-o", "-",
-                   "-w", "\n%{http_code}", "-m", str(timeout), "-X", method,
-                   f"http://{self.api_host(host)}:{API_PORT}{path}"]
+        command = self.network.command(host, [
+            "curl", "-s", "-o", "-", "-w", "\n%{http_code}", "-m", str(timeout), "-X",
+            method, f"http://{self.api_host(host)}:{API_PORT}{path}"])
         if body is not None:
             command += ["-H", "Content-Type: application/json", "-d", json.dumps(body)]
         result = subprocess.run(command, capture_output=True, timeout=timeout + 5, text=True)
         text, _, status = result.stdout.rpartition("\n")
         return int(status or 0), text
 
-    def cut(self, host: int) -> None:
-        subprocess.run([str(TOOL), "cut", str(host), self.prefix], check=True)
+    def isolate(self, host: int) -> None:
+        """Unplug the host's link: a partition of it against everyone else."""
+        self.network.isolate(host)
 
-    def heal(self, host: int) -> None:
-        subprocess.run([str(TOOL), "heal", str(host), self.prefix], check=True)
+    def rejoin(self, host: int) -> None:
+        self.network.rejoin(host)
 
     def wait(self, predicate: Callable[[], bool], timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout

@@ -16,18 +16,17 @@ import pytest
 
 from skulk.master.event_log import LIVE_FILE
 from skulk.master.event_log_records import decode_records
-from tests.netns_hosts import NetnsCluster, available
+from tests.netns_hosts import NetnsCluster, needs_hosts
 
 CUT_SECONDS = 15.0
 
 
 @pytest.mark.netns
 @pytest.mark.integration
+@needs_hosts
 @pytest.mark.parametrize("quorum", ["available", "majority"])
 def test_a_partitioned_master_is_replaced_and_the_cluster_heals(tmp_path: Path,
                                                                  quorum: str) -> None:
-    reason = available()
-    assert reason is None, f"this test needs root and network namespaces: {reason}"
     with NetnsCluster(3, tmp_path, extra_args=("--quorum", quorum)) as hosts:
         everyone = [0, 1, 2]
         hosts.wait(lambda: hosts.one_master(everyone) is not None, 60, "one master")
@@ -40,7 +39,7 @@ def test_a_partitioned_master_is_replaced_and_the_cluster_heals(tmp_path: Path,
         assert placed is not None
         hosts.wait(lambda: hosts.chat_ok(others[0]), 120, "the model to serve")
 
-        hosts.cut(master)
+        hosts.isolate(master)
         cut_at = time.monotonic()
         hosts.wait(lambda: hosts.one_master(others) not in (None, master_id), CUT_SECONDS,
                    "the two connected hosts to elect a new master")
@@ -63,7 +62,7 @@ def test_a_partitioned_master_is_replaced_and_the_cluster_heals(tmp_path: Path,
                 cut_view["session"], cut_view["last_event_applied_idx"]), \
                 "a minority under --quorum majority indexes nothing"
 
-        hosts.heal(master)
+        hosts.rejoin(master)
         hosts.wait(lambda: hosts.one_master(everyone) == new_master, 60,
                    "one cluster again, led by the master of the bigger side")
         hosts.wait(lambda: len({hosts.request(h, "GET", "/state")["session"]

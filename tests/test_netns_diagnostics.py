@@ -5,15 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.netns_hosts import NetnsCluster, available
+from tests.netns_hosts import NetnsCluster, needs_hosts
 
-pytestmark = [pytest.mark.integration, pytest.mark.netns]
+pytestmark = [pytest.mark.integration, pytest.mark.netns, needs_hosts]
 
 
 def test_cluster_diagnostics_and_traces_reach_peers_behind_loopback_apis(
         tmp_path: Path) -> None:
-    reason = available()
-    assert reason is None, f"this test needs root and network namespaces: {reason}"
     with NetnsCluster(2, tmp_path, api_on_host_address=False,
                       extra_args=("--no-auto-place",)) as hosts:
         hosts.wait(lambda: hosts.one_master([0, 1]) is not None, 60, "one master")

@@ -13,7 +13,7 @@ from skulk.cluster.reachability import EDGE_TTL_SECONDS, PROBE_INTERVAL_SECONDS
 from skulk.shared.topology import ring_hosts
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.telemetry import NodeTelemetry
-from tests.netns_hosts import NetnsCluster, available
+from tests.netns_hosts import NetnsCluster, needs_hosts
 from tests.node_process import NodeProcess, meshed_nodes
 
 # First telemetry, a probe round (interval plus jitter), then the next telemetry.
@@ -87,7 +87,7 @@ def reachable_in(hosts: NetnsCluster, host: int) -> dict[str, list[str]] | None:
 
 
 @pytest.mark.netns
-@pytest.mark.skipif(available() is not None, reason=str(available()))
+@needs_hosts
 def test_hosts_in_namespaces_see_each_other_at_their_own_addresses(tmp_path: Path) -> None:
     with NetnsCluster(3, tmp_path) as hosts:
         everyone = [0, 1, 2]
@@ -108,7 +108,7 @@ def test_hosts_in_namespaces_see_each_other_at_their_own_addresses(tmp_path: Pat
         assert ring_hosts([NodeId(i) for i in ids], telemetry, now=time.time()) == [
             hosts.address(h) for h in everyone]
 
-        hosts.cut(2)
+        hosts.isolate(2)
         hosts.wait(lambda: all(ids[2] not in (reachable_in(hosts, h) or {ids[2]: []})
                                for h in (0, 1)),
                    EDGE_TTL_SECONDS + 2 * PROBE_INTERVAL_SECONDS,
