@@ -48,6 +48,7 @@ from skulk.worker.engines.registry import create_engine
 from skulk.worker.runner import messages
 from skulk.worker.runner.messages import FromRunner, ToRunner
 from skulk.worker.runner.pipe_frames import FrameWriter
+from skulk.worker.runner.runner_stdout import point_stdout_at
 
 _PR_SET_PDEATHSIG = 1
 _PARENT_POLL_SECONDS = 0.5
@@ -295,10 +296,14 @@ class Runner:
 
 
 def entrypoint(engine_name: str, config: EngineConfig, inbox: "Queue[ToRunner]",
-               outbox: Connection, parent_pid: int) -> None:
+               outbox: Connection, parent_pid: int, stdout: Connection | None = None) -> None:
     """`outbox`: the write end of the pipe to the supervisor (written as pipe_frames; every
-    message is out when `_send` returns, so nothing is left to flush at exit)."""
+    message is out when `_send` returns, so nothing is left to flush at exit). `stdout`:
+    the write end of the pipe the supervisor logs this process's standard output from."""
     _install_parent_death_watch(parent_pid)
+    if stdout is not None:
+        point_stdout_at(os.dup(stdout.fileno()))
+        stdout.close()
     # The supervisor stops us with a Shutdown message or SIGTERM; Ctrl-C in the terminal
     # reaches the whole process group, and the node decides, not the runner.
     signal.signal(signal.SIGINT, signal.SIG_IGN)

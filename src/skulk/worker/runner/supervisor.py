@@ -31,6 +31,7 @@ from skulk.worker.runner.deadlines import Progress
 from skulk.worker.runner.flight_recorder import FlightRecorder
 from skulk.worker.runner.messages import FromRunner, ToRunner
 from skulk.worker.runner.runner_output import RunnerOutput
+from skulk.worker.runner.runner_stdout import RunnerStdout
 
 _POLL_SECONDS = 0.2
 _NO_NODE = NodeId("")
@@ -116,14 +117,19 @@ class RunnerSupervisor:
         context = multiprocessing.get_context("spawn")
         self._inbox = context.Queue()
         output_end, runner_end = context.Pipe(duplex=False)
+        stdout_end, runner_stdout = context.Pipe(duplex=False)
         self._process = context.Process(
             target=entrypoint, name=f"skulk-runner-{self.runner_id}", daemon=True,
-            args=(self._engine_name, self._config, self._inbox, runner_end, os.getpid()))
+            args=(self._engine_name, self._config, self._inbox, runner_end, os.getpid(),
+                  runner_stdout))
         with spawn_environment(self._engine_name, self._config):  # e.g. OpenBLAS preloaded
             self._process.start()
         runner_end.close()  # the runner holds the only write end: its exit is end of file
+        runner_stdout.close()
         output = RunnerOutput(os.dup(output_end.fileno()))  # ours to close
         output_end.close()
+        printed = RunnerStdout(os.dup(stdout_end.fileno()), str(self.runner_id))
+        stdout_end.close()
         self.recorder.record("spawned", f"pid {self._process.pid}, engine {self._engine_name}")
         logger.info("runner {} started (pid {}, engine {})", self.runner_id,
                     self._process.pid, self._engine_name)
@@ -137,6 +143,7 @@ class RunnerSupervisor:
                     break
         finally:
             output.close()
+            printed.close()
         if output.torn:
             logger.warning("runner {} died while writing a message", self.runner_id)
         await self._reaped(self._process)
