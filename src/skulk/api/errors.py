@@ -18,14 +18,19 @@ from skulk.shared.types.chunks import ErrorChunk, ErrorKind
 
 Dialect = Literal["openai", "anthropic", "ollama"]
 
-# (HTTP status, OpenAI error type, code) per internal error kind. Placement failures are
-# 503: the request is valid, the cluster lacks room now, and more nodes or fewer models
-# would let the same request succeed.
+# A placement that cannot succeed as asked: no node can hold the model, or its weights
+# cannot be reached. Clients do not retry a 4xx.
+PLACEMENT_FAILED_STATUS = 422
+
+# (HTTP status, OpenAI error type, code) per internal error kind. A placement that failed
+# is 422, not 5xx: the same request sent again seconds later fails the same way, and the
+# official clients retry every 5xx (each retry placing the model and fetching its weights
+# again); more nodes or fewer models make it succeed, not waiting.
 ERROR_KIND_HTTP: dict[ErrorKind, tuple[int, str, str]] = {
     "context_length_exceeded": (400, "invalid_request_error", "context_length_exceeded"),
     "invalid_request": (400, "invalid_request_error", "invalid_request"),
     "model_not_found": (404, "invalid_request_error", "model_not_found"),
-    "placement_failed": (503, "server_error", "placement_failed"),
+    "placement_failed": (PLACEMENT_FAILED_STATUS, "invalid_request_error", "placement_failed"),
     "runner_failed": (503, "server_error", "runner_failed"),
     "timeout": (504, "server_error", "timeout"),
     "cancelled": (409, "invalid_request_error", "cancelled"),

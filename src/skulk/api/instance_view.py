@@ -25,6 +25,8 @@ class RankView(ShardAssignment):
     fetch: RunnerFetching | None = Field(
         default=None, description="While the rank's weights are fetched: bytes done, bytes "
         "in all, and from where.")
+    error: str | None = Field(default=None, description="Why the rank's runner failed, "
+                              "while its status is `failed`.")
 
 
 class InstanceView(Instance):
@@ -61,7 +63,7 @@ def instance_view(state: State, instance: Instance) -> InstanceView:
     ranks = [RankView(**dict(shard), runner_id=runner_id,
                       runner_status=state.runners[runner_id].kind
                       if runner_id in state.runners else "pending",
-                      fetch=_fetching(state, runner_id))
+                      fetch=_fetching(state, runner_id), error=_error(state, runner_id))
              for runner_id, shard in sorted(instance.shards.items(), key=lambda kv: kv[1].rank)]
     return InstanceView(**dict(instance), status=instance_status(state, instance), ranks=ranks)
 
@@ -69,6 +71,11 @@ def instance_view(state: State, instance: Instance) -> InstanceView:
 def _fetching(state: State, runner_id: RunnerId) -> RunnerFetching | None:
     status = state.runners.get(runner_id)
     return status if isinstance(status, RunnerFetching) else None
+
+
+def _error(state: State, runner_id: RunnerId) -> str | None:
+    status = state.runners.get(runner_id)
+    return status.error if isinstance(status, RunnerFailed) else None
 
 
 def instance_body(state: State, instance: Instance) -> dict[str, object]:

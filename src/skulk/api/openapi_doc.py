@@ -2,7 +2,8 @@
 content types of streams.
 
 FastAPI documents a 422 validation error; Skulk answers bad input with a 400 in the route's
-dialect, and any route may also answer 401 (API key), 404, 413 (body size) or a 5xx while
+dialect, keeps 422 for a model that cannot be served as asked (a 4xx, which clients do not
+retry), and any route may also answer 401 (API key), 404, 413 (body size) or a 5xx while
 the cluster cannot serve. This adds those, each with its dialect's error schema.
 """
 
@@ -31,7 +32,11 @@ _ERRORS = {
     "401": "A valid API key is needed",
     "404": "No such model, instance or request",
     "409": "The request was cancelled",
+    "410": "The instance was removed; the message says why",
     "413": "The request body is over the limit",
+    "422": "The model cannot be served as asked: no node can hold it, or its instance "
+           "failed to start (its weights could not be reached, its runner could not load "
+           "it); the message says why. The same request sent again fails the same way",
     "429": "Every instance of the model has its queue full; retry after `Retry-After` "
            "seconds",
     "499": "The client went away before the reply was ready",

@@ -5,6 +5,7 @@ import anyio
 
 from skulk.api.context import ApiContext
 from skulk.api.errors import ApiError
+from skulk.api.instance_removal import placement_failed_error
 from skulk.api.instance_view import has_ready_instance
 from skulk.api.resend import resend_until
 from skulk.shared.types.chunks import ErrorChunk
@@ -29,11 +30,13 @@ def resolve_card(context: ApiContext, model: str) -> ModelCard:
 async def place_instance(context: ApiContext, command: PlaceInstance,
                          timeout: float = PLACEMENT_ACK_SECONDS) -> None:
     """Send a placement and wait until the instance exists (with `unless_served`: until
-    any instance of the model does); a rejection raises."""
+    any instance of the model does) or existed (a worker may give it up at once); a
+    rejection raises."""
     def placed(state: State) -> bool:
         if command.unless_served and state.instances_of(command.model_id):
             return True
-        return command.instance_id in state.instances
+        return (command.instance_id in state.instances
+                or context.replica.removed.get(command.instance_id) is not None)
 
     stream = context.streams.open(command.command_id)
     outcome: list[ErrorChunk | None] = []
@@ -64,6 +67,7 @@ async def place_instance(context: ApiContext, command: PlaceInstance,
 
 async def ensure_serving(context: ApiContext, model_id: ModelId) -> None:
     """Return once an instance of the model serves; place one first if allowed."""
+    removals_before = context.replica.removed.last_seq
     lock = context.placement_locks.setdefault(model_id, anyio.Lock())
     async with lock:  # concurrent first requests place the model once
         if not context.replica.state.instances_of(model_id):
@@ -84,5 +88,4 @@ async def ensure_serving(context: ApiContext, model_id: ModelId) -> None:
                        f"{context.ready_timeout_seconds:.0f} s; try again shortly",
                        type="server_error", code="model_loading")
     if not has_ready_instance(state, model_id):
-        raise ApiError(503, f"the instance of '{model_id}' failed to start; see the node's "
-                       "log, then place it again", type="server_error", code="runner_failed")
+        raise placement_failed_error(context, model_id, after_seq=removals_before)

@@ -92,7 +92,7 @@ def events_for_command(state: State, command: Command, context: CommandContext) 
         case PlaceInstance():
             return _place_instance(state, command, context)
         case DeleteInstance():
-            return delete_instance_events(state, command.instance_id, "deleted on request")
+            return delete_instance_events(state, command.instance_id, command.reason)
         case RefusePlacement():
             return _refuse_placement(state, command, context)
         case ReplaceInstance():
@@ -132,7 +132,8 @@ def _revoke_node(state: State, command: RevokeNode) -> list[Event]:
         for event in delete_instance_events(state, instance.instance_id, reason)]]
 
 
-def delete_instance_events(state: State, instance_id: InstanceId, reason: str) -> list[Event]:
+def delete_instance_events(state: State, instance_id: InstanceId, reason: str,
+                           replaced_by: InstanceId | None = None) -> list[Event]:
     """Fail the instance's live tasks first, so no request waits on a vanished instance."""
     if instance_id not in state.instances:
         return []
@@ -142,7 +143,8 @@ def delete_instance_events(state: State, instance_id: InstanceId, reason: str) -
         for t in state.tasks.values()
         if t.instance_id == instance_id and t.status not in TERMINAL_TASK_STATUSES
     ]
-    return [*failures, InstanceDeleted(instance_id=instance_id, reason=reason)]
+    return [*failures, InstanceDeleted(instance_id=instance_id, reason=reason,
+                                       replaced_by=replaced_by)]
 
 
 def _place_instance(state: State, command: PlaceInstance, context: CommandContext) -> list[Event]:
@@ -209,7 +211,7 @@ def _refuse_placement(state: State, refusal: RefusePlacement,
                                       f"{reason}; no wider placement: {placed.describe()}")
     return [*delete_instance_events(state, instance.instance_id,
                                     f"{reason}; placed again over {len(placed.shards)} nodes "
-                                    f"as {placed.instance_id}"),
+                                    f"as {placed.instance_id}", placed.instance_id),
             InstanceCreated(instance=placed)]
 
 
@@ -242,7 +244,8 @@ def _replace_instance(state: State, command: ReplaceInstance,
     placed = placed.model_copy(update={"replaced": instance.replaced + 1})
     return [*first,
             *delete_instance_events(state, instance.instance_id,
-                                    f"{command.reason}; placed again as {placed.instance_id}"),
+                                    f"{command.reason}; placed again as {placed.instance_id}",
+                                    placed.instance_id),
             InstanceCreated(instance=placed)]
 
 

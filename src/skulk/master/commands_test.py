@@ -120,6 +120,17 @@ def test_delete_instance_fails_its_tasks_before_it_goes() -> None:
                                           instance_id=InstanceId("inst-1")))
     assert isinstance(events[0], TaskStatusUpdated) and events[0].status == "failed"
     assert isinstance(events[1], InstanceDeleted)
+    assert events[1].reason == "deleted on request" and events[1].replaced_by is None
+
+
+def test_a_worker_that_gives_an_instance_up_says_why_in_its_removal() -> None:
+    state = state_with(InstanceCreated(instance=f.instance()), TaskCreated(task=f.task()))
+    why = "node a gave it up: cannot list Qwen/Q-GGUF on the hub: Name or service not known"
+    failed, deleted = handle(state, DeleteInstance(
+        command_id=CommandId("d"), instance_id=InstanceId("inst-1"), reason=why))
+    assert isinstance(failed, TaskStatusUpdated) and failed.error is not None
+    assert why in failed.error
+    assert deleted == InstanceDeleted(instance_id=InstanceId("inst-1"), reason=why)
 
 
 def test_reconcile_fails_orphans_and_forgets_old_finished_tasks() -> None:

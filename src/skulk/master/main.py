@@ -160,6 +160,7 @@ class Master:
         """Give each event the next index, apply it, persist it and publish it."""
         async with self._lock:
             for event in events:
+                _log_removal(self._state, event)
                 indexed = IndexedEvent(index=self._next_index, session=self.session_id,
                                        master_node=self.node_id, event=event, source=source)
                 self._state = apply(self._state, indexed)
@@ -221,9 +222,6 @@ class Master:
         if events and is_lasting(command) and not self.standing().majority:
             # Accepted on a minority side: sent again to the majority's master at heal.
             self.carried = [*self.carried[-(MAX_CARRIED_COMMANDS - 1):], command]
-        for event in events:
-            if isinstance(event, InstanceDeleted):
-                logger.info("instance {} removed: {}", event.instance_id, event.reason)
         if events:
             await self.index(events)
 
@@ -297,8 +295,6 @@ class Master:
         now = self._clock()
         for instance in self._idle.expired(self._state, now):
             idle = self._idle.idle_for(instance.instance_id, now)
-            logger.info("removing instance {} of {}: idle for {:.0f} s", instance.instance_id,
-                        instance.model_id, idle)
             await self.index(delete_instance_events(
                 self._state, instance.instance_id,
                 f"idle for {idle:.0f} s (keep-alive "
@@ -340,3 +336,10 @@ class Master:
                                         sharding=instance.sharding)
             placed = events_for_command(self._state, replacement, self._context())
             await self.index(placed)
+
+
+def _log_removal(before: State, event: Event) -> None:
+    """Every removal is logged with the reason it carries, whichever path removed it."""
+    if isinstance(event, InstanceDeleted) and event.instance_id in before.instances:
+        logger.info("instance {} of {} removed: {}", event.instance_id,
+                    before.instances[event.instance_id].model_id, event.reason)

@@ -151,3 +151,25 @@ async def test_a_minority_master_keeps_what_it_accepted_or_under_strict_quorum_n
         else:
             assert "inst-1" in m.state.instances and m.carried == []
             assert len(published) == 1, "under --quorum majority it indexes nothing"
+
+
+@pytest.mark.anyio
+async def test_the_master_logs_each_removal_with_the_reason_its_command_gave() -> None:
+    from loguru import logger
+
+    from skulk.shared.types.commands import DeleteInstance
+    from skulk.shared.types.ids import InstanceId
+
+    lines: list[str] = []
+    sink = logger.add(lines.append, level="INFO", format="{message}")
+    try:
+        m = master(ListLog(), [])
+        await m.index([StateSnapshotHydrated(state=m.state),
+                       InstanceCreated(instance=f.instance())])
+        await m.handle_command(CommandEnvelope(origin=f.NODE, command=DeleteInstance(
+            command_id=CommandId("d"), instance_id=InstanceId("inst-1"),
+            reason="node a gave it up: no weights")))
+    finally:
+        logger.remove(sink)
+    assert any(line.strip() == f"instance inst-1 of {f.instance().model_id} removed: node a "
+               "gave it up: no weights" for line in lines), lines

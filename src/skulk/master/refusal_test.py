@@ -45,6 +45,7 @@ def test_a_refusal_replaces_the_instance_one_node_wider() -> None:
     assert isinstance(deleted, InstanceDeleted) and deleted.instance_id == first.instance_id
     assert "node a refused its shard" in deleted.reason
     assert isinstance(created, InstanceCreated)
+    assert deleted.replaced_by == created.instance.instance_id  # `skulk place` follows it
     wider = created.instance
     assert len(wider.shards) == 2 and wider.engine == "llama_cpp" and wider.ring_port is not None
     assert {s.node_id for s in wider.shards.values()} == {"a", "b"}  # the refuser stays in

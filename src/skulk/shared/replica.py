@@ -15,6 +15,7 @@ from loguru import logger
 
 from skulk.shared.apply import apply
 from skulk.shared.recent_events import RecentEvents
+from skulk.shared.removed_instances import RemovedInstances
 from skulk.shared.types.events import IndexedEvent, StateSnapshotHydrated
 from skulk.shared.types.ids import NodeId, SessionId
 from skulk.shared.types.state import State
@@ -37,6 +38,8 @@ class StateReplica:
         self._master_node: NodeId | None = None
         # The last events applied here, for people to read (`GET /events`).
         self.recent = RecentEvents()
+        # Why each recently removed instance went, for those who waited on it.
+        self.removed = RemovedInstances()
 
     def restore(self, state: State, session: SessionId, master_node: NodeId) -> None:
         """Start from a State read back from this node's own log (before any event
@@ -111,6 +114,7 @@ class StateReplica:
         applied: list[IndexedEvent] = []
         while (next_index := self._state.last_event_applied_idx + 1) in self._buffer:
             indexed = self._buffer.pop(next_index)
+            self.removed.note(self._state, indexed.event)
             self._state = apply(self._state, indexed)
             applied.append(indexed)
         if applied and notify:

@@ -392,4 +392,5 @@ class Worker:
         await self._publish_event(
             RunnerStatusUpdated(runner_id=runner_id, status=RunnerFailed(error=reason)))
         await self._send_command(
-            DeleteInstance(command_id=new_command_id(), instance_id=instance_id))
+            DeleteInstance(command_id=new_command_id(), instance_id=instance_id,
+                           reason=f"node {self._node_id} gave it up: {reason}"))

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from skulk.api.context import ApiContext, Context
 from skulk.api.errors import ApiError
+from skulk.api.instance_removal import placement_failed_error, removed_instance_error
 from skulk.api.instance_view import InstanceView, instance_view
 from skulk.api.serving import place_instance, resolve_card
 from skulk.master.eviction import freed
@@ -50,13 +51,25 @@ class DeletedInstance(BaseModel):
     deleted: InstanceId = Field(description="Id of the removed instance.")
 
 
+class InstanceRemoval(BaseModel):
+    """Why an instance is gone, as this node saw the master remove it."""
+
+    instance_id: InstanceId = Field(description="The removed instance.")
+    model_id: ModelId = Field(description="Its model.")
+    reason: str = Field(description="The master's reason, e.g. what a worker that gave "
+                        "the instance up could not do.")
+    replaced_by: InstanceId | None = Field(description="The instance placed in its stead; "
+                                           "None when none was.")
+
+
 class NodeMemoryView(BaseModel):
     """One rank of a candidate placement and its memory figures."""
 
     node_id: NodeId = Field(description="Node that would run the rank.")
     rank: int = Field(description="Rank within the candidate, from 0.")
-    start_layer: int = Field(description="First layer it would hold (inclusive).")
-    end_layer: int = Field(description="Last layer it would hold (exclusive).")
+    start_layer: int = Field(description="First layer it would hold.")
+    end_layer: int = Field(description="One past the last layer it would hold (it would "
+                           "hold `start_layer` to `end_layer - 1`).")
     needed_bytes: int = Field(description="System memory: weights share x engine overhead "
                               "+ KV + floor, less what goes to the GPU.")
     usable_bytes: int = Field(description="What the node can give (must exceed the need).")
@@ -135,7 +148,10 @@ def _fits_after_evicting(context: ApiContext, command: PlaceInstance,
              summary="Place an instance of a model; waits until the master placed it",
              description="Placement is checked here first: 400 when no set of nodes can hold "
              "the model as asked (the message says, per node, why), 503 when live nodes "
-             "have not reported their memory yet.")
+             "have not reported their memory yet, 422 when the master refused it or it was "
+             "removed before this answer (the message says why). The answer comes once the "
+             "instance is placed, before it is loaded: follow `GET /instance/{id}` until "
+             "`ready`, or until 410, which says why it was removed.")
 async def place(body: PlaceInstanceRequest, context: Context) -> InstanceView:
     card = resolve_card(context, body.model_id)
     command = PlaceInstance(command_id=new_command_id(), instance_id=new_instance_id(),
@@ -147,9 +163,7 @@ async def place(body: PlaceInstanceRequest, context: Context) -> InstanceView:
     state = context.replica.state
     instance = state.instances.get(command.instance_id)
     if instance is None:  # placed, then removed again (a refusal, a lost node)
-        raise ApiError(503, f"instance {command.instance_id} was placed and removed again; "
-                       "GET /state shows what replaced it", type="server_error",
-                       code="placement_failed")
+        raise placement_failed_error(context, card.model_id, command.instance_id)
     return instance_view(state, instance)
 
 
@@ -180,24 +194,41 @@ async def get_previews(context: Context,
 
 def _must_exist(context: ApiContext, instance_id: InstanceId) -> None:
     if instance_id not in context.replica.state.instances:
-        raise ApiError(404, f"no instance '{instance_id}'; GET /state lists them",
-                       code="instance_not_found")
+        raise removed_instance_error(context, instance_id) or ApiError(
+            404, f"no instance '{instance_id}'; GET /state lists them",
+            code="instance_not_found")
 
 
 @router.get("/instance/{instance_id}", response_model=InstanceView,
-            summary="One instance: status and its ranks with nodes and layer ranges")
+            summary="One instance: status and its ranks with nodes and layer ranges",
+            description="404 for an instance this node never knew; 410 for one it saw "
+            "removed, with the reason (`GET /instance/{id}/removal` has it as fields).")
 async def get_instance(instance_id: InstanceId, context: Context) -> InstanceView:
     _must_exist(context, instance_id)
     state = context.replica.state
     return instance_view(state, state.instances[instance_id])
 
 
+@router.get("/instance/{instance_id}/removal", response_model=InstanceRemoval,
+            summary="Why an instance was removed, and what replaced it",
+            description="404 when this node did not see it removed (it still runs, never "
+            "existed, or went before this node followed the master).")
+async def get_removal(instance_id: InstanceId, context: Context) -> InstanceRemoval:
+    removal = context.replica.removed.get(instance_id)
+    if removal is None:
+        raise ApiError(404, f"this node saw no removal of '{instance_id}'",
+                       code="instance_not_found")
+    return InstanceRemoval(instance_id=removal.instance_id, model_id=removal.model_id,
+                           reason=removal.reason, replaced_by=removal.replaced_by)
+
+
 @router.delete("/instance/{instance_id}", response_model=DeletedInstance,
                summary="Delete an instance; its runners shut down")
 async def delete_instance(instance_id: InstanceId, context: Context) -> DeletedInstance:
     _must_exist(context, instance_id)
-    await context.send_command(DeleteInstance(command_id=new_command_id(),
-                                              instance_id=instance_id))
+    await context.send_command(DeleteInstance(
+        command_id=new_command_id(), instance_id=instance_id,
+        reason=f"deleted on request (DELETE /instance through node {context.node_id})"))
     gone = await context.replica.wait_for(lambda s: instance_id not in s.instances,
                                           DELETE_WAIT_SECONDS)
     if gone is None:

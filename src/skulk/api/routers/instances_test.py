@@ -110,7 +110,9 @@ async def place_and_read(client: httpx.AsyncClient, master: InProcessMaster) -> 
 
     deleted = await client.delete(f"/instance/{body['instance_id']}")
     assert deleted.json() == {"deleted": body["instance_id"]}
-    assert (await client.get(f"/instance/{body['instance_id']}")).status_code == 404
+    gone = await client.get(f"/instance/{body['instance_id']}")
+    assert gone.status_code == 410 and "deleted on request" in gone.json()["error"]["message"]
+    assert (await client.get("/instance/inst-never")).status_code == 404
 
 
 @pytest.mark.anyio

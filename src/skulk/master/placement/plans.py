@@ -39,7 +39,7 @@ class RankFit:
         return admits(self.needed_bytes, self.usable_bytes) and gpu_fits
 
     def shortfall(self, engine: EngineName, width: int) -> str:
-        how = "whole" if width == 1 else f"layers {self.start_layer}-{self.end_layer - 1}"
+        how = "whole" if width == 1 else f"layers {self.start_layer}–{self.end_layer - 1}"
         gpu = (f" with {self.gpu_layers} layers on the GPU ({gib(self.vram_needed_bytes)} "
                f"of {gib(self.vram_usable_bytes)} free)" if self.gpu_layers else "")
         return (f"{engine} {how} needs {gib(self.needed_bytes)}{gpu}, "

@@ -40,6 +40,10 @@ class DeleteInstance(WireModel):
     kind: Literal["DeleteInstance"] = "DeleteInstance"
     command_id: CommandId = Field(description="Id of this command.")
     instance_id: InstanceId = Field(description="Instance to remove.")
+    reason: str = Field(default="deleted on request", max_length=4096,
+                        description="Why, as the master logs it and the instance's "
+                        "removal tells whoever waited for it (a worker that gives up says "
+                        "what failed).")
 
 
 class RefusePlacement(WireModel):

@@ -36,6 +36,9 @@ class InstanceDeleted(WireModel):
     kind: Literal["InstanceDeleted"] = "InstanceDeleted"
     instance_id: InstanceId = Field(description="The removed instance.")
     reason: str = Field(description="Why it was removed.")
+    replaced_by: InstanceId | None = Field(
+        default=None, description="The instance placed in its stead (a refused shard "
+        "placed wider, a failed rank's instance placed again); None when none was.")
 
 
 class RunnerStatusUpdated(WireModel):

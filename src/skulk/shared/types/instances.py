@@ -18,8 +18,10 @@ class ShardAssignment(WireModel):
     node_id: NodeId = Field(description="Node that runs this shard's runner.")
     rank: int = Field(description="Rank of this shard within the instance, from 0.")
     world_size: int = Field(description="Number of shards in the instance.")
-    start_layer: int = Field(description="First layer held (inclusive).")
-    end_layer: int = Field(description="Last layer held (exclusive).")
+    start_layer: int = Field(description="First layer held.")
+    end_layer: int = Field(description="One past the last layer held: the shard holds "
+                           "layers `start_layer` to `end_layer - 1` (shown to people as "
+                           "that inclusive range, e.g. `layers 0–14`).")
     ring_host: str | None = Field(
         default=None,
         description="Address this rank's ring neighbour reaches it at, chosen by the master "
