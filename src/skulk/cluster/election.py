@@ -10,10 +10,13 @@ which round. So a sitting master wins
 re-election and keeps its session, and when a partition heals the master the bigger side
 elected wins, and the majority's history is the one that goes on.
 
-A vote counts only if it can be true: its sender holds a liveliness token (is a member),
-its round is in range, and its seniority is 0, the forced mark, or a voter count no larger
-than the membership this node sees from a round no later than the vote's. Anything else is
-dropped and counted, so a member cannot take the seat by claiming more than it could have.
+A vote is dropped (and counted) only when it cannot be true from any honest node: its
+round or count is out of the wire's range, or its seniority is neither 0, the forced mark,
+nor a voter count within the wire's limit from a round no later than the vote's. It is never
+judged against this node's view of the cluster now: a master elected by three members keeps
+that seniority after one of them leaves (the receiver then counts two), and a vote that
+arrives before its sender's liveliness token is kept (membership is checked when the round
+is decided, so a vote alone still does not make its sender a member).
 """
 
 import math
@@ -34,23 +37,29 @@ ROUND_BITS = 40
 MAX_ROUND = (1 << ROUND_BITS) - 1
 MAX_VOTERS = (1 << 12) - 1
 FORCED_SENIORITY = 1 << 52
+# The largest integer every JSON reader keeps exact: no honest count comes near it.
+MAX_COUNT = (1 << 53) - 1
 
 
 def seniority_for(voters: int, round_: int) -> int:
     return (min(voters, MAX_VOTERS) << ROUND_BITS) + round_
 
 
-def implausible(vote: ElectionMessage, members: int) -> str | None:
-    """Why `vote` cannot be true when this node sees `members` members, or None."""
+def implausible(vote: ElectionMessage) -> str | None:
+    """Why `vote` cannot have come from an honest node, or None.
+
+    Only what no honest node can send is refused: the receiver's view of membership is not
+    a bound (a seniority earned when the cluster was larger stays true after members leave).
+    """
     if not 0 <= vote.clock <= MAX_ROUND:
         return "round_out_of_range"
-    if vote.commands_seen < 0:
-        return "negative_count"
+    if not 0 <= vote.commands_seen <= MAX_COUNT:
+        return "count_out_of_range"
     if vote.seniority in (0, FORCED_SENIORITY):
         return None
     voters, round_ = vote.seniority >> ROUND_BITS, vote.seniority & MAX_ROUND
-    if not 1 <= voters <= members or vote.seniority < 0:
-        return "seniority_beyond_membership"
+    if vote.seniority < 0 or not 1 <= voters <= MAX_VOTERS:
+        return "seniority_out_of_range"
     if round_ > vote.clock:
         return "seniority_from_a_later_round"
     return None
@@ -142,8 +151,7 @@ class Election:
     async def receive(self, message: ElectionMessage) -> None:
         if message.node_id == self.node_id:
             return
-        problem = ("not_a_member" if message.node_id not in self.members
-                   else implausible(message, len(self.members)))
+        problem = implausible(message)
         if problem is not None:
             self.rejected[problem] += 1
             self._on_rejected(problem)
@@ -192,8 +200,9 @@ class Election:
             if self.clock != round_started:
                 return  # a newer round took over; its own campaign decides
             self._decided_clock = self.clock
-            counted = (set(self._votes) if self._decided_members is None
-                       else set(self._votes) & self._decided_members)
+            counted = set(self._votes) & self.members
+            if self._decided_members is not None:
+                counted &= self._decided_members
             self._decided_members = set(self.members)
             # Only members count: a vote alone does not make its sender one.
             chosen = (self.node_id if self._forced

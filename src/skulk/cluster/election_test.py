@@ -1,12 +1,23 @@
 """N elections wired through an in-process broadcast, with membership driven by the test."""
 
 import math
+from collections import Counter
 
 import anyio
 import pytest
 from anyio.streams.memory import MemoryObjectSendStream
 
-from skulk.cluster.election import FORCED_SENIORITY, ROUND_BITS, Election, winner
+from skulk.cluster.election import (
+    FORCED_SENIORITY,
+    MAX_COUNT,
+    MAX_ROUND,
+    MAX_VOTERS,
+    ROUND_BITS,
+    Election,
+    implausible,
+    seniority_for,
+    winner,
+)
 from skulk.shared.types.election import ElectionMessage
 from skulk.shared.types.ids import NodeId
 
@@ -169,35 +180,70 @@ async def test_after_a_partition_the_bigger_side_keeps_its_master() -> None:
         tasks.cancel_scope.cancel()
 
 
-def test_a_vote_claiming_more_than_it_could_have_is_implausible() -> None:
-    from skulk.cluster.election import MAX_ROUND, implausible, seniority_for
-    assert implausible(vote("a", clock=3, seniority=seniority_for(2, 3)), members=2) is None
-    assert implausible(vote("a", seniority=FORCED_SENIORITY), members=1) is None
-    assert implausible(vote("a", clock=3, seniority=seniority_for(3, 3)), members=2) == \
-        "seniority_beyond_membership"
-    assert implausible(vote("a", clock=3, seniority=seniority_for(1, 4)), members=2) == \
+@pytest.mark.anyio
+async def test_a_member_leaving_keeps_one_master() -> None:
+    """The master was elected by three; once a follower leaves, the survivor counts two
+    members and must still take the master's vote (it once dropped it and elected itself)."""
+    harness = Harness()
+    async with anyio.create_task_group() as tasks:
+        for name in ("a", "b", "c"):
+            await harness.start(tasks, name)
+        assert await harness.converged() == "c"
+        assert harness.elections[NodeId("c")].seniority >> ROUND_BITS == 3
+        harness.kill("b")
+        assert await harness.converged() == "c"
+        assert harness.elections[NodeId("a")].rejected == Counter()
+        tasks.cancel_scope.cancel()
+
+
+def test_only_votes_no_honest_node_could_send_are_implausible() -> None:
+    # A seniority earned by more voters than the receiver now sees is still true.
+    assert implausible(vote("a", clock=3, seniority=seniority_for(3, 3))) is None
+    assert implausible(vote("a", clock=9, seniority=seniority_for(MAX_VOTERS, 9))) is None
+    assert implausible(vote("a", seniority=FORCED_SENIORITY)) is None
+    assert implausible(vote("a", seen=MAX_COUNT)) is None
+    assert implausible(vote("a", clock=3, seniority=FORCED_SENIORITY + 1)) == \
+        "seniority_out_of_range"
+    assert implausible(vote("a", clock=3, seniority=-5)) == "seniority_out_of_range"
+    assert implausible(vote("a", clock=3, seniority=3)) == "seniority_out_of_range"
+    assert implausible(vote("a", clock=3, seniority=seniority_for(1, 4))) == \
         "seniority_from_a_later_round"
-    assert implausible(vote("a", clock=MAX_ROUND + 1), members=2) == "round_out_of_range"
-    assert implausible(vote("a", seen=-1), members=2) == "negative_count"
+    assert implausible(vote("a", clock=MAX_ROUND + 1)) == "round_out_of_range"
+    assert implausible(vote("a", seen=-1)) == "count_out_of_range"
+    assert implausible(vote("a", seen=MAX_COUNT + 1)) == "count_out_of_range"
 
 
 @pytest.mark.anyio
-async def test_votes_from_non_members_or_beyond_belief_are_dropped_and_counted() -> None:
+async def test_a_vote_before_its_senders_token_counts_once_it_is_a_member() -> None:
     rejected: list[str] = []
     published: list[ElectionMessage] = []
+    results: list[NodeId] = []
 
     async def publish(message: ElectionMessage) -> None:
         published.append(message)
 
     async def on_result(master: NodeId) -> None:
-        pass
+        results.append(master)
 
     election = Election(node_id=NodeId("a"), publish=publish, on_result=on_result,
-                        commands_seen=lambda: 0, on_rejected=rejected.append)
-    election.membership_changed(NodeId("b"), True)
-    await election.receive(vote("stranger", clock=5))
-    await election.receive(vote("b", clock=2, seniority=(1 << 50)))
-    assert election.clock == 0 and election._votes == {}
-    assert rejected == ["not_a_member", "seniority_beyond_membership"]
-    await election.receive(vote("b", clock=2))
-    assert election.clock == 2
+                        commands_seen=lambda: 0, on_rejected=rejected.append, timeout=0.05,
+                        coalesce=0.01)
+    await election.receive(vote("b", clock=2, seniority=FORCED_SENIORITY + 1))
+    assert election.clock == 0 and rejected == ["seniority_out_of_range"]
+    # The liveliness token of "z" has not arrived yet: its vote is kept, not dropped.
+    await election.receive(vote("z", clock=1))
+    assert election.clock == 1 and rejected == ["seniority_out_of_range"]
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(election._campaign)
+        await anyio.sleep(0.1)
+        # Decided before "z" was a member: kept, but neither a candidate nor a voter.
+        assert results == ["a"] and NodeId("z") in election._votes
+        assert election.seniority >> ROUND_BITS == 1
+        election.membership_changed(NodeId("z"), True)
+        for round_ in (2, 3):
+            tasks.start_soon(election._campaign)
+            await election.receive(vote("z", clock=round_))
+            await anyio.sleep(0.1)
+        assert results == ["a", "a", "a"]  # the sitting master stays
+        assert election.seniority >> ROUND_BITS == 2  # and "z" counted among its voters
+        tasks.cancel_scope.cancel()
