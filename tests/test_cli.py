@@ -19,12 +19,17 @@ def test_status_place_and_chat(serving_node: NodeProcess) -> None:
     assert "smollm2-135m on llama_cpp" in status.stdout and "ready" in status.stdout
     placed = skulk("place", "smollm2-135m", "--url", serving_node.url)
     assert placed.returncode == 0 and "placed smollm2-135m as instance" in placed.stdout
+    # It waited for the instance to load: the last line says it is ready.
+    assert placed.stdout.splitlines()[-1].startswith("ready: smollm2-135m as instance ")
     extra = placed.stdout.split()[-1]
     assert httpx.delete(f"{serving_node.url}/instance/{extra}", timeout=30).status_code == 200
     chat = skulk("chat", "smollm2-135m", "--url", serving_node.url, "--max-tokens", "12",
                  stdin="Say hello.\n\n")
     assert chat.returncode == 0, chat.stderr
     assert len(chat.stdout.splitlines()) >= 2  # the banner, then the streamed reply
+    cut = skulk("chat", "smollm2-135m", "--url", serving_node.url, "--max-tokens", "2",
+                "--temperature", "0", stdin="Tell me a long story.\n\n")
+    assert cut.returncode == 0 and "[cut at --max-tokens 2;" in cut.stdout, cut.stdout
     refused = skulk("place", "no-such-model", "--url", serving_node.url)
     assert refused.returncode == 1 and "does not exist" in refused.stderr
 

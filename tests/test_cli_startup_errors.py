@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from skulk.startup_failure import ENVIRONMENT, USAGE
+from skulk.testing.ports import free_port
 from tests.skulk_command import run_skulk, writable
 
 
@@ -22,8 +23,8 @@ def held_port() -> Iterator[int]:
 def refused(data_dir: Path, *args: str, env: dict[str, str] | None = None
             ) -> tuple[int, str]:
     """Exit code and the one line a refused `skulk run` printed."""
-    result = run_skulk("run", "--data-dir", str(data_dir), "--no-discover", "--api-port", "0",
-                       *args, env=env)
+    result = run_skulk("run", "--data-dir", str(data_dir), "--no-discover", "--api-port",
+                       str(free_port()), *args, env=env)
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
     assert lines[0].startswith("skulk run: ")
@@ -79,3 +80,11 @@ def test_a_llama_cpp_without_its_library_says_how_to_rebuild(tmp_path: Path) -> 
     assert code == ENVIRONMENT
     assert "without libllama" in line and "make install" in line
     assert "tools/llama-cpp-backends.sh .venv/bin/python" in line
+
+
+def test_a_number_out_of_range_is_refused_while_parsing(tmp_path: Path) -> None:
+    for flag, value, says in (("--api-port", "99999", "is not a port; give 1 to 65535"),
+                              ("--threads", "0", "is too small; give 1 or more"),
+                              ("--threads", "-3", "is too small; give 1 or more")):
+        code, line = refused(tmp_path, flag, value)
+        assert code == USAGE and f"argument {flag}: {value} {says}" in line

@@ -2,6 +2,7 @@
 a pull killed mid-file and resumed, a full disk."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 import openai
 import pytest
 
+from skulk.cli.units import size_text
 from skulk.models.store.free_space import NotEnoughSpace
 from skulk.models.store.hashing import file_sha256
 from skulk.models.store.pull import PARTIAL_DIR, PullRequest, pull
@@ -50,7 +52,7 @@ def test_pull_shows_progress_and_the_model_is_listed(hub: FakeHub, tmp_path: Pat
     pulled = subprocess.run(_pull_command(tmp_path), capture_output=True, text=True,
                             timeout=120)
     assert pulled.returncode == 0, pulled.stderr
-    assert "100.0%" in pulled.stderr and "MB/s" in pulled.stderr
+    assert "100.0%" in pulled.stderr and re.search(r"\d (B|KiB|MiB|GiB)/s", pulled.stderr)
     assert "pulled tiny-llama (mlx" in pulled.stdout and "sha256-verified" in pulled.stdout
     listed = subprocess.run([sys.executable, "-m", "skulk.cli.main", "models", "list",
                              "--data-dir", str(tmp_path)], capture_output=True, text=True,
@@ -176,6 +178,5 @@ def test_a_catalogue_id_is_pulled_under_the_cards_id_with_the_hubs_sizes(
     [line] = [row for row in listed.stdout.splitlines()
               if row.startswith("qwen2.5-0.5b-instruct ")]
     # The hub's size replaced the card's guess, and the weights are held here.
-    size_mb = f"{gguf.stat().st_size / 1e6:.0f} MB"
-    assert f"gguf {size_mb}" in line and line.endswith("gguf")
+    assert f"gguf {size_text(gguf.stat().st_size)}" in line and line.endswith("gguf")
     assert str(stored / "qwen2.5-0.5b-instruct-q4_k_m.gguf") in listed.stdout

@@ -3,7 +3,6 @@
 A node started with an API key needs it here too: `SKULK_API_KEY=<key> skulk status`.
 """
 
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -11,12 +10,15 @@ from typing import Any
 
 import httpx
 
+from skulk.cli.units import layers_text, size_text
+
 
 class NodeUnreachable(Exception):
     """No node answers at the URL."""
 
 
-def _auth() -> dict[str, str]:
+def auth_headers() -> dict[str, str]:
+    """The API key from `$SKULK_API_KEY` (its first, when it lists several)."""
     key = os.environ.get("SKULK_API_KEY", "").split(",")[0].strip()
     return {"Authorization": f"Bearer {key}"} if key else {}
 
@@ -24,7 +26,7 @@ def _auth() -> dict[str, str]:
 def request_node(method: str, url: str, **kwargs: Any) -> httpx.Response:
     try:
         return httpx.request(method, url, timeout=httpx.Timeout(600.0, connect=5.0),
-                             headers=_auth(), **kwargs)
+                             headers=auth_headers(), **kwargs)
     except httpx.TransportError as error:
         raise NodeUnreachable(
             f"no Skulk node answers at {url} ({error}); start one with `skulk run`") from error
@@ -40,10 +42,10 @@ def print_error(response: httpx.Response) -> int:
 
 
 def fetch_text(fetch: dict[str, Any] | None) -> str:
-    """` 40.0/120.0 MB from peer a` for a rank whose weights are on their way, else ``."""
+    """`, 38.1 MiB of 114 MiB from peer a` for a rank whose weights are on their way."""
     if not fetch:
         return ""
-    return (f" {fetch['done_bytes'] / 1e6:.1f}/{fetch['total_bytes'] / 1e6:.1f} MB from "
+    return (f", {size_text(fetch['done_bytes'])} of {size_text(fetch['total_bytes'])} from "
             f"{fetch['source']}")
 
 
@@ -55,7 +57,7 @@ def status(url: str) -> int:
     print(f"node {cluster['node_id']}, master {cluster['master_node_id'] or 'not elected yet'}")
     for node in cluster["nodes"]:
         memory = node["memory_available_bytes"]
-        free = f"{memory / 1024**3:.1f} GiB available" if memory else "no readings"
+        free = f"{size_text(memory)} available" if memory else "no readings"
         role = " (master)" if node["node_id"] == cluster["master_node_id"] else ""
         print(f"  node {node['node_id']}{role}: {'up' if node['alive'] else 'gone'}, {free}, "
               f"backends {', '.join(node['backends']) or 'none'}, api {node['api_url']}, "
@@ -67,68 +69,11 @@ def status(url: str) -> int:
         print(f"  instance {instance['instance_id']}: {instance['model_id']} on "
               f"{instance['engine']}, {instance['status']}")
         for rank in instance["ranks"]:
-            print(f"    rank {rank['rank']} on {rank['node_id']}: layers "
-                  f"{rank['start_layer']}-{rank['end_layer']}, {rank['runner_status']}"
-                  f"{fetch_text(rank.get('fetch'))}")
+            print(f"    rank {rank['rank']} on {rank['node_id']}: "
+                  f"{layers_text(rank['start_layer'], rank['end_layer'])}, "
+                  f"{rank['runner_status']}{fetch_text(rank.get('fetch'))}")
     print(f"  tasks in flight: {cluster['tasks_in_flight']}")
     return 0
-
-
-def place(url: str, model: str) -> int:
-    response = request_node("POST", f"{url}/place_instance", json={"model_id": model})
-    if response.status_code >= 300:
-        return print_error(response)
-    print(f"placed {model} as instance {response.json()['instance_id']}")
-    return 0
-
-
-def chat(url: str, model: str, max_tokens: int, temperature: float) -> int:
-    """An interactive streaming chat; an empty line or Ctrl-D ends it."""
-    messages: list[dict[str, str]] = []
-    print(f"chatting with {model}; empty line or Ctrl-D to quit")
-    while True:
-        try:
-            line = input("> ").strip()
-        except EOFError:
-            return 0
-        if not line:
-            return 0
-        messages.append({"role": "user", "content": line})
-        reply = _stream_reply(url, model, messages, max_tokens, temperature)
-        if reply is None:
-            messages.pop()
-            continue
-        messages.append({"role": "assistant", "content": reply})
-
-
-def _stream_reply(url: str, model: str, messages: list[dict[str, str]], max_tokens: int,
-                  temperature: float) -> str | None:
-    body = {"model": model, "messages": messages, "stream": True,
-            "max_tokens": max_tokens, "temperature": temperature}
-    parts: list[str] = []
-    try:
-        with httpx.stream("POST", f"{url}/v1/chat/completions", json=body, headers=_auth(),
-                          timeout=httpx.Timeout(600.0, connect=5.0)) as response:
-            if response.status_code != 200:
-                response.read()
-                print_error(response)
-                return None
-            for line in response.iter_lines():
-                if not line.startswith("data: ") or line == "data: [DONE]":
-                    continue
-                event = json.loads(line[len("data: "):])
-                if "error" in event:
-                    print(f"\nskulk: {event['error']['message']}", file=sys.stderr)
-                    return None
-                for choice in event.get("choices", []):
-                    text = choice.get("delta", {}).get("content") or ""
-                    parts.append(text)
-                    print(text, end="", flush=True)
-    except httpx.TransportError as error:
-        raise NodeUnreachable(f"lost the node at {url}: {error}") from error
-    print()
-    return "".join(parts)
-
 
 
 def revoke(url: str, node_id: str) -> int:

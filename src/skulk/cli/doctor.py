@@ -5,6 +5,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from skulk.cli.argument_types import port
 from skulk.cli.endpoints import endpoint_port, normalized_endpoint
 from skulk.paths import default_data_dir
 
@@ -17,7 +18,7 @@ DEFAULT_CLUSTER_PORT = 7447
 def add_doctor_arguments(parser: argparse.ArgumentParser, default_url: str) -> None:
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="the data dir to check (default: $SKULK_HOME or the XDG one)")
-    parser.add_argument("--api-port", type=int, default=52415,
+    parser.add_argument("--api-port", type=port, default=52415,
                         help="the API port a node here would use (default 52415)")
     parser.add_argument("--listen", default=f"tcp/0.0.0.0:{DEFAULT_CLUSTER_PORT}",
                         help="the cluster endpoint a node here would listen on "

@@ -1,11 +1,14 @@
 """`skulk`: start a node (`skulk run`, or bare `skulk`), or talk to a running one."""
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from skulk.cli import client, node_commands
+from skulk.cli.chat import add_chat_arguments, chat
 from skulk.cli.cluster import add_cluster_arguments, run_cluster
 from skulk.cli.completion import SHELLS, completion_script
 from skulk.cli.doctor import add_doctor_arguments, run_doctor
@@ -15,6 +18,7 @@ from skulk.cli.models_list import list_models
 from skulk.cli.models_pull import add_pull_arguments, run_pull
 from skulk.cli.models_remove import add_remove_arguments, run_remove
 from skulk.cli.node_commands import add_logs_arguments
+from skulk.cli.place import add_place_arguments, place
 from skulk.cli.run_arguments import add_run_arguments
 from skulk.cli.service import add_service_arguments, run_service
 from skulk.paths import default_data_dir
@@ -22,6 +26,18 @@ from skulk.versions import version_text, versions
 from skulk.worker.engines.llama_cpp.description import built_ggml_version
 
 DEFAULT_URL = "http://127.0.0.1:52415"
+# What a process killed by SIGPIPE reports: the reader of its output went away.
+CLOSED_PIPE_EXIT = 141
+USAGE_EXIT = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """Refuses a bad command line in one line (argparse prints the whole usage first,
+    dozens of lines for `skulk run`), naming the flag and where the flags are listed."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE_EXIT, f"{self.prog}: {message} (`{self.prog} --help` lists what it "
+                              "takes)\n")
 
 
 class _PrintVersions(argparse.Action):
@@ -38,7 +54,7 @@ class _PrintVersions(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="skulk", description="Run language models across the machines you own.")
     parser.add_argument("--version", action=_PrintVersions,
                         help="print the versions of Skulk, its checkout and its engines")
@@ -47,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     def with_url(name: str, help: str) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help)
-        sub.add_argument("--url", default=DEFAULT_URL, help="API of a running node")
+        sub.add_argument("--url", default=DEFAULT_URL,
+                         help=f"API of a running node (default {DEFAULT_URL})")
         return sub
 
     with_url("status", "show the cluster's nodes, instances and tasks")
@@ -83,12 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "launchd on macOS)"))
     add_logs_arguments(with_url("logs", "a running node's recent log lines; -f follows it"))
     with_url("stop", "shut a running node down gracefully (as Ctrl-C would)")
-    place = with_url("place", "place a model on the cluster")
-    place.add_argument("model")
-    chat = with_url("chat", "chat with a model in the terminal")
-    chat.add_argument("model", nargs="?", default="smollm2-135m")
-    chat.add_argument("--max-tokens", type=int, default=512)
-    chat.add_argument("--temperature", type=float, default=0.7)
+    add_place_arguments(with_url(
+        "place", "place a model on the cluster and wait until it is ready"))
+    add_chat_arguments(with_url("chat", "chat with a model in the terminal"))
     return parser
 
 
@@ -100,6 +114,19 @@ def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command `argv` asks for; every command's output may go to a pipe whose
+    reader leaves early (`skulk status | head`), which ends it quietly."""
+    try:
+        code = _run(argv)
+        sys.stdout.flush()  # here, not at exit, where a closed pipe could only be reported
+    except BrokenPipeError:
+        # Later writes, and the interpreter's flush at exit, must not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return CLOSED_PIPE_EXIT
+    return code
+
+
+def _run(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     known = {*subcommands(parser), "-h", "--help", "--version"}
@@ -130,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             case "models":
                 return list_models(args.data_dir or default_data_dir())
             case "place":
-                return client.place(args.url, args.model)
+                return place(args.url, args)
             case "completion":
                 print(completion_script(args.shell, parser), end="")
                 return 0
@@ -144,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             case "stop":
                 return node_commands.stop(args.url)
             case "chat":
-                return client.chat(args.url, args.model, args.max_tokens, args.temperature)
+                return chat(args.url, args.model, args.max_tokens, args.temperature)
     except client.NodeUnreachable as error:
         print(f"skulk: {error}", file=sys.stderr)
         return 2

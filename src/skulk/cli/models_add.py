@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from skulk.cli.units import size_text
 from skulk.paths import default_data_dir
 
 
@@ -41,7 +42,7 @@ def run_add(args: argparse.Namespace) -> int:
     entry = result.entry
     how = ("symbolic links to " + str(entry.linked_from) if entry.linked_from
            else "hard links" if result.linked else "a copy")
-    print(f"added {entry.model_id} ({entry.format}, {entry.size_bytes / 1e6:.1f} MB, "
+    print(f"added {entry.model_id} ({entry.format}, {size_text(entry.size_bytes)}, "
           f"{len(entry.files)} files, sha256 recorded) into {result.path} as {how}")
     print(f"a node running on {data_dir} announces it to the cluster; place it with: "
           f"skulk place {entry.model_id}")

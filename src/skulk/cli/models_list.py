@@ -5,6 +5,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from skulk.cli.units import layers_text, size_text
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.model_cards import ModelCard
@@ -38,8 +39,8 @@ def catalogue_lines(catalog: ModelCatalog) -> list[str]:
             approximate = "sources.size_bytes" in card.unverified and format not in held
             guessed |= approximate
             mark = APPROXIMATE if approximate else ""
-            sizes.append(f"{format} {mark}{_size(source.size_bytes)}")
-        stages = {f"{e.format} layers {e.layers[0]}-{e.layers[1]}": catalog.models_dir
+            sizes.append(f"{format} {mark}{size_text(source.size_bytes)}")
+        stages = {f"{e.format} {layers_text(*e.layers)}": catalog.models_dir
                   / e.directory for e in catalog.stored()
                   if e.model_id == card.model_id and e.layers is not None}
         here = ", ".join([*held, *stages]) or "-"
@@ -58,12 +59,12 @@ def cluster_lines(readings: Mapping[NodeId, NodeTelemetry]) -> list[str]:
     node, format, layers of a stage's copy, size) and a line per pull under way."""
     rows = sorted(
         (held.model_id, node_id, held.format,
-         "whole" if held.layers is None else f"layers {held.layers[0]}-{held.layers[1]}",
-         _size(sum(f.size_bytes for f in held.files)))
+         "whole" if held.layers is None else layers_text(*held.layers),
+         size_text(sum(f.size_bytes for f in held.files)))
         for node_id, reading in readings.items() for held in reading.held_models)
     pulls = sorted(
         (pull.model_id, node_id, f"pulling {pull.repo}",
-         f"{pull.done_bytes / 1e6:.0f}/{pull.total_bytes / 1e6:.0f} MB")
+         f"{size_text(pull.done_bytes)} of {size_text(pull.total_bytes)}")
         for node_id, reading in readings.items() for pull in reading.pulls)
     if not rows and not pulls:
         return ["no node's store holds a model (the bundled one ships with Skulk itself)"]
@@ -81,11 +82,6 @@ def _natural_order(card: ModelCard) -> list[str | int]:
     """`qwen2.5-7b` before `qwen2.5-14b`: digit runs compare as numbers."""
     return [int(part) if part.isdigit() else part
             for part in re.split(r"(\d+)", card.model_id.lower())]
-
-
-def _size(size_bytes: int) -> str:
-    return (f"{size_bytes / 1e9:.1f} GB" if size_bytes >= 1e9
-            else f"{size_bytes / 1e6:.0f} MB")
 
 
 def _parameters(card: ModelCard) -> str:

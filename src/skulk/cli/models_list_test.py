@@ -25,9 +25,9 @@ def test_each_model_has_a_line_and_a_held_one_its_path(tmp_path: Path) -> None:
     # 7b before 14b: numbers in ids compare as numbers.
     header, seven, path, fourteen, footnote = catalogue_lines(catalog)
     assert header.split() == ["MODEL", "PARAMS", "FORMATS", "(size)", "HERE"]
-    assert fourteen.split() == ["m-14b", "7.6B", "gguf", "~9.0", "GB", "-"]
+    assert fourteen.split() == ["m-14b", "7.6B", "gguf", "~8.38", "GiB", "-"]
     # Held here: its size is no guess (a pulled card is corrected), and its path follows.
-    assert seven.split() == ["m-7b", "7.6B", "gguf", "4.7", "GB", "gguf"]
+    assert seven.split() == ["m-7b", "7.6B", "gguf", "4.36", "GiB", "gguf"]
     assert path.split() == ["gguf", str(tmp_path / "m-7b.gguf")]
     assert footnote.startswith("~ size as the card guesses it")
 
@@ -51,8 +51,9 @@ def test_a_stage_copy_is_listed_with_its_layers(tmp_path: Path) -> None:
     write_entry(tmp_path / stage.directory, stage)
     catalog = ModelCatalog([card], tmp_path, stored_entries(tmp_path))
     _, line, path = catalogue_lines(catalog)
-    assert line.split()[-3:] == ["mlx", "layers", "0-16"]
-    assert path.split() == ["mlx", "layers", "0-16", str(tmp_path / stage.directory)]
+    # Layers as people count them, both ends included, as the dashboard shows them.
+    assert line.split()[-3:] == ["mlx", "layers", "0–15"]
+    assert path.split() == ["mlx", "layers", "0–15", str(tmp_path / stage.directory)]
 
 
 def test_the_cluster_listing_names_each_copy_on_each_node_and_each_pull() -> None:
@@ -65,7 +66,7 @@ def test_the_cluster_listing_names_each_copy_on_each_node_and_each_pull() -> Non
     })
     assert [line.split() for line in lines] == [
         ["MODEL", "NODE", "HOLDS"],
-        ["tiny", "node-a", "gguf", "whole,", "0", "MB"],
-        ["tiny", "node-b", "mlx", "layers", "0-4,", "0", "MB"],
-        ["qwen", "node-b", "pulling", "Qwen/Q-GGUF:", "2/8", "MB"]]
+        ["tiny", "node-a", "gguf", "whole,", "3", "B"],
+        ["tiny", "node-b", "mlx", "layers", "0–3,", "3", "B"],
+        ["qwen", "node-b", "pulling", "Qwen/Q-GGUF:", "1.91", "MiB", "of", "7.63", "MiB"]]
     assert cluster_lines({})[0].startswith("no node's store holds a model")

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from skulk.cli.units import size_text
 from skulk.paths import default_data_dir
 
 
@@ -51,8 +52,8 @@ def progress_text(done: int, total: int, elapsed: float) -> str:
     left = (total - done) / rate if rate > 0 else None
     eta = f"{left:4.0f} s left" if left is not None and done < total else "        "
     percent = 100 * done / total if total else 100.0
-    return (f"{done / 1e6:9.1f} / {total / 1e6:.1f} MB  {percent:5.1f}%  "
-            f"{rate / 1e6:6.1f} MB/s  {eta}")
+    return (f"{size_text(done):>10} / {size_text(total)}  {percent:5.1f}%  "
+            f"{size_text(rate):>10}/s  {eta}")
 
 
 def run_pull(args: argparse.Namespace) -> int:
@@ -77,7 +78,7 @@ def run_pull(args: argparse.Namespace) -> int:
         return 1
     entry = result.entry
     verb = "pulled" if result.fetched else "already in the store:"
-    print(f"\n{verb} {entry.model_id} ({entry.format}, {entry.size_bytes / 1e6:.1f} MB, "
+    print(f"\n{verb} {entry.model_id} ({entry.format}, {size_text(entry.size_bytes)}, "
           f"{len(entry.files)} files, sha256-verified) into {result.path}")
     print(f"serve it: skulk run --serve {entry.model_id}   (or place it on a running "
           f"cluster: skulk place {entry.model_id})")

@@ -5,6 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from skulk.cli.units import size_text
 from skulk.paths import default_data_dir
 
 
@@ -28,6 +29,6 @@ def run_remove(args: argparse.Namespace) -> int:
         return 1
     for entry in removed:
         kept = f" (its files stay in {entry.linked_from})" if entry.linked_from else ""
-        print(f"removed {entry.model_id} ({entry.format}, {entry.size_bytes / 1e6:.1f} MB) "
+        print(f"removed {entry.model_id} ({entry.format}, {size_text(entry.size_bytes)}) "
               f"from {catalog.models_dir / entry.directory}{kept}")
     return 0

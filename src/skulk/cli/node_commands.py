@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from skulk.api.log_buffer import LEVELS
+from skulk.cli.argument_types import positive_int
 from skulk.cli.client import NodeUnreachable, print_error, request_node
 
 FOLLOW_POLL_SECONDS = 1.0
@@ -20,7 +21,7 @@ def add_logs_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--component", default=None,
                         help="only lines from this part of Skulk, e.g. worker, api, master, "
                              "or a module such as skulk.worker.main")
-    parser.add_argument("-n", "--lines", type=int, default=50,
+    parser.add_argument("-n", "--lines", type=positive_int, default=50, metavar="N",
                         help="how many recent lines to show first (default 50)")
     parser.add_argument("-f", "--follow", action="store_true",
                         help="keep printing new lines until Ctrl-C")

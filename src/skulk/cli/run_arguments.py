@@ -5,12 +5,21 @@ its API and its engines, which cost every short command a second or more of star
 import argparse
 from pathlib import Path
 
+from skulk.cli.argument_types import (
+    finite_number,
+    port,
+    port_or_any,
+    positive_int,
+    positive_number,
+    whole_number,
+)
+
 DEFAULT_LISTEN = "tcp/127.0.0.1:0"
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--api-host", default="127.0.0.1", help="API bind address")
-    parser.add_argument("--api-port", type=int, default=52415, help="API port")
+    parser.add_argument("--api-port", type=port, default=52415, help="API port (default 52415)")
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="where the node keeps its id, event log and models "
                              "(default: $SKULK_HOME or the XDG data dir)")
@@ -26,7 +35,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="join the cluster whose first node printed TOKEN (needs "
                              "--peer naming that node); once joined, later starts need "
                              "no token")
-    parser.add_argument("--admit-port", type=int, default=None,
+    parser.add_argument("--admit-port", type=port_or_any, default=None,
                         help="on the node holding the cluster's authority: the port new "
                              "members present the join token on (default: the first "
                              "--listen port + 1, any free port when that is 0)")
@@ -49,7 +58,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="place MODEL once the node is up (repeatable)")
     parser.add_argument("--no-auto-place", action="store_true",
                         help="do not place a model when a request asks for an unplaced one")
-    parser.add_argument("--runner-deadline", type=float, default=None, metavar="SECONDS",
+    parser.add_argument("--runner-deadline", type=positive_number, default=None,
+                        metavar="SECONDS",
                         help="kill a runner that has not reported this long after starting, "
                              "or not loaded within this plus its weights' read time at "
                              "20 MB/s, and place its instance elsewhere (default 60 s to "
@@ -58,20 +68,21 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="requests this node's API queues per instance beyond those "
                              "running; more get 429 with Retry-After (default 16 per slot "
                              "of the instance's batch)")
-    parser.add_argument("--queue-timeout", type=float, default=300.0, metavar="SECONDS",
+    parser.add_argument("--queue-timeout", type=positive_number, default=300.0,
+                        metavar="SECONDS",
                         help="a request still queued after this long is refused with 503 "
                              "(default 300)")
-    parser.add_argument("--max-tokens", type=whole_number, default=None, metavar="N",
+    parser.add_argument("--max-tokens", type=positive_int, default=None, metavar="N",
                         help="the most tokens one request generates, whatever it asks "
                              "(default: up to the model's context); a request asking more "
                              "ends with finish reason 'length'")
-    parser.add_argument("--keep-alive", type=float, default=600.0, metavar="SECONDS",
+    parser.add_argument("--keep-alive", type=finite_number, default=600.0, metavar="SECONDS",
                         help="remove an instance that served nothing this long (default "
                              "600; models placed with --serve stay; a request's keep_alive "
                              "overrides it for its instance; negative: never)")
-    parser.add_argument("--threads", type=int, default=None,
+    parser.add_argument("--threads", type=positive_int, default=None, metavar="N",
                         help="engine threads per runner (default: all cores)")
-    parser.add_argument("--memory-limit", type=float, default=None, metavar="GIB",
+    parser.add_argument("--memory-limit", type=positive_number, default=None, metavar="GIB",
                         help="lend models at most this much of the machine's memory (GiB): "
                              "placement sees no more, whatever else is free")
     parser.add_argument("--no-batching", dest="batching", action="store_false",
@@ -89,18 +100,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cors-origin", action="append", default=[],
                         help="let browser pages from this origin call the API (repeatable; "
                              "'*' for any)")
-    parser.add_argument("--max-body-mb", type=float, default=8.0,
+    parser.add_argument("--max-body-mb", type=positive_number, default=8.0, metavar="MIB",
                         help="largest request body accepted, in MiB (default 8)")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
     parser.add_argument("-q", "--quiet", action="count", default=0, help="less logging")
 
-
-def whole_number(text: str) -> int:
-    """A whole number, zero or more (argparse shows the message)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} is negative; give 0 or more")
-    return value

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from skulk.cli.run_arguments import whole_number
+from skulk.cli.argument_types import whole_number
 
 
 def test_whole_number_takes_zero_or_more_and_says_what_is_wrong() -> None:
