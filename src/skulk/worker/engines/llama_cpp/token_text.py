@@ -1,8 +1,8 @@
 """One request's tokens turned into the chunks the user sees: incremental UTF-8 decoding
-(a character split over tokens waits for its last byte), stop sequences held back until
-they cannot be one, and each token's log probability from the logits it was drawn from."""
+(a character split over tokens waits for its last byte; one the answer ends inside is
+dropped), stop sequences held back until they cannot be one, and each token's log
+probability from the logits it was drawn from."""
 
-import codecs
 from collections.abc import Callable
 
 import numpy as np
@@ -10,6 +10,7 @@ import numpy.typing as npt
 
 from skulk.shared.types.chunks import FinishReason, TokenChunk, TokenLogprob, TopLogprob, Usage
 from skulk.worker.engines.stop_sequences import StopScanner
+from skulk.worker.engines.utf8_text import Utf8Pieces
 
 
 def token_logprob(logits: npt.NDArray[np.float32], token: int, top: int,
@@ -35,7 +36,7 @@ class TokenText:
     """Feed a request's tokens one at a time; get back chunks ready to send."""
 
     def __init__(self, stops: list[str]) -> None:
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._pieces = Utf8Pieces()
         self._scanner = StopScanner(list(stops))
         self._held: list[int] = []  # tokens whose text the scanner still holds back
         self._scored: list[TokenLogprob] = []  # their log probabilities, when asked for
@@ -53,7 +54,7 @@ class TokenText:
         self._held.append(token)
         if logprob is not None:
             self._scored.append(logprob)
-        text = self._scanner.feed(self._decoder.decode(piece))
+        text = self._scanner.feed(self._pieces.add(piece))
         if not text:
             return None
         chunk = TokenChunk(text=text, token_ids=self._held, logprobs=self._scored)
@@ -63,8 +64,8 @@ class TokenText:
     def finish(self, reason: FinishReason, prompt_tokens: int, cached: int) -> TokenChunk:
         """The last chunk: whatever text was held back (none after a stop sequence),
         the finish reason and the token counts."""
-        tail = "" if self.stopped else self._scanner.feed(self._decoder.decode(b"", final=True))
-        tail += "" if self.stopped else self._scanner.flush()
+        self._pieces.end()
+        tail = "" if self.stopped else self._scanner.flush()
         stopped = self.stopped
         return TokenChunk(text=tail, token_ids=[] if stopped else self._held,
                           logprobs=[] if stopped else self._scored,

@@ -17,6 +17,19 @@ def test_a_character_split_over_two_tokens_is_sent_whole() -> None:
     assert final.usage.cached_tokens == 2
 
 
+def test_an_answer_cut_inside_an_emoji_ends_before_it() -> None:
+    text = TokenText([])
+    wave = "👋".encode()
+    first = text.add(1, "你好 ".encode(), None)
+    assert first is not None and first.text == "你好 "
+    assert text.add(2, wave[:2], None) is None
+    assert text.add(3, wave[2:3], None) is None
+    final = text.finish("length", prompt_tokens=3, cached=0)  # max_tokens came first
+    assert final.text == "" and final.finish_reason == "length"
+    assert final.token_ids == [2, 3]  # generated and counted, only their text is dropped
+    assert final.usage is not None and final.usage.completion_tokens == 3
+
+
 def test_a_stop_sequence_is_held_back_then_cut() -> None:
     text = TokenText(["END"])
     first = text.add(1, b"hello E", None)

@@ -18,6 +18,8 @@ from typing import Any, Protocol
 
 import mlx.core as mx
 
+from skulk.worker.engines.utf8_text import without_incomplete_tail
+
 _utils: Any = importlib.import_module("mlx_lm.utils")
 _cache: Any = importlib.import_module("mlx_lm.models.cache")
 _base: Any = importlib.import_module("mlx_lm.models.base")
@@ -118,10 +120,11 @@ class Detokenizer:
         return segment
 
     def finish(self) -> str:
-        """Whatever was held back (an incomplete character, a trailing space)."""
+        """Whatever was held back (a trailing space), less a character the answer ended
+        inside: mlx-lm decodes that as U+FFFD."""
         self._inner.finalize()
         segment: str = self._inner.last_segment
-        return segment
+        return without_incomplete_tail(segment)
 
 
 class Tokenizer:

@@ -52,3 +52,21 @@ def test_max_tokens_ends_with_length(tiny_model_dir: Path) -> None:
     chunks = feed(output, tokenizer.encode("The quick brown fox jumps", add_special_tokens=False))
     assert chunks[-1].finish_reason == "length"
     assert sum(len(c.token_ids) for c in chunks) == 3
+
+
+def test_max_tokens_inside_a_character_ends_the_text_before_it(tiny_model_dir: Path) -> None:
+    _, tokenizer = stream(tiny_model_dir)
+    text = "東京 🙂🚀"
+    tokens = tokenizer.encode(text, add_special_tokens=False)
+    cut_inside = 0
+    for limit in range(1, len(tokens) + 1):
+        output, _ = stream(tiny_model_dir, max_tokens=limit)
+        chunks = feed(output, tokens)
+        sent = "".join(c.text for c in chunks)
+        assert "\ufffd" not in sent and text.startswith(sent), (limit, sent)
+        assert chunks[-1].finish_reason == "length"
+        assert [t for c in chunks for t in c.token_ids] == tokens[:limit]
+        whole = tokenizer.decode(tokens[:limit])
+        cut_inside += whole.endswith("\ufffd")
+        assert sent == whole.rstrip("\ufffd")
+    assert cut_inside, "no limit fell inside a character: the test proves nothing"
