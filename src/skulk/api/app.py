@@ -11,6 +11,7 @@ from skulk.api.consume import COMMAND_ID_HEADER
 from skulk.api.context import ApiContext
 from skulk.api.dashboard import DASHBOARD_DIR, install_dashboard
 from skulk.api.errors import install_error_handlers
+from skulk.api.json_body import JsonBodyMiddleware
 from skulk.api.metrics import RequestCounter
 from skulk.api.openapi_doc import install_openapi
 from skulk.api.routers import (
@@ -45,6 +46,7 @@ def create_app(context: ApiContext, security: ApiSecurity | None = None,
                   description="One OpenAI-compatible endpoint for a cluster of your machines.")
     app.state.context = context
     install_error_handlers(app)
+    app.add_middleware(JsonBodyMiddleware)  # innermost: any body is read as JSON
     app.add_middleware(SecurityMiddleware, security=security)
     app.add_middleware(RequestCounter, metrics=context.metrics)  # counts refusals too
     if security.cors_origins:  # outermost, so preflights are answered before the key check
