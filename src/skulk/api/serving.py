@@ -7,6 +7,7 @@ from skulk.api.context import ApiContext
 from skulk.api.errors import ApiError
 from skulk.api.instance_removal import placement_failed_error
 from skulk.api.instance_view import has_ready_instance
+from skulk.api.model_availability import unknown_model
 from skulk.api.resend import resend_until
 from skulk.shared.types.chunks import ErrorChunk
 from skulk.shared.types.commands import PlaceInstance
@@ -18,12 +19,11 @@ PLACEMENT_ACK_SECONDS = 30.0
 
 
 def resolve_card(context: ApiContext, model: str) -> ModelCard:
-    """The card of a model named by id or alias; an unknown name is a 404 listing the known."""
+    """The card of a model named by id or alias; an unknown name is a 404 naming close
+    matches and what the cluster can answer."""
     card = context.catalog.resolve(model)
     if card is None:
-        known = ", ".join(c.model_id for c in context.catalog.cards())
-        raise ApiError(404, f"the model '{model}' does not exist; known models: {known}",
-                       code="model_not_found", param="model")
+        raise unknown_model(context, model)
     return card
 
 

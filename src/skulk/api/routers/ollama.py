@@ -25,6 +25,7 @@ from skulk.api.consume import announce, client_gone, collect, event_stream, toke
 from skulk.api.context import ApiContext, Context
 from skulk.api.errors import ApiError
 from skulk.api.generation import Generation, open_generation
+from skulk.api.model_availability import listed_models
 from skulk.api.serving import ensure_serving, resolve_card
 
 router = APIRouter(tags=["ollama"])
@@ -99,9 +100,9 @@ async def _load_only(context: ApiContext, body: GenerateRequest) -> Response:
 
 
 async def tags(context: Context) -> dict[str, object]:
-    return {"models": [tag_body(card) for card in context.catalog.cards()
-                       if any(context.catalog.local_path(card, s.format)
-                              for s in card.sources)]}
+    # Ollama lists the models it holds; the cluster's are those running or on some disk.
+    return {"models": [tag_body(model.card)
+                       for model in listed_models(context, everything=False)]}
 
 
 async def show(body: ShowRequest, context: Context) -> dict[str, object]:
@@ -139,7 +140,7 @@ async def version() -> dict[str, str]:
 _ROUTES: list[tuple[str, Callable[..., Awaitable[object]], str, str]] = [
     ("chat", chat, "POST", "Chat (Ollama dialect), NDJSON stream by default"),
     ("generate", generate, "POST", "Generate from a prompt (Ollama dialect)"),
-    ("tags", tags, "GET", "Models available locally (Ollama dialect)"),
+    ("tags", tags, "GET", "Models running or held on a node's disk (Ollama dialect)"),
     ("show", show, "POST", "Details of one model (Ollama dialect)"),
     ("ps", ps, "GET", "Models loaded in the cluster (Ollama dialect)"),
     ("version", version, "GET", "The Ollama API version followed"),
