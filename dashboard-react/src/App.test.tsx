@@ -27,6 +27,16 @@ describe("App", () => {
     expect(screen.getByRole("link", { name: "Skip to content" })).toBeTruthy();
   });
 
+  it("opened at a view's path, shows that view and moves the path into the hash", async () => {
+    vi.stubGlobal("fetch", node(null));
+    window.history.replaceState(null, "", "/instances?x=1");
+    render(<App />);
+    await waitFor(() => expect(screen.getByRole("status").textContent).toBe("connected to node-a"));
+    expect(screen.getByRole("heading", { level: 2, name: "Instances" })).toBeTruthy();
+    expect(window.location.pathname + window.location.hash).toBe("/#/instances?x=1");
+    window.history.replaceState(null, "", "/");
+  });
+
   it("asks for the API key when the node wants one, then sends it", async () => {
     const fetch = node(["secret"]);
     vi.stubGlobal("fetch", fetch);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { hashFor, viewFromHash } from "./route";
+import { hashFor, hashForPath, viewFromHash } from "./route";
 
 describe("route", () => {
   it("reads the view from the hash, cluster by default", () => {
@@ -12,5 +12,14 @@ describe("route", () => {
 
   it("round-trips", () => {
     expect(viewFromHash(hashFor("events"))).toBe("events");
+  });
+
+  it("moves a view's path into the hash, keeping its query", () => {
+    expect(hashForPath("/models", "", "")).toBe("#/models");
+    expect(hashForPath("/chat", "?model=x", "")).toBe("#/chat?model=x");
+    expect(viewFromHash(hashForPath("/traces/", "", "#")!)).toBe("traces");
+    expect(hashForPath("/", "", "")).toBeNull();
+    expect(hashForPath("/nope", "", "")).toBeNull();
+    expect(hashForPath("/models", "", "#/chat")).toBeNull();
   });
 });

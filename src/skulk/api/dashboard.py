@@ -1,9 +1,13 @@
 """The operator dashboard at `/`: the built React app, or a page that says how to build it.
 
 The assets are built from `dashboard-react/` into `DASHBOARD_DIR` (package data, so they
-ship with the Python package). Only `/` and `/assets/...` are served from it, after every
-API route, so nothing here can shadow the API. A node without the assets serves the API
-all the same and says so at `/`.
+ship with the Python package). Only `/`, `/assets/...` and the view paths below are served
+from it, after every API route, so nothing here can shadow the API. A node without the
+assets serves the API all the same and says so at `/`.
+
+The dashboard's views are hash routes (`/#/models`). A view typed or bookmarked as a path
+(`/models`) gets the same page, which moves the path into the hash; `/cluster` and
+`/events` are the API's, so those two views open only as `/#/cluster` and `/#/events`.
 """
 
 from pathlib import Path
@@ -15,6 +19,8 @@ from starlette.types import Receive, Scope, Send
 
 DASHBOARD_DIR = Path(__file__).parent / "dashboard_dist"
 ASSETS_PREFIX = "/assets"
+# The views of dashboard-react/src/state/route.ts whose path no API route has.
+VIEW_PATHS = ("/models", "/instances", "/chat", "/traces")
 
 MISSING_PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Skulk</title>
@@ -44,15 +50,19 @@ class _AssetFiles(StaticFiles):
 
 
 def install_dashboard(app: FastAPI, directory: Path = DASHBOARD_DIR) -> None:
-    """Serve `directory/index.html` at `/` and `directory/assets/` at `/assets`."""
+    """Serve `directory/index.html` at `/` and the view paths, `directory/assets/` at
+    `/assets`. Call it after every API route is added: the first route to match wins."""
     assets = directory / "assets"
     # Mounted even while missing, so assets built after the node started are served.
     app.mount(ASSETS_PREFIX, _AssetFiles(directory=assets, check_dir=False), name="assets")
 
-    @app.get("/", include_in_schema=False, response_model=None)
     async def dashboard() -> FileResponse | HTMLResponse:
         index = directory / "index.html"
         if index.is_file():
             # The page names its hashed assets; it must be re-read after every build.
             return FileResponse(index, headers={"Cache-Control": "no-cache"})
         return HTMLResponse(MISSING_PAGE.format(directory=directory))
+
+    for path in ("/", *VIEW_PATHS):
+        app.add_api_route(path, dashboard, methods=["GET"], include_in_schema=False,
+                          response_model=None)

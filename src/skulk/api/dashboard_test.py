@@ -1,5 +1,7 @@
-"""The dashboard at `/`: served when built, explained when not, never over an API route."""
+"""The dashboard at `/` and its view paths: served when built, explained when not, never
+over an API route."""
 
+import re
 from pathlib import Path
 
 import httpx
@@ -8,6 +10,7 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Scope
 
 from skulk.api.app import create_app
+from skulk.api.dashboard import VIEW_PATHS
 from skulk.api.routers.instances_test import api_context
 from skulk.api.security import ApiSecurity
 from skulk.testing.placement import node
@@ -100,3 +103,43 @@ async def test_a_path_that_climbs_out_of_the_assets_reaches_no_api_route(
     assert status == 404 and b"instances" not in body
     status, body = await raw_get(app, "/assets/../../../../etc/passwd")
     assert status == 404 and b"root:" not in body
+
+
+@pytest.mark.anyio
+async def test_a_view_opened_by_its_path_gets_the_page_and_the_api_keeps_its_own(
+        tmp_path: Path) -> None:
+    build(tmp_path)
+    async with client_for(tmp_path) as client:
+        for path in ("/models", "/instances", "/chat?model=smollm2-135m", "/traces"):
+            page = await client.get(path)
+            assert page.status_code == 200 and 'id="root"' in page.text, path
+        # The API's own paths, and unknown API-ish ones, stay JSON.
+        assert "nodes" in (await client.get("/cluster")).json()
+        assert "events" in (await client.get("/events")).json()
+        for path in ("/models/nope", "/v1/nope", "/chats", "/nope"):
+            missing = await client.get(path)
+            assert missing.status_code == 404, path
+            assert missing.json()["error"]["code"] == "not_found", path
+        assert (await client.get("/api/nope")).json() == {"error": "Not Found"}
+
+
+@pytest.mark.anyio
+async def test_with_keys_a_view_path_is_open_and_the_api_beneath_it_is_not(
+        tmp_path: Path) -> None:
+    build(tmp_path)
+    async with client_for(tmp_path, ApiSecurity(api_keys=frozenset({"secret"}))) as client:
+        assert (await client.get("/models")).status_code == 200
+        assert (await client.get("/models/store")).status_code == 401
+
+
+@pytest.mark.anyio
+async def test_the_view_paths_are_the_dashboards_views_that_no_api_route_has(
+        tmp_path: Path) -> None:
+    route_ts = Path(__file__).parents[3] / "dashboard-react" / "src" / "state" / "route.ts"
+    listed = re.search(r"VIEWS = \[([^\]]*)\]", route_ts.read_text())
+    assert listed is not None, f"{route_ts} no longer lists its VIEWS"
+    views = {f"/{name}" for name in re.findall(r'"(\w+)"', listed.group(1))}
+    async with client_for(tmp_path) as client:
+        paths = (await client.get("/openapi.json")).json()["paths"]
+    api = {path for path, operations in paths.items() if "get" in operations}
+    assert set(VIEW_PATHS) == views - api

@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from skulk.api.dashboard import VIEW_PATHS
 from skulk.api.errors import ApiError, dialect_of
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 API_KEY_ENV = "SKULK_API_KEY"
 # The dashboard's page and its static files carry no data: the page asks for a key and
 # sends it with its API calls, so a browser can open it on a node that wants keys.
-OPEN_PATHS = frozenset({"/healthz", "/"})
+OPEN_PATHS = frozenset({"/healthz", "/", *VIEW_PATHS})
 OPEN_PREFIXES = ("/assets/",)
 
 
