@@ -81,7 +81,10 @@ const q = encodeURIComponent;
 export const api = {
   state: () => json<ClusterState>("/state"),
   cluster: () => json<ClusterSummary>("/cluster"),
+  /** The models the cluster can answer now: running or held on some node's disk. */
   models: () => json<ModelList>("/v1/models"),
+  /** Every catalogue card, those that need a download too. */
+  catalogue: () => json<ModelList>("/v1/models?all=true"),
   fits: () => json<PlacementFits>("/placement/fits"),
   previews: (modelId: string) => json<PlacementPreviews>(`/instance/previews?model_id=${q(modelId)}`),
   place: (body: PlaceRequest) => post<InstanceView>("/place_instance", body),

@@ -149,12 +149,19 @@ export interface ClusterSummary {
   tasks_in_flight: number;
 }
 
+/** running: an instance is placed; held: some node's disk holds the weights whole;
+ * download: they must be fetched first (listed only with `?all=true`). */
+export type ModelStatus = "running" | "held" | "download";
+
 export interface ModelEntry {
   id: string;
   aliases: string[];
   context_length: number;
   available_formats: string[];
   running_instances: number;
+  status: ModelStatus;
+  /** Nodes whose disk holds the weights whole. */
+  held_by: string[];
 }
 
 export interface ModelList {

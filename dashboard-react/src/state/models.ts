@@ -1,8 +1,10 @@
-// The catalogue with its weights and per-node fit, and the candidate placements of a model.
+// The catalogue with where its weights are and per-node fit, and the candidate placements
+// of a model.
 
 import type {
   ModelEntry,
   ModelFits,
+  ModelStatus,
   NodeFit,
   PlacementFits,
   PlacementPreview,
@@ -15,6 +17,14 @@ export interface NodeVerdict {
   // The engine that would hold the model there, or the reason none can.
   engine: string | null;
   detail: string;
+  // Where that node would get the weights: its own disk, a peer's, or a download.
+  weights?: string;
+}
+
+export interface WeightsVerdict {
+  status: ModelStatus;
+  heldBy: string[];
+  label: string;
 }
 
 export interface CatalogueRow {
@@ -24,7 +34,23 @@ export interface CatalogueRow {
   sizeBytes: number | null;
   formats: { format: string; sizeBytes: number; onThisNode: boolean }[];
   runningInstances: number;
+  weights: WeightsVerdict;
   nodes: NodeVerdict[];
+}
+
+/** Whether the weights exist anywhere in the cluster: fitting in memory says nothing
+ * about that. */
+export function weightsVerdict(model: ModelEntry): WeightsVerdict {
+  const heldBy = model.held_by;
+  const label = heldBy.length ? `on disk: ${heldBy.join(", ")}` : "needs a download";
+  return { status: model.status, heldBy, label };
+}
+
+/** Where `nodeId` would read the weights from if the model were placed there. */
+export function weightsOn(nodeId: string, heldBy: string[]): string {
+  if (heldBy.includes(nodeId)) return "weights on its disk";
+  if (heldBy.length) return `weights copied from ${heldBy[0]}`;
+  return "weights need a download";
 }
 
 /** Per node: the first engine (in preference order) that fits whole, else why none does. */
@@ -43,6 +69,7 @@ export function catalogueRows(models: ModelEntry[], fits: PlacementFits | null):
   const byId = new Map<string, ModelFits>((fits?.models ?? []).map((m) => [m.model_id, m]));
   return models.map((model) => {
     const fit = byId.get(model.id);
+    const weights = weightsVerdict(model);
     return {
       id: model.id,
       aliases: model.aliases,
@@ -50,7 +77,8 @@ export function catalogueRows(models: ModelEntry[], fits: PlacementFits | null):
       sizeBytes: fit?.size_bytes ?? null,
       formats: (fit?.sources ?? []).map((s) => ({ format: s.format, sizeBytes: s.size_bytes, onThisNode: s.on_this_node })),
       runningInstances: model.running_instances,
-      nodes: fit ? nodeVerdicts(fit.fits) : [],
+      weights,
+      nodes: fit ? nodeVerdicts(fit.fits).map((v) => ({ ...v, weights: weightsOn(v.nodeId, weights.heldBy) })) : [],
     };
   });
 }

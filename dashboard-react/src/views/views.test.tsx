@@ -65,13 +65,22 @@ describe("InstancesView", () => {
 });
 
 describe("Models", () => {
-  it("lists sizes and per-node verdicts and asks to place a model", () => {
+  it("lists sizes, where the weights are and per-node verdicts, and asks to place a model", () => {
     const place = vi.fn();
-    const rows = catalogueRows([{ id: "smollm2-135m", aliases: [], context_length: 8192,
-      available_formats: ["gguf"], running_instances: 0 }], placementFits());
+    const rows = catalogueRows([
+      { id: "smollm2-135m", aliases: [], context_length: 8192, available_formats: ["gguf"],
+        running_instances: 0, status: "held", held_by: ["node-a"] },
+      { id: "qwen3-8b", aliases: [], context_length: 8192, available_formats: [],
+        running_instances: 0, status: "download", held_by: [] },
+    ], placementFits());
     render(<CatalogueTable rows={rows} onPlace={place} />);
     expect(screen.getByText("93.8 MiB")).toBeTruthy();
-    expect(screen.getByText(/runs no worker/)).toBeTruthy();
+    expect(screen.getByText(/runs no worker; weights copied from node-a/)).toBeTruthy();
+    expect(screen.getByText(/fits with llama_cpp; weights on its disk/)).toBeTruthy();
+    const held = screen.getByRole("row", { name: /smollm2-135m/ });
+    expect(within(held).getByText("on disk: node-a")).toBeTruthy();
+    const missing = screen.getByRole("row", { name: /qwen3-8b/ });
+    expect(within(missing).getByText("needs a download")).toBeTruthy();
     fireEvent.click(screen.getByRole("button", { name: "Place smollm2-135m" }));
     expect(place).toHaveBeenCalledWith("smollm2-135m");
   });

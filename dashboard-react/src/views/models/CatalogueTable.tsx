@@ -10,12 +10,13 @@ export function CatalogueTable({ rows, onPlace }: Props) {
   return (
     <div className="table-wrap">
       <table>
-        <caption className="sr-only">Models the cluster knows</caption>
+        <caption className="sr-only">Models the cluster knows, where their weights are, and where they fit</caption>
         <thead>
           <tr>
             <th scope="col">Model</th>
             <th scope="col">Size</th>
             <th scope="col">Formats</th>
+            <th scope="col">Weights</th>
             <th scope="col">Fits whole on</th>
             <th scope="col">Instances</th>
             <th scope="col"><span className="sr-only">Actions</span></th>
@@ -36,12 +37,15 @@ export function CatalogueTable({ rows, onPlace }: Props) {
                   </span>
                 ))}
               </td>
+              <td className={`weights ${row.weights.status}`}>
+                {row.weights.status === "running" && <span className="chip">running</span>} {row.weights.label}
+              </td>
               <td>
                 <ul className="verdicts">
                   {row.nodes.map((v) => (
                     <li key={v.nodeId} className={v.fits ? "fits" : "no-fit"}>
                       <span aria-hidden="true">{v.fits ? "✓" : "✗"}</span> {v.nodeId}
-                      <span className="muted small"> — {v.detail}</span>
+                      <span className="muted small"> — {v.detail}{v.weights ? `; ${v.weights}` : ""}</span>
                     </li>
                   ))}
                 </ul>

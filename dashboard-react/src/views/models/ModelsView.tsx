@@ -11,7 +11,7 @@ import { Downloads } from "./Downloads";
 const CATALOGUE_POLL_MS = 5000;
 
 export function ModelsView() {
-  const models = usePoll(api.models, CATALOGUE_POLL_MS);
+  const models = usePoll(api.catalogue, CATALOGUE_POLL_MS);
   const fits = usePoll(api.fits, CATALOGUE_POLL_MS);
   const [placing, setPlacing] = useState<string | null>(null);
   const rows = models.data ? catalogueRows(models.data.data, fits.data) : [];
