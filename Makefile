@@ -27,8 +27,12 @@ RUN_DASHBOARD := $(if $(shell command -v npm 2>/dev/null),$(DASHBOARD_INDEX))
 .PHONY: run install test test-dashboard test-netns test-fast typecheck lint bench clean \
 	dashboard chromium website website-check website-screenshots
 
+# `make run`'s node takes the cluster's usual port (7447, on loopback; the README names
+# it), so a second node on this machine joins with --peer tcp/127.0.0.1:7447.
+RUN_LISTEN ?= tcp/127.0.0.1:7447
+
 run: $(STAMP) $(RUN_DASHBOARD)
-	$(BIN)/skulk run --serve smollm2-135m $(ARGS)
+	$(BIN)/skulk run --listen $(RUN_LISTEN) --serve smollm2-135m $(ARGS)
 
 install: $(STAMP)
 

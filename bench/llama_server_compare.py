@@ -149,7 +149,8 @@ def skulk_server(batching: bool, threads: int | None = None,
                  ) -> Iterator[tuple[str, str, dict[str, int]]]:
     with tempfile.TemporaryDirectory() as data_dir:
         flags = ["--serve", "smollm2-135m", "-q"] + ([] if batching else ["--no-batching"])
-        flags += [] if threads is None else ["--threads", str(threads)]
+        # Always given: a node's own default leaves a core to serving, llama-server's not.
+        flags += ["--threads", str(threads or os.cpu_count())]
         node = NodeProcess(Path(data_dir), *flags).start()
         try:
             node.wait_model_ready(timeout=300)

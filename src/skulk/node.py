@@ -14,7 +14,6 @@ import anyio
 from anyio.abc import TaskGroup
 from pydantic import BaseModel
 
-from skulk.api.advertised_url import advertised_api_url
 from skulk.api.app import create_app
 from skulk.api.context import ApiContext
 from skulk.api.data_plane import DataPlaneReceiver
@@ -38,6 +37,7 @@ from skulk.master.event_log_restore import note_followed_session, restore_from_l
 from skulk.models.catalog import ModelCatalog
 from skulk.node_config import NodeConfig
 from skulk.node_identity import load_or_create_identity
+from skulk.node_links import NodeLinks
 from skulk.node_side_channels import device_links, node_weights, revoked_members
 from skulk.node_weights import NodeWeights
 from skulk.routing import topics
@@ -59,6 +59,7 @@ from skulk.trust.revocations import save_revoked
 from skulk.trust.setup import NodeTrust, admit_with_token, trust_at_start
 from skulk.versions import versions
 from skulk.worker.draft_service import ADVERTISED_DRAFTERS, DraftService
+from skulk.worker.engine_threads import engine_threads_here
 from skulk.worker.engines.llama_cpp.description import built_ggml_version
 from skulk.worker.engines.node_options import EngineLimits
 from skulk.worker.gpus import probe_gpus, refresh_gpus_forever
@@ -111,6 +112,7 @@ class Node:
         self.ready = anyio.Event()
         self._router: Router | None = None
         self.prober: ReachabilityProber | None = None
+        self.links: NodeLinks | None = None  # endpoints and isolation, in every reading
         self._backends: list[str] = []  # engines this machine can run, probed in `run`
         self._gpus: list[GpuDevice] = []  # a worker's GPUs, probed in `run`, then refreshed
         self._event_log_dir: Path | None = None
@@ -180,9 +182,17 @@ class Node:
                 election_messages = await self._subscription(tasks, topics.ELECTION)
                 tasks.start_soon(self.election.run, self._track_members(membership),
                                  election_messages)
-                self.prober = ReachabilityProber(node_id=self.node_id, peers=self.telemetry.live)
-                tasks.start_soon(self.prober.run, self._transport,
+                prober = self.prober = ReachabilityProber(node_id=self.node_id,
+                                                          peers=self.telemetry.live)
+                tasks.start_soon(prober.run, self._transport,
                                  self.config.api_port if self.config.run_api else None)
+                self.links = NodeLinks(
+                    node_id=self.node_id, config=self.config, trust=trust,
+                    live=lambda: self.live_nodes, agreed=lambda: self.replica.state.members,
+                    readings=self.telemetry.live,
+                    own_addresses=lambda: prober.reachability().addresses,
+                    publish=lambda reading: self.router.publish(topics.TELEMETRY, reading))
+                tasks.start_soon(self.links.run, self._transport)
                 tasks.start_soon(publish_readings_forever, self._own_reading, self.telemetry,
                                  lambda reading: self.router.publish(topics.TELEMETRY, reading))
                 tasks.start_soon(self._sync.run, self._local_events)
@@ -204,7 +214,9 @@ class Node:
                         publish_event=self.publish_local_event,
                         publish_chunk=self._publish_chunk, send_command=self.send_command,
                         supervisor_factory=self._supervisor_factory,
-                        engine_threads=self.config.engine_threads, batching=self.config.batching,
+                        engine_threads=self.config.engine_threads
+                        or engine_threads_here(self.config.run_api),
+                        batching=self.config.batching,
                         node_engine_options=self.config.engine_options,
                         read_own=self._read_own_memory, publish_spans=self._publish_spans,
                         remote_drafting=self._remote_drafting_options,
@@ -328,9 +340,9 @@ class Node:
 
     def _own_reading(self) -> NodeTelemetry:
         worker = self.config.run_worker
-        return read_telemetry(
+        reading = read_telemetry(
             self.node_id, has_worker=worker, backends=self._backends if worker else [],
-            api_url=self._api_url(), data_dir=self.config.data_dir,
+            data_dir=self.config.data_dir,
             warm=[] if self._worker is None else self._worker.warm_models(),
             drafters=ADVERTISED_DRAFTERS if worker else [],
             models_dir=self.config.data_dir / "models" if worker else None,
@@ -338,6 +350,7 @@ class Node:
             gpus=self._gpus, memory_limit=self.config.memory_limit_bytes,
             reachability=self.prober.reachability() if self.prober is not None else None,
             limits=self._engine_limits if worker else None)
+        return reading if self.links is None else self.links.stamp(reading)
 
     async def _react_to_applied_events(self, tasks: TaskGroup) -> None:
         """Applied events acknowledge our local events, and control-plane failures end the
@@ -372,12 +385,6 @@ class Node:
             events_indexed=master.events_indexed if master is not None else 0,
             live_nodes=len(self.live_nodes), is_master=self.master_node == self.node_id,
             dropped_messages=dict(self.dropped.counts))
-
-    def _api_url(self) -> str | None:
-        if not self.config.run_api:
-            return None
-        own = self.prober.reachability().addresses if self.prober is not None else []
-        return advertised_api_url(self.config.api_host, self.config.api_port, own)
 
     async def _serve_api(self, catalog: ModelCatalog) -> None:
         context = ApiContext(node_id=self.node_id, public_key=self.public_key,

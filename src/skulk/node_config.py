@@ -23,6 +23,7 @@ class NodeConfig:
     run_worker: bool = True
     serve: list[str] = field(default_factory=list)
     auto_place: bool = True
+    # `--threads` (None: the physical cores, less one when the node serves the API).
     engine_threads: int | None = None
     # `--memory-limit`: at most this much memory for models (None: what the machine has).
     memory_limit_bytes: int | None = None
@@ -51,7 +52,8 @@ class NodeConfig:
     # endpoint's port + 1, or any free port when that one is 0).
     insecure: bool = False
     # "majority": a side of a partition without a majority of the agreed members indexes
-    # nothing; "available": it serves what it holds and refuses only lasting changes.
+    # nothing; "available": it serves what it holds and accepts changes, which its master
+    # carries over to the majority's when the partition heals.
     quorum: Quorum = "available"
     join: str | None = None
     admit_port: int | None = None

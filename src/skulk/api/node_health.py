@@ -27,6 +27,9 @@ STALE_TELEMETRY_SECONDS = 6.0
 REASONS: dict[str, tuple[Level, str, str]] = {
     "node_gone": ("error", "the node left the cluster (no heartbeat within its TTL)",
                   "restart skulk on it, or check its network link"),
+    "node_stopped": ("warn", "the node was stopped on purpose (`skulk stop`, SIGTERM, Ctrl-C) "
+                     "and has not come back", "start it again when it is wanted; `skulk "
+                     "cluster forget NODE` if it is gone for good"),
     "no_telemetry": ("warn", "a live member has sent no readings yet",
                      "check the node's load and its network link"),
     "stale_telemetry": ("warn", f"the newest readings are over {STALE_TELEMETRY_SECONDS:g} s "
@@ -77,13 +80,16 @@ def _disk(reading: NodeTelemetry) -> HealthReason | None:
 def node_reasons(node_id: NodeId, reading: NodeTelemetry | None, alive: bool, state: State,
                  now: float) -> list[HealthReason]:
     reasons = []
-    if not alive:
+    stopped = not alive and reading is not None and reading.stopping
+    if stopped:
+        reasons.append(_reason("node_stopped", "the node was stopped"))
+    elif not alive:
         reasons.append(_reason("node_gone", "the node left the cluster"))
     if reading is None:
         if alive:
             reasons.append(_reason("no_telemetry", "no readings from the node"))
     else:
-        if now - reading.stamp > STALE_TELEMETRY_SECONDS:
+        if now - reading.stamp > STALE_TELEMETRY_SECONDS and not stopped:
             reasons.append(_reason("stale_telemetry",
                                    f"last readings {now - reading.stamp:.0f} s old"))
         disk = _disk(reading)

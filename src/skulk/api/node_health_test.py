@@ -60,3 +60,10 @@ def test_a_node_cooling_off_warns_and_one_failing_again_and_again_is_unhealthy()
     assert health[B]["level"] == "error" and reasons_of(health, B)[0]["code"] == "unhealthy"
     later = node_health({A}, {A: reading(A, stamp=500.0)}, {A}, state, now=501.0)
     assert later[A]["level"] == "ok"  # the cool-off ended
+
+
+def test_a_node_stopped_on_purpose_warns_as_stopped_not_as_an_error() -> None:
+    stopped = reading(B, stamp=80.0).model_copy(update={"stopping": True})
+    health = node_health({A, B}, {A: reading(A), B: stopped}, {A}, State(), now=100.0)
+    assert health[B]["level"] == "warn"
+    assert [r["code"] for r in reasons_of(health, B)] == ["node_stopped"]

@@ -10,8 +10,6 @@ from typing import Any
 
 import httpx
 
-from skulk.cli.units import layers_text, size_text
-
 
 class NodeUnreachable(Exception):
     """No node answers at the URL."""
@@ -41,38 +39,14 @@ def print_error(response: httpx.Response) -> int:
     return 1
 
 
-def fetch_text(fetch: dict[str, Any] | None) -> str:
-    """`, 38.1 MiB of 114 MiB from peer a` for a rank whose weights are on their way."""
-    if not fetch:
-        return ""
-    return (f", {size_text(fetch['done_bytes'])} of {size_text(fetch['total_bytes'])} from "
-            f"{fetch['source']}")
-
-
 def status(url: str) -> int:
+    from skulk.cli.status_view import status_lines
+
     response = request_node("GET", f"{url}/cluster")
     if response.status_code != 200:
         return print_error(response)
-    cluster = response.json()
-    print(f"node {cluster['node_id']}, master {cluster['master_node_id'] or 'not elected yet'}")
-    for node in cluster["nodes"]:
-        memory = node["memory_available_bytes"]
-        free = f"{size_text(memory)} available" if memory else "no readings"
-        role = " (master)" if node["node_id"] == cluster["master_node_id"] else ""
-        print(f"  node {node['node_id']}{role}: {'up' if node['alive'] else 'gone'}, {free}, "
-              f"backends {', '.join(node['backends']) or 'none'}, api {node['api_url']}, "
-              f"health {node['health']}")
-        for reason in node["health_reasons"]:
-            print(f"    {reason['level']} {reason['code']}: {reason['message']} "
-                  f"({reason['remedy']})")
-    for instance in cluster["instances"]:
-        print(f"  instance {instance['instance_id']}: {instance['model_id']} on "
-              f"{instance['engine']}, {instance['status']}")
-        for rank in instance["ranks"]:
-            print(f"    rank {rank['rank']} on {rank['node_id']}: "
-                  f"{layers_text(rank['start_layer'], rank['end_layer'])}, "
-                  f"{rank['runner_status']}{fetch_text(rank.get('fetch'))}")
-    print(f"  tasks in flight: {cluster['tasks_in_flight']}")
+    for line in status_lines(response.json()):
+        print(line)
     return 0
 
 

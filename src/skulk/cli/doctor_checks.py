@@ -16,6 +16,7 @@ import psutil
 
 from skulk.cli.ports import port_holder, port_in_use
 from skulk.cli.preflight import REBUILD_ENGINE
+from skulk.worker.engine_threads import threads_explained
 from skulk.worker.engines.llama_cpp.description import (
     built_gpu_backends,
     libllama_present,
@@ -160,9 +161,15 @@ def multicast_discovery() -> Check:
     return Check("discovery", "OK", f"multicast group {SCOUTING_GROUP} joinable")
 
 
+def engine_threads() -> Check:
+    """The compute threads a runner here takes without `--threads`."""
+    return Check("engine threads", "OK", f"{threads_explained(serves_api=True)} by default "
+                 "(--threads N sets it; a --no-api node keeps every physical core)")
+
+
 def machine_checks(data_dir_path: Path, ports: list[tuple[int, str, str]]) -> list[Check]:
     """Every check of this machine; `ports`: (port, what, flag) to find free."""
-    return [python_version(), *llama_cpp_build(), cpu_features(), mlx_install(),
-            free_memory(), *data_dir(data_dir_path),
+    return [python_version(), *llama_cpp_build(), cpu_features(), engine_threads(),
+            mlx_install(), free_memory(), *data_dir(data_dir_path),
             *(port_free(port, what, flag) for port, what, flag in ports),
             multicast_discovery()]

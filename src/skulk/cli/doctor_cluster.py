@@ -1,5 +1,6 @@
 """`skulk doctor --url`: checks that need a running node, about the cluster it is in:
-each peer's clock, API and cluster ports, and whether the cluster plane is authenticated."""
+its endpoints and links (`doctor_links`), each peer's clock, API and cluster ports, and
+whether the cluster plane is authenticated."""
 
 import socket
 import time
@@ -10,6 +11,7 @@ import httpx
 
 from skulk.cli.client import NodeUnreachable, request_node
 from skulk.cli.doctor_checks import Check, Level
+from skulk.cli.doctor_links import endpoints_check, links_checks, partition_check
 
 # Cards live 30 s and certificates check validity times: seconds of skew already matter.
 CLOCK_WARN_SECONDS = 2.0
@@ -27,7 +29,8 @@ def cluster_checks(url: str) -> list[Check]:
         return [Check("running node", "OK", f"none at {url}: no cluster checks (start a "
                       "node, or give another's --url)")]
     checks = [Check("running node", "OK", f"{cluster['node_id']} at {url}"),
-              plane_security(cluster.get("security", "tls"))]
+              plane_security(cluster.get("security", "tls")), endpoints_check(cluster),
+              *links_checks(cluster), partition_check(cluster)]
     own = cluster["node_id"]
     for node in cluster["nodes"]:
         if node["node_id"] == own or not node["alive"]:

@@ -7,6 +7,7 @@ import signal
 import sys
 import traceback
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import anyio
 from loguru import logger
@@ -16,6 +17,7 @@ from skulk.api.security import API_KEY_ENV, ApiSecurity
 from skulk.cli.endpoints import normalized_endpoint
 from skulk.cli.preflight import check_before_start
 from skulk.cli.run_arguments import DEFAULT_LISTEN
+from skulk.cli.run_banner import up_banner
 from skulk.node_config import NodeConfig
 from skulk.node_identity import load_or_create_identity
 from skulk.paths import default_data_dir
@@ -25,6 +27,13 @@ from skulk.startup_failure import USAGE, StartupFailure, startup_failure_in
 from skulk.trust.revocations import load_revoked
 from skulk.trust.setup import TrustError, trust_at_start
 from skulk.worker.engines.node_options import parse_node_engine_options
+
+if TYPE_CHECKING:
+    from skulk.node import Node
+
+STOPPING_NOTICE_SECONDS = 1.0
+# The transport sends in the background: closing at once could drop the notice.
+STOPPING_NOTICE_FLUSH_SECONDS = 0.1
 
 
 def _configure_logging(verbosity: int) -> LogBuffer:
@@ -132,16 +141,6 @@ def run_node(args: argparse.Namespace) -> int:
     return 0
 
 
-def api_banner(config: NodeConfig) -> str:
-    url = f"http://{config.api_host}:{config.api_port}"
-    model = config.serve[0] if config.serve else "smollm2-135m"
-    return (f"Skulk is serving at {url}  (OpenAI API: {url}/v1)\n"
-            f"  try: curl {url}/v1/chat/completions -H 'Content-Type: application/json' "
-            f"-d '{{\"model\": \"{model}\", \"messages\": [{{\"role\": \"user\", "
-            f"\"content\": \"Hello!\"}}]}}'\n"
-            f"  or:  skulk chat {model}")
-
-
 async def open_zenoh(config: NodeConfig, tls: TlsFiles | None) -> Transport:
     """The cluster transport; Zenoh's refusal (a taken port, an address this machine
     lacks) becomes one line without the paths inside Zenoh's build tree."""
@@ -162,7 +161,9 @@ async def run_node_forever(config: NodeConfig,
                            = None, logs: LogBuffer | None = None) -> None:
     """Run a node until SIGINT, SIGTERM or `POST /v1/node/stop`, then shut it down
     cleanly."""
+    from skulk.cluster.node_endpoints import bound_cluster_endpoints
     from skulk.node import Node  # seconds of imports a refused start need not wait for
+    from skulk.worker.engine_threads import threads_explained
 
     warn_about_exposure(config)
     identity = load_or_create_identity(config.data_dir)
@@ -176,28 +177,47 @@ async def run_node_forever(config: NodeConfig,
     transport = (await open_transport(config) if open_transport else
                  await open_zenoh(config, trust.tls))
     node = Node(config, transport, trust=trust, logs=logs)
+    asked_to_stop = False  # a crash is no stop on purpose: it leaves as lost
     try:
         async with anyio.create_task_group() as tasks:
             async def stop_on_signal() -> None:
+                nonlocal asked_to_stop
                 with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                     async for received in signals:
                         logger.info("received {}, shutting down", signal.Signals(received).name)
+                        asked_to_stop = True
                         tasks.cancel_scope.cancel()
                         return
 
             async def stop_when_asked() -> None:
+                nonlocal asked_to_stop
                 await node.stop_requested.wait()
                 logger.info("asked to stop over the API, shutting down")
+                asked_to_stop = True
                 tasks.cancel_scope.cancel()
 
             tasks.start_soon(stop_on_signal)
             tasks.start_soon(stop_when_asked)
             tasks.start_soon(node.run)
             await node.ready.wait()
-            if config.run_api:
-                logger.info("node {} is up\n{}", node.node_id, api_banner(config))
-            else:
-                logger.info("node {} is up (no API)", node.node_id)
+            logger.info("{}", up_banner(config, node.node_id,
+                                        await bound_cluster_endpoints(transport),
+                                        threads_explained(config.run_api)))
     finally:
         with anyio.CancelScope(shield=True):
+            if asked_to_stop:
+                await say_stopping(node)
             await transport.close()
+
+
+async def say_stopping(node: "Node") -> None:
+    """The node's last reading says it leaves on purpose; a shutdown does not wait long
+    for it, nor stop on a transport already failing."""
+    if node.links is None:
+        return  # it never got as far as publishing readings
+    with anyio.move_on_after(STOPPING_NOTICE_SECONDS):
+        try:
+            await node.links.say_stopping()
+            await anyio.sleep(STOPPING_NOTICE_FLUSH_SECONDS)
+        except Exception as error:
+            logger.debug("could not say the node is stopping: {}", error)

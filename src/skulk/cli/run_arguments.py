@@ -25,7 +25,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: $SKULK_HOME or the XDG data dir)")
     parser.add_argument("--listen", action="append", default=[],
                         help=f"cluster transport endpoint, e.g. tcp/0.0.0.0:7447 "
-                             f"(default {DEFAULT_LISTEN}: loopback, any free port)")
+                             f"(default {DEFAULT_LISTEN}: loopback, any free port; the port "
+                             f"bound is shown when the node is up and in `skulk status`)")
     parser.add_argument("--peer", action="append", default=[],
                         help="a peer's endpoint, e.g. tcp/10.0.0.2:7447 (repeatable)")
     parser.add_argument("--namespace", default="skulk",
@@ -41,9 +42,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                              "--listen port + 1, any free port when that is 0)")
     parser.add_argument("--quorum", choices=["available", "majority"], default="available",
                         help="what a side of a partition without a majority of the agreed "
-                             "members does: 'available' (default) serves the models it holds "
-                             "and refuses placements and deletions; 'majority' indexes "
-                             "nothing until the partition heals")
+                             "members does (a node restarted alone is such a side): "
+                             "'available' (default) serves the models it holds and accepts "
+                             "changes (placements, deletions), which it hands to the "
+                             "majority's master when the partition heals; 'majority' "
+                             "refuses changes and new requests with 503 and indexes nothing "
+                             "until the partition heals")
     parser.add_argument("--insecure", action="store_true",
                         help="plain TCP between nodes and no membership check: anyone who "
                              "reaches the port is a member (labs and tests only)")
@@ -81,7 +85,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                              "600; models placed with --serve stay; a request's keep_alive "
                              "overrides it for its instance; negative: never)")
     parser.add_argument("--threads", type=positive_int, default=None, metavar="N",
-                        help="engine threads per runner (default: all cores)")
+                        help="engine threads per runner (default: the physical cores, less "
+                             "one on a node that serves the API, at least 1: runners that "
+                             "share cores with other work slow to a crawl)")
     parser.add_argument("--memory-limit", type=positive_number, default=None, metavar="GIB",
                         help="lend models at most this much of the machine's memory (GiB): "
                              "placement sees no more, whatever else is free")

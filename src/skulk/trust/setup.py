@@ -209,6 +209,7 @@ async def admit_with_token(tasks: TaskGroup, trust: NodeTrust, listen: list[str]
     token = record_admission_port(data_dir, bound)
     if trust.created:
         logger.warning("\n  this node made a new cluster. Join other machines with:\n"
-                       "    skulk run --join {} --peer tcp/<this host>:<its --listen "
-                       "port>\n  (`skulk cluster token` prints the token again)",
+                       "    skulk run --join {} --peer tcp/<this host>:<its cluster "
+                       "port>\n  (that port is on the `cluster:` line of the banner below "
+                       "and in `skulk status`; `skulk cluster token` prints the token again)",
                        token.encode())

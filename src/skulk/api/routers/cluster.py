@@ -5,7 +5,12 @@
 `security` is `"tls"` (members hold certificates from the cluster's CA, every link is
 mutual TLS and every message signed) or `"insecure"` (a node started with `--insecure`).
 Each node lists its `addresses` and `reachable_peers`: the peers it reached in its latest
-probe round, with the addresses that answered (best first) and their connect RTTs.
+probe round, with the addresses that answered (best first) and their connect RTTs; its
+`endpoints` (cluster endpoints in `--peer` form, API URL); and its `state`: `up`,
+`stopping`, `stopped` (it left on purpose) or `gone` (lost without a word).
+`isolated` is true on a node that belongs to a larger cluster but sees no other member
+(`isolation_reason` says why it should see some), and `peers` / `peers_unreachable` tell
+how its `--peer` endpoints fare.
 """
 
 import time
@@ -21,6 +26,7 @@ from skulk.shared.partition import Standing
 from skulk.shared.topology import topology
 from skulk.shared.types.commands import ForgetMember, RevokeNode
 from skulk.shared.types.ids import NodeId, new_command_id
+from skulk.shared.types.telemetry import ClusterLinks, NodeEndpoints, NodeTelemetry
 
 REVOKE_TIMEOUT_SECONDS = 10.0
 
@@ -51,6 +57,22 @@ async def forget(body: Forgetting, context: Context) -> dict[str, object]:
         raise ApiError(503, "the master did not record it in time; retry",
                        code="forget_pending")
     return {"forgotten": body.node_id, "members": forgotten.members}
+
+
+def _node_state(reading: NodeTelemetry | None, alive: bool) -> str:
+    stopping = reading is not None and reading.stopping
+    if alive:
+        return "stopping" if stopping else "up"
+    return "stopped" if stopping else "gone"
+
+
+def _links(reading: NodeTelemetry | None) -> dict[str, object]:
+    """This node's own view of its links, from its own latest reading."""
+    links = reading.links if reading is not None else ClusterLinks()
+    return {"isolated": links.isolated, "isolation_reason": links.reason,
+            "peers": [link.model_dump(mode="json") for link in links.peers],
+            "peers_unreachable": [link.endpoint for link in links.peers if not link.reachable
+                                  and link.problem is not None]}
 
 
 def _partition(context: ApiContext, live: set[NodeId]) -> dict[str, object]:
@@ -90,6 +112,9 @@ async def cluster(context: Context) -> dict[str, object]:
         nodes.append({
             "node_id": node_id,
             "alive": node_id in live,
+            "state": _node_state(reading, node_id in live),
+            "endpoints": (reading.endpoints if reading else NodeEndpoints()).model_dump(
+                mode="json"),
             "api_url": reading.api_url if reading else None,
             "hostname": reading.hostname if reading else None,
             "has_worker": reading.has_worker if reading else None,
@@ -112,6 +137,7 @@ async def cluster(context: Context) -> dict[str, object]:
         "master_node_id": context.master_node(),
         "security": "tls" if context.secure else "insecure",
         "partition": _partition(context, live),
+        **_links(readings.get(context.node_id)),
         "session": context.replica.session,
         "nodes": nodes,
         "instances": [instance_body(state, i) for i in state.instances.values()],

@@ -102,6 +102,43 @@ class GpuDevice(WireModel):
     vram_free_bytes: int = Field(ge=0, description="Of that, free now. 0: not known.")
 
 
+class NodeEndpoints(WireModel):
+    """Where a node listens, as bound: what a person types to reach it."""
+
+    cluster: list[str] = Field(
+        default_factory=list, max_length=64,
+        description="The cluster transport's endpoints in `--peer` form, e.g. "
+        "`tcp/192.168.1.10:7447` (a wildcard address shown as each interface's).")
+    api: str | None = Field(
+        default=None, max_length=512,
+        description="The HTTP API's URL (`http://127.0.0.1:52415` answers on its own "
+        "machine only). None: the node serves no API.")
+
+
+class PeerLink(WireModel):
+    """One `--peer` endpoint as the node last found it."""
+
+    endpoint: str = Field(max_length=512, description="The endpoint, e.g. `tcp/10.0.0.2:7447`.")
+    reachable: bool = Field(description="A TCP connection to it opened in the latest probe.")
+    member: bool = Field(description="A live member of the cluster listens there.")
+    problem: str | None = Field(
+        default=None, max_length=512,
+        description="What is wrong with it, e.g. `connection refused`; None when fine.")
+
+
+class ClusterLinks(WireModel):
+    """Whether a node sees the cluster it belongs to, and how its `--peer` endpoints fare."""
+
+    isolated: bool = Field(
+        default=False,
+        description="The node belongs to a larger cluster (it joined one, its agreed "
+        "membership names others, or it was given `--peer`) but sees no other member.")
+    reason: str | None = Field(
+        default=None, max_length=2048, description="Why it counts as isolated, in words.")
+    peers: list[PeerLink] = Field(
+        default_factory=list, max_length=64, description="Each `--peer` endpoint it was given.")
+
+
 class NodeTelemetry(WireModel):
     """One node's readings at one moment."""
 
@@ -155,3 +192,13 @@ class NodeTelemetry(WireModel):
     weights_port: int | None = Field(
         default=None, description="TCP port this node serves its stored weights on to "
         "members (TLS with the cluster's certificates, plain HTTP on insecure clusters).")
+    endpoints: NodeEndpoints = Field(
+        default_factory=NodeEndpoints,
+        description="The node's cluster endpoints and API URL as bound (empty from nodes "
+        "that predate it).")
+    links: ClusterLinks = Field(
+        default_factory=ClusterLinks,
+        description="Whether the node sees its cluster, and its `--peer` endpoints' state.")
+    stopping: bool = Field(
+        default=False, description="The node is leaving on purpose (`skulk stop`, SIGTERM): "
+        "its last reading, so the others show it stopped rather than lost.")

@@ -1,0 +1,42 @@
+from typing import Any
+
+from skulk.cli.status_view import status_lines
+
+
+def node(node_id: str, state: str, alive: bool) -> dict[str, Any]:
+    return {"node_id": node_id, "alive": alive, "state": state,
+            "memory_available_bytes": 2 * 1024**3, "backends": ["llama_cpp-cpu"],
+            "api_url": None, "health": "ok" if alive else "warn", "health_reasons": [],
+            "endpoints": {"cluster": [f"tcp/127.0.0.1:{7447 if alive else 7449}"],
+                          "api": "http://127.0.0.1:52415"}}
+
+
+def cluster(**fields: Any) -> dict[str, Any]:
+    return {"node_id": "a", "master_node_id": "a", "instances": [], "tasks_in_flight": 0,
+            "nodes": [node("a", "up", True), node("b", "stopped", False)],
+            "partition": {"majority": True, "quorum": "available", "reason": None},
+            "isolated": False, "isolation_reason": None, "peers": [],
+            "peers_unreachable": [], **fields}
+
+
+def test_each_node_shows_its_state_and_its_endpoints() -> None:
+    lines = status_lines(cluster())
+    assert lines[1] == ("  node a (master): up, 2.00 GiB available, backends llama_cpp-cpu, "
+                        "cluster tcp/127.0.0.1:7447, api http://127.0.0.1:52415, health ok")
+    assert lines[2].startswith("  node b: stopped,"), "a node stopped on purpose is not lost"
+
+
+def test_a_minority_side_and_an_isolated_node_say_so_first() -> None:
+    reason = "this side of the cluster holds 1 of the 2 members last agreed on (a, b)"
+    lines = status_lines(cluster(
+        partition={"majority": False, "quorum": "available", "reason": reason},
+        isolated=True, isolation_reason="this node sees no other member of its cluster"))
+    assert lines[1] == "  ISOLATED: this node sees no other member of its cluster"
+    assert lines[2].startswith(f"  MINORITY: {reason}; --quorum available: it serves and "
+                               "accepts changes")
+
+
+def test_a_peer_it_cannot_reach_is_named() -> None:
+    lines = status_lines(cluster(peers=[{"endpoint": "tcp/10.0.0.9:7447", "reachable": False,
+                                         "member": False, "problem": "connection refused"}]))
+    assert lines[1] == "  peer tcp/10.0.0.9:7447: connection refused"
