@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 STOPPING_NOTICE_SECONDS = 1.0
 # The transport sends in the background: closing at once could drop the notice.
-STOPPING_NOTICE_FLUSH_SECONDS = 0.1
+STOPPING_NOTICE_FLUSH_SECONDS = 0.25
 
 
 def _configure_logging(verbosity: int) -> LogBuffer:
