@@ -99,6 +99,7 @@ class Node:
         self.public_key = ""
         self.replica = StateReplica(on_gap=lambda index: self._sync.note_gap(index))
         self.live_nodes: set[NodeId] = set()
+        self.seen_members: set[NodeId] = set()  # every member seen alive since start
         self.election: Election | None = None
         self.seat: MasterSeat | None = None
         self._local_events: LocalEventSender | None = None
@@ -159,7 +160,7 @@ class Node:
         self.seat = MasterSeat(
             node_id=self.node_id, router=self.router, catalog=catalog,
             telemetry=self.telemetry, event_log=event_log, replica=self.replica,
-            live_nodes=lambda: self.live_nodes,
+            live_nodes=lambda: self.live_nodes, seen_members=lambda: self.seen_members,
             publish=lambda indexed: self.router.publish(topics.GLOBAL_EVENTS, indexed),
             settle_grace_seconds=self.config.settle_grace_seconds, quorum=self.config.quorum,
             carry_over=self._carry_over, keep_alive_seconds=self.config.keep_alive_seconds)
@@ -252,6 +253,7 @@ class Node:
                 continue  # an expelled member's token does not make it one again
             if alive:
                 self.live_nodes.add(node)
+                self.seen_members.add(node)
             elif node != self.node_id:
                 self.live_nodes.discard(node)
                 fail_streams_served_by(node, self.replica.state, self.streams)

@@ -37,6 +37,7 @@ class MasterSeat:
         event_log: DiskEventLog,
         replica: StateReplica,
         live_nodes: Callable[[], Set[NodeId]],
+        seen_members: Callable[[], Set[NodeId]],
         publish: Callable[[IndexedEvent], Awaitable[None]],
         settle_grace_seconds: float,
         quorum: Quorum = "available",
@@ -53,6 +54,7 @@ class MasterSeat:
         self._event_log = event_log
         self._replica = replica
         self._live_nodes = live_nodes
+        self._seen_members = seen_members
         self._publish = publish
         self._settle_grace = settle_grace_seconds
         self._tasks: TaskGroup | None = None
@@ -78,7 +80,8 @@ class MasterSeat:
     def _seed(self) -> State:
         if self._replica.session is None:
             return State()  # a fresh node has no view to carry
-        return seed_for_new_session(self._replica.state, self._live_nodes())
+        return seed_for_new_session(self._replica.state, self._live_nodes(),
+                                    self._seen_members())
 
     async def _serve(self, scope: anyio.CancelScope) -> None:
         with scope:

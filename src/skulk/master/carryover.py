@@ -11,9 +11,16 @@ from skulk.shared.types.state import State
 from skulk.shared.types.tasks import TERMINAL_TASK_STATUSES
 
 
-def seed_for_new_session(replica: State, live_nodes: Set[NodeId]) -> State:
+def seed_for_new_session(replica: State, live_nodes: Set[NodeId],
+                         seen_members: Set[NodeId] = frozenset()) -> State:
     """Instances and producer marks carry; runner statuses carry for live nodes; tasks
-    carry if all their instance's nodes live, and are failed with a reason otherwise."""
+    carry if all their instance's nodes live, and are failed with a reason otherwise.
+
+    The agreed membership carries; when none reached this node yet (a partition in a new
+    cluster's first second), the members it has seen stand in for it, so a node cut off
+    alone knows it is a minority (and keeps what it accepts for the heal) instead of
+    taking an empty agreement for a cluster of its own.
+    """
     runners = {
         runner_id: status
         for instance in replica.instances.values()
@@ -38,4 +45,6 @@ def seed_for_new_session(replica: State, live_nodes: Set[NodeId]) -> State:
                  producer_marks=dict(replica.producer_marks),
                  model_cards=dict(replica.model_cards),
                  model_card_holders=dict(replica.model_card_holders),
-                 revoked_nodes=list(replica.revoked_nodes), members=list(replica.members))
+                 revoked_nodes=list(replica.revoked_nodes),
+                 members=list(replica.members)
+                 or sorted(set(seen_members) - set(replica.revoked_nodes)))

@@ -29,3 +29,11 @@ def test_tasks_on_lost_nodes_fail_with_a_reason_and_others_go_on() -> None:
     assert seed.tasks[TaskId("t1")].status == "pending"
     assert seed.tasks[TaskId("t2")].status == "failed"
     assert "retry" in (seed.tasks[TaskId("t2")].error or "")
+
+
+def test_the_agreed_membership_carries_or_the_members_seen_stand_in() -> None:
+    agreed = replica().model_copy(update={"members": [A, B]})
+    assert seed_for_new_session(agreed, {A}, seen_members={A}).members == [A, B]
+    # Cut off before the first agreement reached it: it has seen both, so it is 1 of 2.
+    assert seed_for_new_session(replica(), {A}, seen_members={B, A}).members == [A, B]
+    assert seed_for_new_session(replica(), {A}).members == []  # a new cluster's first
