@@ -12,8 +12,8 @@ import random
 from pathlib import Path
 
 import pytest
-
 from bench.chaos_partitions import SETTLE_SECONDS, partition_round
+
 from tests.netns_hosts import NetnsCluster, needs_hosts
 
 
