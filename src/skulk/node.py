@@ -261,6 +261,7 @@ class Node:
 
     async def _elected(self, master: NodeId) -> None:
         self.replica.follow_master(master)
+        self._sync.catch_up()
         assert self.seat is not None
         self.seat.elected(master)
 

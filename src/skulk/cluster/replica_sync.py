@@ -28,6 +28,14 @@ class ReplicaSync:
         """The replica saw an index beyond the next one: ask for a replay from here."""
         self._gap_from = from_index
 
+    def catch_up(self) -> None:
+        """Ask the master for whatever follows this replica's last index. A follower cut
+        off for a while and back under the same master sees no gap until the master
+        indexes something new; after every round it asks instead (the master answers
+        nothing when there is nothing)."""
+        if self._master_node() not in (None, self._node_id):
+            self._gap_from = self._replica.state.last_event_applied_idx + 1
+
     async def run(self, local_events: LocalEventSender) -> None:
         while True:
             await anyio.sleep(SYNC_INTERVAL_SECONDS)

@@ -249,6 +249,8 @@ class Master:
             last = self._next_index - 1
             replay = []
             if request.kind == "replay_request" and request.session == self.session_id:
+                if request.from_index == self._next_index:
+                    return  # the follower already has everything
                 replay = self._log.read_range(request.from_index, self._next_index)
             if replay and replay[0].index == request.from_index and replay[-1].index == last:
                 for indexed in replay:

@@ -109,6 +109,10 @@ async def test_the_master_compacts_and_answers_old_replays_with_a_snapshot() -> 
     await m.handle_sync(StateSyncMessage(kind="replay_request", node_id=f.NODE,
                                          session=m.session_id, from_index=4))
     assert [e.index for e in published] == [4, 5]
+    published.clear()
+    await m.handle_sync(StateSyncMessage(kind="replay_request", node_id=f.NODE,
+                                         session=m.session_id, from_index=6))
+    assert published == [], "a follower that has everything is sent nothing"
 
 
 def minority_master(quorum: Quorum) -> tuple[Master, list[IndexedEvent]]:
