@@ -41,6 +41,7 @@ PROMPTS = ["Count from 1 to 20, one number per line.",
            "Name five fruits, one per line.",
            "Write one sentence about the sea."]
 NODE_FLAGS = ("--threads", "1", "--engine-option", "llama_cpp.shared_kv=off")
+LONG_GAP_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class SoakPlan:
     clients: int = 2
     max_tokens: int = 40
     seed: int = 0
+    quiet_seconds: float = 30.0  # the baseline: the same clients before any kill
 
 
 @dataclass
@@ -65,6 +67,8 @@ class SoakReport:
     failed: int = 0
     failures: list[str] = field(default_factory=list)  # the first few, with their reason
     longest_gap_s: float = 0.0
+    quiet_longest_gap_s: float = 0.0  # the same clients on the quiet cluster
+    long_gaps: list[str] = field(default_factory=list)  # the first few over LONG_GAP_S
     two_masters_s: float = 0.0
     longest_disagreement_s: float = 0.0
     polls: int = 0
@@ -74,7 +78,8 @@ class SoakReport:
         return (f"{self.kills} kills ({self.master_kills} of the master) in "
                 f"{self.seconds:.0f} s; {self.requests} requests: {self.identical} "
                 f"identical, {self.different} different, {self.failed} failed; longest "
-                f"client gap {self.longest_gap_s:.2f} s; two masters "
+                f"client gap {self.longest_gap_s:.2f} s (quiet cluster: "
+                f"{self.quiet_longest_gap_s:.2f} s); two masters "
                 f"{self.two_masters_s:.1f} s; longest disagreement "
                 f"{self.longest_disagreement_s:.1f} s over {self.polls} polls")
 
@@ -255,6 +260,9 @@ class Clients:
                 report = self._report
                 report.requests += 1
                 report.longest_gap_s = max(report.longest_gap_s, gap)
+                if gap > LONG_GAP_S and len(report.long_gaps) < 10:
+                    report.long_gaps.append(f"{time.strftime('%H:%M:%S')} through "
+                                            f"{node.name}: {gap:.1f} s")
                 if error is not None:
                     report.failed += 1
                     if len(report.failures) < 10:
@@ -295,6 +303,10 @@ def soak(root: Path, plan: SoakPlan,
         log(f"formed {plan.nodes} nodes; reference texts taken")
         watch.start()
         clients.start()
+        time.sleep(plan.quiet_seconds)
+        report.quiet_longest_gap_s, report.longest_gap_s = report.longest_gap_s, 0.0
+        log(f"quiet cluster: {report.requests} requests, longest gap "
+            f"{report.quiet_longest_gap_s:.2f} s")
         started = time.monotonic()
         while time.monotonic() - started < plan.seconds:
             target = choose_target(cluster, clients, chooser)
@@ -306,7 +318,8 @@ def soak(root: Path, plan: SoakPlan,
             target.kill()
             report.kills += 1
             report.master_kills += was_master
-            log(f"{time.monotonic() - started:6.1f} s: killed {target.name}"
+            log(f"{time.strftime('%H:%M:%S')} {time.monotonic() - started:6.1f} s: "
+                f"killed {target.name}"
                 f"{' (the master)' if was_master else ''}")
             time.sleep(chooser.uniform(*plan.down_for))
             cluster.restart(target)
@@ -363,6 +376,8 @@ def main() -> int:
     print(report.summary())
     for failure in report.failures:
         print("  ", failure)
+    for gap in report.long_gaps:
+        print("   gap", gap)
     from bench.results import write_result
     write_result("chaos", asdict(report), source="bench/chaos.py")
     return 0 if report.failed == report.different == 0 and report.two_masters_s == 0 else 1

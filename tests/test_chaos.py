@@ -77,7 +77,8 @@ def test_a_bounded_chaos_soak_loses_nothing(tmp_path: Path) -> None:
     """Three nodes, one killed every 15-20 s (the master among them) and restarted, for
     two minutes, while a client streams greedy answers through a node that stays up."""
     report = soak(tmp_path, SoakPlan(nodes=3, seconds=120, kill_every=(15.0, 20.0),
-                                     down_for=(2.0, 4.0), clients=1, max_tokens=32, seed=3),
+                                     down_for=(2.0, 4.0), clients=1, max_tokens=32, seed=3,
+                                     quiet_seconds=5.0),
                   log=lambda line: None)
     assert report.kills >= 3 and report.requests >= 10, report.summary()
     assert report.failed == 0 and report.different == 0, \
