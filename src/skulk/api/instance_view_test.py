@@ -7,7 +7,7 @@ from skulk.shared.types.runners import RunnerFetching, RunnerReady
 from skulk.shared.types.state import State
 
 RANK_FIELDS = {"runner_id", "node_id", "rank", "world_size", "start_layer", "end_layer",
-               "runner_status", "fetch", "gpu_layers"}
+               "runner_status", "fetch", "gpu_layers", "error"}
 
 
 def split_instance() -> Instance:
