@@ -161,6 +161,7 @@ class Node:
             node_id=self.node_id, router=self.router, catalog=catalog,
             telemetry=self.telemetry, event_log=event_log, replica=self.replica,
             live_nodes=lambda: self.live_nodes, seen_members=lambda: self.seen_members,
+            heard=self._heard,
             publish=lambda indexed: self.router.publish(topics.GLOBAL_EVENTS, indexed),
             settle_grace_seconds=self.config.settle_grace_seconds, quorum=self.config.quorum,
             carry_over=self._carry_over, keep_alive_seconds=self.config.keep_alive_seconds)
@@ -242,6 +243,11 @@ class Node:
         finally:
             event_log.close()
 
+    def _heard(self) -> set[NodeId]:
+        """Live members this node heard from in the last election round."""
+        return self.live_nodes if self.election is None \
+            else self.live_nodes & self.election.heard
+
     @property
     def master_node(self) -> NodeId | None:
         return None if self.election is None else self.election.master
@@ -308,7 +314,7 @@ class Node:
     async def _send_user_command(self, command: Command) -> None:
         """A command from the API; under `--quorum majority` a side without a majority
         refuses it here, since its master indexes nothing."""
-        refuse_on_a_strict_minority(command, self.config.quorum, self.live_nodes,
+        refuse_on_a_strict_minority(command, self.config.quorum, self._heard(),
                                     self.replica.state.members)
         await self.send_command(command)
 

@@ -101,6 +101,10 @@ class Election:
         self.clock = 0
         self.seniority = FORCED_SENIORITY if force_master else 0
         self.master: NodeId | None = None
+        # The members whose votes the last round was decided with: the nodes this one can
+        # really hear. Liveliness can show a member for a lease after a partition cut it
+        # off; a side judges its majority by these, not by tokens.
+        self.heard: frozenset[NodeId] = frozenset({node_id})
         self.campaigns = 0
         self.rejected: Counter[str] = Counter()
         self._on_rejected = on_rejected
@@ -201,6 +205,7 @@ class Election:
                 return  # a newer round took over; its own campaign decides
             self._decided_clock = self.clock
             counted = set(self._votes) & self.members
+            self.heard = frozenset(counted | {self.node_id})
             if self._decided_members is not None:
                 counted &= self._decided_members
             self._decided_members = set(self.members)

@@ -247,3 +247,25 @@ async def test_a_vote_before_its_senders_token_counts_once_it_is_a_member() -> N
         assert results == ["a", "a", "a"]  # the sitting master stays
         assert election.seniority >> ROUND_BITS == 2  # and "z" counted among its voters
         tasks.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+async def test_a_round_remembers_whom_it_heard_from() -> None:
+    """Members by token that send no vote (cut off, their tokens not yet expired) are not
+    among those heard."""
+    async def publish(message: ElectionMessage) -> None:
+        pass
+
+    async def on_result(master: NodeId) -> None:
+        pass
+
+    election = Election(node_id=NodeId("a"), publish=publish, on_result=on_result,
+                        commands_seen=lambda: 0, timeout=0.05, coalesce=0.01)
+    for member in ("b", "c"):
+        election.membership_changed(NodeId(member), True)
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(election._campaign)
+        await election.receive(vote("b", clock=1))
+        await anyio.sleep(0.1)
+        tasks.cancel_scope.cancel()
+    assert election.heard == {"a", "b"}

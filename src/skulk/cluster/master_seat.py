@@ -38,6 +38,7 @@ class MasterSeat:
         replica: StateReplica,
         live_nodes: Callable[[], Set[NodeId]],
         seen_members: Callable[[], Set[NodeId]],
+        heard: Callable[[], Set[NodeId]],
         publish: Callable[[IndexedEvent], Awaitable[None]],
         settle_grace_seconds: float,
         quorum: Quorum = "available",
@@ -55,6 +56,7 @@ class MasterSeat:
         self._replica = replica
         self._live_nodes = live_nodes
         self._seen_members = seen_members
+        self._heard = heard
         self._publish = publish
         self._settle_grace = settle_grace_seconds
         self._tasks: TaskGroup | None = None
@@ -95,6 +97,7 @@ class MasterSeat:
                     node_id=self._node_id, catalog=self._catalog, telemetry=self._telemetry,
                     event_log=self._event_log, commands=commands, local_events=local_events,
                     sync_requests=sync_requests, live_nodes=self._live_nodes,
+                    heard=self._heard,
                     publish=self._publish, seed=self._seed(),
                     settle_grace_seconds=self._settle_grace, quorum=self._quorum,
                     keep_alive_seconds=self._keep_alive)

@@ -91,6 +91,7 @@ class Master:
         publish: Callable[[IndexedEvent], Awaitable[None]],
         sync_requests: AsyncIterable[StateSyncMessage] | None = None,
         live_nodes: Callable[[], Set[NodeId]] | None = None,
+        heard: Callable[[], Set[NodeId]] | None = None,
         seed: State | None = None,
         session_id: SessionId | None = None,
         reconcile_interval: float = 1.0,
@@ -116,6 +117,7 @@ class Master:
         self._local_events = local_events
         self._sync_requests = sync_requests
         self._live_nodes = live_nodes
+        self._heard = heard
         self._publish = publish
         self._seed = seed or State()
         self._reconcile_interval = reconcile_interval
@@ -186,7 +188,10 @@ class Master:
 
     def standing(self) -> Standing:
         """This master's side of any partition, against the last agreed membership."""
-        return Standing(live=frozenset(self.live_nodes()),
+        live = frozenset(self.live_nodes())
+        # Only members heard from in the last round count: a token that outlives the link
+        # must not make a cut-off side a majority.
+        return Standing(live=live if self._heard is None else live & frozenset(self._heard()),
                         agreed=frozenset(self._state.members))
 
     def _indexes_nothing(self) -> bool:

@@ -177,3 +177,21 @@ async def test_the_master_logs_each_removal_with_the_reason_its_command_gave() -
         logger.remove(sink)
     assert any(line.strip() == f"instance inst-1 of {f.instance().model_id} removed: node a "
                "gave it up: no weights" for line in lines), lines
+
+
+def test_a_side_counts_only_the_members_it_heard_from_toward_its_majority() -> None:
+    """Tokens of the other side can outlive a cut by a lease: they are not a majority."""
+    from skulk.shared.types.ids import NodeId
+
+    b, c = NodeId("node-b"), NodeId("node-c")
+    _, commands = anyio.create_memory_object_stream[CommandEnvelope](math.inf)
+    _, local_events = anyio.create_memory_object_stream[LocalEvent](math.inf)
+    heard = {f.NODE}
+    m = Master(node_id=f.NODE, catalog=ModelCatalog.builtin(Path(".")),
+               telemetry=TelemetryView(), event_log=ListLog(), commands=commands,
+               local_events=local_events, publish=lambda event: anyio.sleep(0),
+               live_nodes=lambda: {f.NODE, b, c}, heard=lambda: heard)
+    m._state = m._state.model_copy(update={"members": [f.NODE, b, c]})
+    assert not m.standing().majority
+    heard = {f.NODE, b}
+    assert m.standing().majority

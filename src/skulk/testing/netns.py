@@ -10,7 +10,7 @@ tests and benches that need real addresses, partitions and capped links on one b
         hosts.run(0, ["curl", f"http://{hosts.address(1)}:8000/"])  # argv inside host 0
         subprocess.Popen(hosts.command(2, argv, core=1))  # inside host 2, pinned to CPU 1
         hosts.cut(0, 1)                       # 0 and 1 no longer hear each other
-        hosts.partition([0])                  # cut 0 from every other host
+        hosts.partition([0])                  # 0 on a switch of its own
         hosts.isolate(2)                      # unplug 2's link (it sees its carrier go)
         hosts.heal(0, 1)                      # one pair back; rejoin(2) plugs 2 back in
         hosts.heal_all()                      # every link plugged in, every cut healed
@@ -20,8 +20,10 @@ Each host is a namespace with loopback and one link, `eth0`, into a bridge that 
 namespace of its own: the machine's own namespace is never touched. A cut is a pair of
 policy rules, one in each host, that drop the other's packets on arrival: the sender sees
 no error, its packets vanish as on a broken path. Unicast only: a cut pair still hears
-each other's ARP and multicast. `isolate` sets the bridge's end of the link down instead,
-as if the cable were pulled. This kernel has no netem, so links get a rate, not a latency.
+each other's ARP and multicast. A partition moves one side's links onto a second bridge,
+as if two switches were unplugged from each other (cutting it pair by pair let a mesh
+route around the pairs already cut). `isolate` sets the bridge's end of the link down
+instead, as if the cable were pulled. This kernel has no netem, so links get a rate, not a latency.
 
 Names carry a run id, `skulk-<pid>-<token>-h<i>` and `-seg`, so runs side by side never
 meet. `Hosts.__enter__` first sweeps the namespaces of runs whose process has ended (a
@@ -175,7 +177,8 @@ class Hosts:
         self._do(commands.heal_steps(self.run_id, self._checked(a), self._checked(b)))
 
     def partition(self, group: Sequence[int]) -> None:
-        """Cut every link between `group` and the other hosts; each side keeps its own."""
+        """Split the segment in two: `group`'s links move onto a bridge of their own, so
+        no packet crosses between the sides and each side keeps its own."""
         self._do(commands.partition_steps(self.run_id, self.count,
                                           [self._checked(h) for h in group]))
 

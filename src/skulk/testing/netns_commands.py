@@ -10,6 +10,7 @@ SUBNET = "10.77.0"
 MAX_HOSTS = 250  # addresses .1 to .250 of one /24
 HOST_LINK = "eth0"
 BRIDGE = "br0"
+OTHER_BRIDGE = "br1"  # the smaller side of a partition
 # Rules that drop a cut peer's packets come before the table of local addresses, which
 # the kernel puts at preference 0 and which would otherwise accept them first.
 CUT_PREFERENCE_BASE = 100
@@ -170,10 +171,19 @@ def heal_steps(run: str, a: int, b: int) -> list[Step]:
 
 
 def partition_steps(run: str, count: int, group: Sequence[int]) -> list[Step]:
-    """Cut every link between `group` and the other hosts; links within each side stay."""
-    inside = set(group)
-    return [step for a in sorted(inside) for b in range(count) if b not in inside
-            for step in cut_steps(run, a, b)]
+    """Move `group`'s links onto a bridge of their own: two switches no longer joined.
+    Each host moves in one step, so a partition never passes through a state where some
+    pairs across it still talk (cutting pair by pair did, and a mesh routed around the
+    pairs already cut)."""
+    inside = sorted(set(group))
+    if not inside or len(inside) >= count or not all(0 <= h < count for h in inside):
+        raise ValueError(f"a partition takes some of hosts 0..{count - 1}, not {group}")
+    segment = segment_namespace(run)
+    return [Step(("ip", "-n", segment, "link", "add", OTHER_BRIDGE, "type", "bridge"),
+                 may_fail=True),  # there already after an earlier partition
+            Step(("ip", "-n", segment, "link", "set", OTHER_BRIDGE, "up")),
+            *(Step(("ip", "-n", segment, "link", "set", segment_port(host), "master",
+                    OTHER_BRIDGE)) for host in inside)]
 
 
 def port_steps(run: str, host: int, up: bool) -> list[Step]:
@@ -183,8 +193,12 @@ def port_steps(run: str, host: int, up: bool) -> list[Step]:
 
 
 def heal_all_steps(run: str, count: int) -> list[Step]:
-    """Every host plugged in, every pairwise cut healed."""
-    steps = [step for host in range(count) for step in port_steps(run, host, True)]
+    """Every host plugged into the one bridge, every pairwise cut healed."""
+    segment = segment_namespace(run)
+    steps = [Step(("ip", "-n", segment, "link", "set", segment_port(host), "master", BRIDGE))
+             for host in range(count)]
+    steps.append(Step(("ip", "-n", segment, "link", "del", OTHER_BRIDGE), may_fail=True))
+    steps += [step for host in range(count) for step in port_steps(run, host, True)]
     return steps + [step for a in range(count) for b in range(a + 1, count)
                     for step in heal_steps(run, a, b)]
 

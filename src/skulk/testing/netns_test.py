@@ -77,20 +77,28 @@ def test_a_cut_drops_each_peer_on_arrival_and_can_be_repeated() -> None:
         commands.cut_steps("1-ab", 1, 1)
 
 
-def test_a_partition_cuts_only_across_the_two_sides() -> None:
-    steps = commands.partition_steps("1-ab", 4, [0, 3])
-    added = {(step.argv[2], step.argv[6]) for step in steps if step.argv[4] == "add"}
-    assert added == {(f"skulk-1-ab-h{a}", commands.address(b))
-                     for a, b in [(0, 1), (0, 2), (3, 1), (3, 2),
-                                  (1, 0), (2, 0), (1, 3), (2, 3)]}
+def test_a_partition_moves_one_side_onto_a_bridge_of_its_own() -> None:
+    steps = commands.partition_steps("1-ab", 4, [3, 0])
+    assert [" ".join(step.argv) for step in steps] == [
+        "ip -n skulk-1-ab-seg link add br1 type bridge",
+        "ip -n skulk-1-ab-seg link set br1 up",
+        "ip -n skulk-1-ab-seg link set h0 master br1",
+        "ip -n skulk-1-ab-seg link set h3 master br1"]
+    assert steps[0].may_fail
+    for group in ([], [0, 1, 2, 3], [4]):
+        with pytest.raises(ValueError):
+            commands.partition_steps("1-ab", 4, group)
 
 
 def test_heal_all_plugs_everyone_in_and_removes_every_cut() -> None:
     steps = commands.heal_all_steps("1-ab", 3)
+    moved = [step.argv[-3] for step in steps if step.argv[-2:-1] == ("master",)]
+    assert moved == ["h0", "h1", "h2"] and all(
+        step.argv[-1] == "br0" for step in steps if "master" in step.argv)
     ups = [step for step in steps if step.argv[-1] == "up"]
     assert [step.argv[-2] for step in ups] == ["h0", "h1", "h2"]
     removals = [step for step in steps if "del" in step.argv]
-    assert len(removals) == 6 and all(step.may_fail for step in removals)
+    assert len(removals) == 7 and all(step.may_fail for step in removals)
 
 
 def test_rate_caps_with_tbf_and_off_removes_it() -> None:
