@@ -3,7 +3,8 @@ network (virtual time, one seed) through joins, kills, restarts, partitions and 
 messages delayed and duplicated, and checks what must hold once the network is quiet.
 
 - One master per side: every live node of a connected side follows the same master, a
-  member of that side, once nothing has happened for an election timeout.
+  member of that side, once nothing has happened for an election timeout; and each heard
+  every member of its side in its last round (what a side counts toward its majority).
 - The forced master wins its side. (Two forced nodes would each pick themselves; that is a
   configuration error `--force-master`'s help warns about, so the model forces at most one.)
 - Nothing an honest cluster sends is refused: no election drops a vote as implausible.
@@ -172,6 +173,9 @@ class ClusterModel(RuleBasedStateMachine):
                                    f"{self.net.describe()}"
             if self.forced in side:
                 assert master == self.forced, f"the forced master lost: {self.net.describe()}"
+            for node in side:  # what a side counts toward its majority
+                heard = self.net.live[node].election.heard
+                assert heard == side, f"{node} heard {sorted(heard)}: {self.net.describe()}"
             masters.append(master)
         return masters
 
