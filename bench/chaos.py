@@ -140,7 +140,9 @@ class ChaosCluster:
             timeout=60).stdout.strip()
         for node in self.nodes[1:]:
             node.start("--join", token, "--peer", first.transport)
-        wait(lambda: self.agreed_master() is not None, 60, "one master every node follows")
+        assert first.process is not None
+        first.process.wait_until(lambda: self.agreed_master() is not None, 60,
+                                 "one master every node follows")
 
     def restart(self, node: ChaosNode) -> None:
         peers = [arg for other in self.nodes if other is not node and other.up
@@ -165,18 +167,6 @@ class ChaosCluster:
             if node.up:
                 assert node.process is not None
                 node.process.stop()
-
-
-def wait(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if predicate():
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
 
 
 def stream_once(url: str, prompt: str, max_tokens: int) -> tuple[str, float, str | None]:
@@ -309,10 +299,10 @@ def soak(root: Path, plan: SoakPlan,
             f"{report.quiet_longest_gap_s:.2f} s")
         started = time.monotonic()
         while time.monotonic() - started < plan.seconds:
-            target = choose_target(cluster, clients, chooser)
+            target = choose_target(cluster, watch.latest_master(), chooser)
             clients.avoid = target
             time.sleep(chooser.uniform(*plan.kill_every))
-            if target is None or clients_on(target, clients):
+            if target is None or target.name in clients.in_use():
                 continue  # a client still streams through it (rare): skip this kill
             was_master = watch.latest_master() == target.node_id
             target.kill()
@@ -335,30 +325,16 @@ def soak(root: Path, plan: SoakPlan,
     return report
 
 
-def choose_target(cluster: ChaosCluster, clients: Clients, chooser: random.Random
+def choose_target(cluster: ChaosCluster, master_id: str | None, chooser: random.Random
                   ) -> ChaosNode | None:
-    """Half the time the master (when a client could avoid it), else any other live node;
-    never the last node standing."""
+    """Half the time the master, else any other live node; never the last node standing."""
     live = cluster.up()
     if len(live) < 2:
         return None
-    master = next((n for n in live if n.node_id == cluster_master(n)), None)
+    master = next((n for n in live if n.node_id == master_id), None)
     if master is not None and chooser.random() < 0.5:
         return master
     return chooser.choice([n for n in live if n is not master] or live)
-
-
-def cluster_master(node: ChaosNode) -> str | None:
-    try:
-        master: str | None = httpx.get(f"{node.url}/cluster", timeout=5).json()[
-            "master_node_id"]
-        return master
-    except httpx.HTTPError:
-        return None
-
-
-def clients_on(target: ChaosNode, clients: Clients) -> bool:
-    return target.name in clients.in_use()
 
 
 def main() -> int:

@@ -29,6 +29,7 @@ from skulk.cluster.carry_over import send_when_following_another
 from skulk.cluster.election import Election
 from skulk.cluster.local_events import LocalEventSender
 from skulk.cluster.master_seat import MasterSeat
+from skulk.cluster.membership import Membership
 from skulk.cluster.reachability import ReachabilityProber
 from skulk.cluster.replica_sync import ReplicaSync
 from skulk.cluster.store_cards import StoreWatcher
@@ -98,8 +99,7 @@ class Node:
         self.node_id = NodeId("")
         self.public_key = ""
         self.replica = StateReplica(on_gap=lambda index: self._sync.note_gap(index))
-        self.live_nodes: set[NodeId] = set()
-        self.seen_members: set[NodeId] = set()  # every member seen alive since start
+        self.members = Membership()
         self.election: Election | None = None
         self.seat: MasterSeat | None = None
         self._local_events: LocalEventSender | None = None
@@ -142,7 +142,7 @@ class Node:
             self._gpus = await anyio.to_thread.run_sync(probe_gpus)
         self._backends = probe_backends(gpus=self._gpus)
         self.telemetry.set_own_node(self.node_id)
-        self.live_nodes = {self.node_id}
+        self.members.live = {self.node_id}
         self._router = Router(self._transport, namespace=self.config.namespace,
                               signer=trust.signer, verifier=trust.verifier,
                               dropped=self.dropped)
@@ -160,8 +160,8 @@ class Node:
         self.seat = MasterSeat(
             node_id=self.node_id, router=self.router, catalog=catalog,
             telemetry=self.telemetry, event_log=event_log, replica=self.replica,
-            live_nodes=lambda: self.live_nodes, seen_members=lambda: self.seen_members,
-            heard=self._heard,
+            live_nodes=lambda: self.members.live, seen_members=lambda: self.members.seen,
+            heard=lambda: self.members.heard(self.election),
             publish=lambda indexed: self.router.publish(topics.GLOBAL_EVENTS, indexed),
             settle_grace_seconds=self.config.settle_grace_seconds, quorum=self.config.quorum,
             carry_over=self._carry_over, keep_alive_seconds=self.config.keep_alive_seconds)
@@ -182,15 +182,19 @@ class Node:
                 membership: AsyncIterator[tuple[NodeId, bool]] = await self._open(
                     tasks, self.router.membership())
                 election_messages = await self._subscription(tasks, topics.ELECTION)
-                tasks.start_soon(self.election.run, self._track_members(membership),
-                                 election_messages)
+                tasks.start_soon(self.election.run, self.members.follow(
+                    membership, own=self.node_id,
+                    revoked=lambda: self.replica.state.revoked_nodes,
+                    on_gone=lambda node: fail_streams_served_by(node, self.replica.state,
+                                                                self.streams)),
+                    election_messages)
                 prober = self.prober = ReachabilityProber(node_id=self.node_id,
                                                           peers=self.telemetry.live)
                 tasks.start_soon(prober.run, self._transport,
                                  self.config.api_port if self.config.run_api else None)
                 self.links = NodeLinks(
                     node_id=self.node_id, config=self.config, trust=trust,
-                    live=lambda: self.live_nodes, agreed=lambda: self.replica.state.members,
+                    live=lambda: self.members.live, agreed=lambda: self.replica.state.members,
                     readings=self.telemetry.live,
                     own_addresses=lambda: prober.reachability().addresses,
                     publish=lambda reading: self.router.publish(topics.TELEMETRY, reading))
@@ -243,27 +247,9 @@ class Node:
         finally:
             event_log.close()
 
-    def _heard(self) -> set[NodeId]:
-        """Live members this node heard from in the last election round."""
-        return self.live_nodes if self.election is None \
-            else self.live_nodes & self.election.heard
-
     @property
     def master_node(self) -> NodeId | None:
         return None if self.election is None else self.election.master
-
-    async def _track_members(self, membership: AsyncIterator[tuple[NodeId, bool]]
-                             ) -> AsyncIterator[tuple[NodeId, bool]]:
-        async for node, alive in membership:
-            if node in self.replica.state.revoked_nodes:
-                continue  # an expelled member's token does not make it one again
-            if alive:
-                self.live_nodes.add(node)
-                self.seen_members.add(node)
-            elif node != self.node_id:
-                self.live_nodes.discard(node)
-                fail_streams_served_by(node, self.replica.state, self.streams)
-            yield node, alive
 
     async def _elected(self, master: NodeId) -> None:
         self.replica.follow_master(master)
@@ -292,13 +278,6 @@ class Node:
                          lambda: self.replica.state)
         tasks.start_soon(self._react_to_applied_events, tasks)
 
-    async def send_command_place(self, model: ModelId,
-                                 excluded: list[NodeId] | None = None) -> None:
-        """Place `model` (for operators' scripts and tests; the API has POST /place_instance)."""
-        await self.send_command(PlaceInstance(
-            command_id=new_command_id(), instance_id=new_instance_id(), model_id=model,
-            excluded_nodes=excluded or []))
-
     def runner_pid(self, runner_id: RunnerId) -> int | None:
         return None if self._worker is None else self._worker.runner_pid(runner_id)
 
@@ -314,7 +293,8 @@ class Node:
     async def _send_user_command(self, command: Command) -> None:
         """A command from the API; under `--quorum majority` a side without a majority
         refuses it here, since its master indexes nothing."""
-        refuse_on_a_strict_minority(command, self.config.quorum, self._heard(),
+        refuse_on_a_strict_minority(command, self.config.quorum,
+                                    self.members.heard(self.election),
                                     self.replica.state.members)
         await self.send_command(command)
 
@@ -380,10 +360,8 @@ class Node:
         """A revoked member leaves membership now, and its links are refused from the next
         start."""
         save_revoked(self.config.data_dir, list(self.replica.state.revoked_nodes))
-        if node in self.live_nodes and node != self.node_id:
-            self.live_nodes.discard(node)
-            if self.election is not None:
-                self.election.membership_changed(node, False)
+        if self.members.expel(node, self.node_id) and self.election is not None:
+            self.election.membership_changed(node, False)
 
     def _counters(self) -> NodeCounters:
         master = self.seat.master if self.seat is not None else None
@@ -392,7 +370,7 @@ class Node:
             elections=self.election.campaigns if self.election is not None else 0,
             runner_failures=self._worker.runner_failures if self._worker is not None else 0,
             events_indexed=master.events_indexed if master is not None else 0,
-            live_nodes=len(self.live_nodes), is_master=self.master_node == self.node_id,
+            live_nodes=len(self.members.live), is_master=self.master_node == self.node_id,
             dropped_messages=dict(self.dropped.counts))
 
     async def _serve_api(self, catalog: ModelCatalog) -> None:
@@ -404,7 +382,7 @@ class Node:
                              auto_place=self.config.auto_place,
                              max_queue=self.config.max_queue, max_tokens=self.config.max_tokens,
                              queue_timeout_seconds=self.config.queue_timeout_seconds,
-                             live_nodes=lambda: self.live_nodes,
+                             live_nodes=lambda: self.members.live,
                              master_node=lambda: self.master_node,
                              runners_report=lambda: (self._worker.runners_report()
                                                      if self._worker is not None else []),

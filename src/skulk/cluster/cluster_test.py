@@ -12,7 +12,8 @@ from skulk.api.instance_view import has_ready_instance
 from skulk.node import Node
 from skulk.node_config import NodeConfig
 from skulk.routing.memory import MemoryBus, MemoryTransport
-from skulk.shared.types.ids import ModelId, NodeId
+from skulk.shared.types.commands import PlaceInstance
+from skulk.shared.types.ids import ModelId, NodeId, new_command_id, new_instance_id
 from skulk.testing.cluster_trust import make_member
 from skulk.testing.ports import free_port
 from skulk.worker.runner.supervisor import RunnerSupervisor
@@ -23,6 +24,13 @@ MODEL = ModelId("smollm2-135m")
 
 def echo_supervisor(**kwargs: Any) -> RunnerSupervisor:
     return RunnerSupervisor(**{**kwargs, "engine_name": "echo"})
+
+
+async def place(node: Node, model: ModelId, excluded: list[NodeId]) -> None:
+    """Place `model` through `node`'s control plane, as POST /place_instance does."""
+    await node.send_command(PlaceInstance(
+        command_id=new_command_id(), instance_id=new_instance_id(), model_id=model,
+        excluded_nodes=excluded))
 
 
 class Cluster:
@@ -105,7 +113,7 @@ async def test_three_nodes_elect_one_master_and_any_node_serves_any_request(
     for name in ("a", "b", "c"):
         await cluster.start(name)
     master = await cluster.converged()
-    assert all(len(n.live_nodes) == 3 for n in cluster.nodes.values())
+    assert all(len(n.members.live) == 3 for n in cluster.nodes.values())
     a = cluster.nodes["a"]
     assert await chat(a) == "hello from the cluster"  # auto-placed somewhere
     for node in cluster.nodes.values():
@@ -139,7 +147,7 @@ async def test_master_death_elects_another_and_carried_runners_keep_serving(
     assert cluster.name_of(await cluster.converged()) == "a"
     # Put the model on b, away from the master.
     b = cluster.nodes["b"]
-    await b.send_command_place(MODEL, excluded=[cluster.nodes["a"].node_id])
+    await place(b, MODEL, excluded=[cluster.nodes["a"].node_id])
     await cluster.ready(b)
     [instance] = b.replica.state.instances.values()
     [runner_id] = instance.shards
@@ -160,7 +168,7 @@ async def test_losing_the_node_that_holds_the_instance_places_it_again(
     await cluster.start("b")
     await cluster.converged()
     a = cluster.nodes["a"]
-    await a.send_command_place(MODEL, excluded=[a.node_id])
+    await place(a, MODEL, excluded=[a.node_id])
     await cluster.ready(a)
     await cluster.kill("b")
     with anyio.fail_after(20):
@@ -176,5 +184,5 @@ async def test_two_namespaces_on_one_network_stay_apart(cluster: Cluster) -> Non
     one = await cluster.start("a", namespace="one")
     two = await cluster.start("b", namespace="two")
     await anyio.sleep(1.0)
-    assert one.live_nodes == {one.node_id} and two.live_nodes == {two.node_id}
+    assert one.members.live == {one.node_id} and two.members.live == {two.node_id}
     assert one.master_node == one.node_id and two.master_node == two.node_id

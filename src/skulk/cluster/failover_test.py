@@ -11,7 +11,7 @@ import ollama
 import openai
 import pytest
 
-from skulk.cluster.cluster_test import MODEL, Cluster, cluster
+from skulk.cluster.cluster_test import MODEL, Cluster, cluster, place
 from skulk.node import Node
 from skulk.worker.runner.supervisor import RunnerSupervisor
 
@@ -36,7 +36,7 @@ async def served_by_a_runner_that_dies(cluster: Cluster) -> Node:
     a = await cluster.start("a", force_master=True, supervisor=echo(0))
     b = await cluster.start("b", supervisor=echo(crash_at=15))
     await cluster.converged()
-    await b.send_command_place(MODEL, excluded=[a.node_id])
+    await place(b, MODEL, excluded=[a.node_id])
     await cluster.ready(a)
     return a
 
@@ -110,7 +110,7 @@ async def test_losing_the_node_under_several_streams_finishes_each_of_them(
     a = await cluster.start("a", force_master=True, supervisor=echo(0))
     b = await cluster.start("b", supervisor=echo(0))
     await cluster.converged()
-    await b.send_command_place(MODEL, excluded=[a.node_id])
+    await place(b, MODEL, excluded=[a.node_id])
     await cluster.ready(a)
     url = f"http://127.0.0.1:{a.config.api_port}/v1"
     texts: list[str] = []
