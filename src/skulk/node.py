@@ -25,7 +25,7 @@ from skulk.api.server import serve_api
 from skulk.api.stream_failures import end_failed_streams, fail_streams_served_by
 from skulk.api.streams import StreamRegistry
 from skulk.api.tracing import TraceStore
-from skulk.cluster.carry_over import send_when_following_another
+from skulk.cluster.minority_changes import send_when_following_another
 from skulk.cluster.election import Election
 from skulk.cluster.local_events import LocalEventSender
 from skulk.cluster.master_seat import MasterSeat

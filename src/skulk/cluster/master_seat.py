@@ -10,7 +10,7 @@ import anyio
 from anyio.abc import TaskGroup
 from loguru import logger
 
-from skulk.master.carryover import seed_for_new_session
+from skulk.master.session_seed import seed_for_new_session
 from skulk.master.event_log import DiskEventLog
 from skulk.master.idle import DEFAULT_KEEP_ALIVE_SECONDS
 from skulk.master.main import Master

@@ -1,4 +1,4 @@
-from skulk.master.carryover import seed_for_new_session
+from skulk.master.session_seed import seed_for_new_session
 from skulk.shared.types.ids import InstanceId, NodeId, RunnerId, TaskId
 from skulk.shared.types.runners import RunnerReady
 from skulk.shared.types.state import State
