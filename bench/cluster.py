@@ -128,7 +128,7 @@ class NoLog:
 async def indexing_rate(log_dir: Path | None, count: int,
                         sync_interval: float | None = None) -> float:
     from skulk.master.event_log import DiskEventLog
-    from skulk.master.main import Master
+    from skulk.master.master import Master
     from skulk.models.catalog import ModelCatalog
     from skulk.shared.telemetry_view import TelemetryView
     from skulk.shared.types.commands import CommandEnvelope

@@ -27,7 +27,7 @@ from tests.node_process import NodeProcess  # noqa: E402
 
 
 async def indexing_rate(count: int, signed: bool) -> float:
-    from skulk.master.main import Master
+    from skulk.master.master import Master
     from skulk.models.catalog import ModelCatalog
     from skulk.node_identity import load_or_create_identity
     from skulk.routing import topics

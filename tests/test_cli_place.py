@@ -43,7 +43,7 @@ def test_skulk_place_waits_and_fails_with_the_reason(hubless_node: NodeProcess) 
     assert "gave it up" in line and UNREACHABLE in line
     # The master's log says why too, not "deleted on request".
     removed = [entry for entry in hubless_node.log().splitlines()
-               if "skulk.master.main" in entry and " removed: " in entry]
+               if "skulk.master.master" in entry and " removed: " in entry]
     assert removed and all(UNREACHABLE in entry for entry in removed), removed
     assert hubless_node.state()["instances"] == {}
 

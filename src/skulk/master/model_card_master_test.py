@@ -7,7 +7,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from skulk.master.main import Master
+from skulk.master.master import Master
 from skulk.master.main_test import ListLog, master
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.telemetry_view import TelemetryView

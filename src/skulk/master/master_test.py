@@ -4,7 +4,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from skulk.master.main import Master
+from skulk.master.master import Master
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.partition import Quorum
 from skulk.shared.telemetry_view import TelemetryView
