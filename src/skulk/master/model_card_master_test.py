@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from skulk.master.master import Master
-from skulk.master.main_test import ListLog, master
+from skulk.master.master_test import ListLog, master
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.commands import AddModelCard, CommandEnvelope, PlaceInstance
