@@ -158,10 +158,10 @@ async def test_two_pipeline_runners_agree_and_only_rank_zero_speaks(
         for supervisor in supervisors:
             tasks.start_soon(supervisor.run)
             await wait_until(partial(started, supervisor))
-            supervisor.send(messages.LoadModel())
-        supervisors[0].send(messages.WarmUp())
+            supervisor.send(messages.LoadModelRequest())
+        supervisors[0].send(messages.WarmUpRequest())
         await anyio.sleep(1.0)  # rank 1 is told to warm up later: rank 0 must wait for it
-        supervisors[1].send(messages.WarmUp())
+        supervisors[1].send(messages.WarmUpRequest())
         for supervisor in supervisors:
             await wait_until(partial(ready, supervisor), timeout=SECONDS)
         supervisors[0].start_task(task("p", PROMPTS[0]))
@@ -208,7 +208,7 @@ async def test_two_ranks_holding_different_weights_refuse_to_load(tmp_path: Path
         for supervisor in supervisors:
             tasks.start_soon(supervisor.run)
             await wait_until(partial(started, supervisor))
-            supervisor.send(messages.LoadModel())
+            supervisor.send(messages.LoadModelRequest())
         for supervisor in supervisors:
             await wait_until(partial(failed, supervisor), timeout=SECONDS)
         tasks.cancel_scope.cancel()

@@ -64,8 +64,8 @@ async def supervised_runner(
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(supervisor.run)
         await wait_until(lambda: supervisor.status is not None)
-        supervisor.send(messages.LoadModel())
-        supervisor.send(messages.WarmUp())
+        supervisor.send(messages.LoadModelRequest())
+        supervisor.send(messages.WarmUpRequest())
         await wait_until(lambda: isinstance(supervisor.status, RunnerReady),
                          timeout=ready_timeout)
         yield supervisor, recorder

@@ -106,9 +106,9 @@ class Runner:
 
     def _dispatch(self, message: ToRunner) -> None:
         match message:
-            case messages.LoadModel():
+            case messages.LoadModelRequest():
                 loaded = self._lifecycle(self._load, RunnerLoading(), RunnerLoaded())
-            case messages.WarmUp():
+            case messages.WarmUpRequest():
                 loaded = self._lifecycle(self._warm_up, RunnerWarmingUp(), RunnerReady())
             case _:
                 self._handle_while_idle(message)
@@ -133,7 +133,7 @@ class Runner:
         if isinstance(self._engine, BatchingEngine):
             self._batching = self._engine
             while self._queued:  # tasks that came before the engine: it takes them now
-                self._handle_while_idle(messages.StartTask(task=self._queued.popleft()))
+                self._handle_while_idle(messages.StartTaskRequest(task=self._queued.popleft()))
 
     def _warm_up(self) -> None:
         assert self._engine is not None, "warm up before load"
@@ -141,16 +141,16 @@ class Runner:
 
     def _handle_while_idle(self, message: ToRunner) -> None:
         match message:
-            case messages.StartTask(task=task) if self._batching is not None:
+            case messages.StartTaskRequest(task=task) if self._batching is not None:
                 self._submitted[task.task_id] = task
                 self._batching.submit(task.task_id, task.params)
-            case messages.StartTask(task=task):
+            case messages.StartTaskRequest(task=task):
                 self._queued.append(task)
-            case messages.CancelTask(task_id=task_id) if self._batching is not None:
+            case messages.CancelTaskRequest(task_id=task_id) if self._batching is not None:
                 self._batching.cancel(task_id)
-            case messages.CancelTask(task_id=task_id):
+            case messages.CancelTaskRequest(task_id=task_id):
                 self._drop_queued(task_id)
-            case messages.Shutdown():
+            case messages.ShutdownRequest():
                 self._shutdown = True
 
     def _idle_wait(self) -> float | None:
@@ -275,9 +275,9 @@ class Runner:
             except queue.Empty:
                 return False
             match message:
-                case messages.CancelTask(task_id=task_id) if task_id == current.task_id:
+                case messages.CancelTaskRequest(task_id=task_id) if task_id == current.task_id:
                     return True
-                case messages.Shutdown():
+                case messages.ShutdownRequest():
                     self._shutdown = True
                     return True
                 case _:

@@ -1,4 +1,9 @@
-"""Typed messages on a runner's two queues: worker → runner and runner → worker."""
+"""Typed messages on a runner's two queues: worker → runner and runner → worker.
+
+What the worker asks of its runner ends in `Request` (`LoadModelRequest`), which keeps it
+apart from the plan's steps (`worker.plan.LoadModel`) and the cluster's commands
+(`commands.CancelTask`) that lead to it.
+"""
 
 from typing import Annotated, Literal
 
@@ -12,29 +17,33 @@ from skulk.shared.types.tasks import TerminalTaskStatus, TextGenerationTask
 from skulk.shared.types.traces import Span
 
 
-class LoadModel(WireModel):
+class LoadModelRequest(WireModel):
     kind: Literal["load_model"] = "load_model"
 
 
-class WarmUp(WireModel):
+class WarmUpRequest(WireModel):
     kind: Literal["warm_up"] = "warm_up"
 
 
-class StartTask(WireModel):
+class StartTaskRequest(WireModel):
     kind: Literal["start_task"] = "start_task"
     task: TextGenerationTask
 
 
-class CancelTask(WireModel):
+class CancelTaskRequest(WireModel):
     kind: Literal["cancel_task"] = "cancel_task"
     task_id: TaskId
 
 
-class Shutdown(WireModel):
+class ShutdownRequest(WireModel):
     kind: Literal["shutdown"] = "shutdown"
 
 
-ToRunner = Annotated[LoadModel | WarmUp | StartTask | CancelTask | Shutdown,
+LifecycleMessage = LoadModelRequest | WarmUpRequest | ShutdownRequest
+"""What the worker sends through `Supervisor.send` (tasks have calls of their own)."""
+
+ToRunner = Annotated[LoadModelRequest | WarmUpRequest | StartTaskRequest | CancelTaskRequest
+                     | ShutdownRequest,
                      Field(discriminator="kind")]
 
 

@@ -162,7 +162,7 @@ class RunnerSupervisor:
                 return
             await anyio.sleep(0.01)
 
-    def send(self, message: messages.LoadModel | messages.WarmUp | messages.Shutdown) -> None:
+    def send(self, message: messages.LifecycleMessage) -> None:
         if self._inbox is not None:
             self._inbox.put(message)
 
@@ -174,12 +174,12 @@ class RunnerSupervisor:
             self._busy_since = time.monotonic()
         self._in_flight[task.task_id] = task  # before sending: its chunks may come at once
         if self._inbox is not None:
-            self._inbox.put(messages.StartTask(task=task))
+            self._inbox.put(messages.StartTaskRequest(task=task))
 
     def cancel_task(self, task_id: TaskId) -> None:
         self.recorder.record("task_cancel_requested", task_id)
         if self._inbox is not None:
-            self._inbox.put(messages.CancelTask(task_id=task_id))
+            self._inbox.put(messages.CancelTaskRequest(task_id=task_id))
 
     async def _forward_batch(self, batch: list[FromRunner]) -> None:
         """What one read brought, chunks first: a request's first token comes in the
@@ -317,7 +317,7 @@ class RunnerSupervisor:
                 return
             self.recorder.record("shutdown", "asked to stop")
             if process.is_alive():
-                self.send(messages.Shutdown())
+                self.send(messages.ShutdownRequest())
                 await anyio.to_thread.run_sync(process.join, timeout)
             if process.is_alive():
                 logger.warning("runner {} ignored shutdown; sending SIGTERM", self.runner_id)

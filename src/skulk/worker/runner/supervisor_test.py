@@ -122,7 +122,7 @@ async def test_a_failed_load_is_reported_once_and_the_process_exits() -> None:
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(supervisor.run)
         await wait_until(lambda: supervisor.status is not None)
-        supervisor.send(messages.LoadModel())
+        supervisor.send(messages.LoadModelRequest())
         await wait_until(lambda: supervisor.exited)
     assert recorder.runner_statuses() == ["created", "loading", "failed"]
     assert "told to fail" in cast(RunnerFailed, supervisor.status).error
