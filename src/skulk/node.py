@@ -65,7 +65,7 @@ from skulk.worker.engines.llama_cpp.description import built_ggml_version
 from skulk.worker.engines.node_options import EngineLimits
 from skulk.worker.gpus import probe_gpus, refresh_gpus_forever
 from skulk.worker.local_runner import SupervisorFactory
-from skulk.worker.main import Worker
+from skulk.worker.worker import Worker
 from skulk.worker.remote_drafting import remote_drafting_options
 from skulk.worker.runner.deadlines import RunnerDeadlines
 from skulk.worker.runner.supervisor import RunnerSupervisor

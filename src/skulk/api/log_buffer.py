@@ -20,13 +20,13 @@ class LogLine(BaseModel):
     seq: int = Field(description="Position in the node's log since it started, from 1.")
     time: float = Field(description="Unix time of the line.")
     level: str = Field(description="loguru level: DEBUG, INFO, WARNING, ERROR, ...")
-    component: str = Field(description="The module that logged it, e.g. `skulk.worker.main`.")
+    component: str = Field(description="The module that logged it, e.g. `skulk.worker.worker`.")
     message: str = Field(description="The message (long ones cut at 4000 characters).")
 
 
 def is_component(module: str, component: str) -> bool:
     """Whether `module` belongs to `component`: `worker` and `skulk.worker` both take
-    `skulk.worker.main`."""
+    `skulk.worker.worker`."""
     return any(module == name or module.startswith(name + ".")
                for name in (component, f"skulk.{component}"))
 

@@ -23,6 +23,6 @@ def test_lines_are_bounded_numbered_and_filtered() -> None:
 
 
 def test_a_component_is_a_module_prefix() -> None:
-    assert is_component("skulk.worker.main", "worker")
-    assert is_component("skulk.worker.main", "skulk.worker")
+    assert is_component("skulk.worker.worker", "worker")
+    assert is_component("skulk.worker.worker", "skulk.worker")
     assert not is_component("skulk.workers", "worker")

@@ -20,7 +20,7 @@ def add_logs_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the least severe level shown (default INFO)")
     parser.add_argument("--component", default=None,
                         help="only lines from this part of Skulk, e.g. worker, api, master, "
-                             "or a module such as skulk.worker.main")
+                             "or a module such as skulk.worker.worker")
     parser.add_argument("-n", "--lines", type=positive_int, default=50, metavar="N",
                         help="how many recent lines to show first (default 50)")
     parser.add_argument("-f", "--follow", action="store_true",

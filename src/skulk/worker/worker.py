@@ -1,0 +1,396 @@
+"""The worker loop: ask `plan()` for the next step, carry it out, report what happened."""
+
+import time
+from collections.abc import Awaitable, Callable
+
+import anyio
+from anyio.abc import TaskGroup
+from loguru import logger
+
+from skulk.models.catalog import ModelCatalog
+from skulk.shared.replica import StateReplica
+from skulk.shared.types.chunks import DataChunk
+from skulk.shared.types.commands import (
+    Command,
+    DeleteInstance,
+    RefusePlacement,
+    ReplaceInstance,
+)
+from skulk.shared.types.events import Event, RunnerStatusUpdated, StateSnapshotHydrated
+from skulk.shared.types.ids import (
+    InstanceId,
+    NodeId,
+    RunnerId,
+    SessionId,
+    TaskId,
+    new_command_id,
+)
+from skulk.shared.types.instances import Instance
+from skulk.shared.types.runners import RunnerFailed, is_serving
+from skulk.shared.types.telemetry import NodeTelemetry, WarmModel
+from skulk.shared.types.traces import RankSpans
+from skulk.worker.device_links import DeviceLinks
+from skulk.worker.engines.description import EngineDescription, EngineOptionError
+from skulk.worker.engines.node_options import NodeEngineOptions
+from skulk.worker.engines.protocol import EngineConfig
+from skulk.worker.engines.registry import engine_description
+from skulk.worker.fit_guard import refusal
+from skulk.worker.local_runner import LocalRunnerHandle, SupervisorFactory
+from skulk.worker.plan import (
+    CancelRunnerTask,
+    CreateRunner,
+    FetchWeights,
+    KillRunner,
+    LoadModel,
+    LocalRunner,
+    ReapRunner,
+    ShutdownRunner,
+    StartTask,
+    Step,
+    WarmUp,
+    plan,
+)
+from skulk.worker.rank_options import (
+    agreement_options,
+    drafting_options,
+    engine_options,
+    shard_options,
+)
+from skulk.worker.runner import messages
+from skulk.worker.runner.crash_window import CrashWindow
+from skulk.worker.runner.deadlines import DEFAULT_DEADLINES, RunnerDeadlines
+from skulk.worker.runner.supervisor import RunnerSupervisor
+from skulk.worker.weights_fetch import (
+    NoWeights,
+    SourcesFor,
+    WeightsFetcher,
+    loadable_weights,
+    stage_layers,
+)
+
+
+class Worker:
+    """Runs this node's share of every instance; see `plan()` for the decisions."""
+
+    def __init__(
+        self,
+        *,
+        node_id: NodeId,
+        replica: StateReplica,
+        catalog: ModelCatalog,
+        publish_event: Callable[[Event], Awaitable[None]],
+        publish_chunk: Callable[[DataChunk], Awaitable[None]],
+        send_command: Callable[[Command], Awaitable[None]],
+        supervisor_factory: SupervisorFactory = RunnerSupervisor,
+        engine_threads: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        read_own: Callable[[], NodeTelemetry] | None = None,
+        batching: bool = True,
+        publish_spans: Callable[[RankSpans], Awaitable[None]] | None = None,
+        remote_drafting: Callable[[NodeId], Awaitable[dict[str, str]]] | None = None,
+        weight_sources: SourcesFor | None = None,
+        node_engine_options: NodeEngineOptions | None = None,
+        device_links: DeviceLinks | None = None,
+        deadlines: RunnerDeadlines = DEFAULT_DEADLINES,
+    ) -> None:
+        self._node_id = node_id
+        self._replica = replica
+        self._catalog = catalog
+        self._publish_event = publish_event
+        self._publish_chunk = publish_chunk
+        self._publish_spans = publish_spans
+        self._send_command = send_command
+        self._supervisor_factory = supervisor_factory
+        self._engine_threads = engine_threads
+        self._clock = clock
+        # Fresh readings of this node for the fit guard; None skips the guard.
+        self._read_own = read_own
+        self._batching = batching
+        # The operator's `--engine-option`s, by engine: over the card's, under the master's.
+        self._node_engine_options = node_engine_options or {}
+        # Engine options that let a runner reach a drafting node (None: no remote drafts).
+        self._remote_drafting = remote_drafting
+        # Where missing weights come from (None: a rank without its weights gives up).
+        self._fetcher = None if weight_sources is None else WeightsFetcher(
+            node_id=node_id, catalog=catalog, publish_event=publish_event,
+            sources_for=weight_sources)
+        # Relays for split instances whose head runs the model (None: this node cannot
+        # take part in one).
+        self._device_links = device_links
+        self._deadlines = deadlines
+        self._runners: dict[RunnerId, LocalRunnerHandle] = {}
+        self._dispatched: set[TaskId] = set()
+        self._given_up: set[InstanceId] = set()
+        self._crashes: dict[InstanceId, CrashWindow] = {}
+        self.runner_failures = 0
+        self._wake = anyio.Event()
+        self._reported_session: SessionId | None = None
+
+    def local_runners(self) -> dict[RunnerId, LocalRunner]:
+        now = self._clock()
+        return {runner_id: runner.view(runner_id, now, self._deadlines)
+                for runner_id, runner in self._runners.items()}
+
+    def warm_models(self) -> list[WarmModel]:
+        """This node's capability card: runners that serve, and how fast they decoded."""
+        warm = []
+        state = self._replica.state
+        for runner_id, runner in self._runners.items():
+            instance = state.instances.get(runner.instance_id)
+            if instance is None or not is_serving(runner.supervisor.status):
+                continue
+            shard = instance.shards[runner_id]
+            role = "whole" if shard.world_size == 1 else (
+                f"rank {shard.rank} of {shard.world_size}")
+            warm.append(WarmModel(model_id=instance.model_id, instance_id=instance.instance_id,
+                                  role=role,
+                                  tokens_per_second=runner.supervisor.tokens_per_second))
+        return warm
+
+    def runners_report(self) -> list[dict[str, object]]:
+        """Each runner on this node: process, status, work in flight, flight recorder."""
+        report: list[dict[str, object]] = []
+        for runner_id, runner in self._runners.items():
+            supervisor = runner.supervisor
+            status = supervisor.status
+            report.append({
+                "runner_id": runner_id, "instance_id": runner.instance_id,
+                "pid": supervisor.pid,
+                "status": None if status is None else status.model_dump(),
+                "tasks_in_flight": sorted(supervisor.in_flight),
+                "tokens_per_second": supervisor.tokens_per_second,
+                "flight_recorder": supervisor.recorder.entries(),
+                "flight_recorder_dropped": supervisor.recorder.dropped})
+        return report
+
+    def runner_pid(self, runner_id: RunnerId) -> int | None:
+        runner = self._runners.get(runner_id)
+        return None if runner is None else runner.supervisor.pid
+
+    async def run(self) -> None:
+        try:
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(self._watch_replica)
+                await self._plan_loop(tasks)
+        finally:
+            with anyio.CancelScope(shield=True):
+                for runner_id, runner in list(self._runners.items()):
+                    await runner.supervisor.shutdown()
+                    self._close_links(runner_id)
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def _watch_replica(self) -> None:
+        async with self._replica.subscribe() as applied:
+            async for indexed in applied:
+                if isinstance(indexed.event, StateSnapshotHydrated) and (
+                        indexed.session != self._reported_session):
+                    self._reported_session = indexed.session
+                    await self._report_runner_statuses()
+                self.wake()
+
+    async def _report_runner_statuses(self) -> None:
+        """A new master session may lack our runners' latest statuses: report them again."""
+        for runner_id, runner in self._runners.items():
+            status = runner.supervisor.status
+            if status is not None:
+                await self._publish_event(RunnerStatusUpdated(runner_id=runner_id, status=status))
+
+    async def _plan_loop(self, tasks: TaskGroup) -> None:
+        while True:
+            self._wake = anyio.Event()
+            state = self._replica.state
+            self._dispatched &= set(state.tasks)
+            fetcher = self._fetcher
+            step = plan(self._node_id, state, self.local_runners(), self._given_up,
+                        self._dispatched,
+                        missing_weights=(fetcher.missing(state, self._given_up)
+                                         if fetcher else frozenset()),
+                        fetching=fetcher.fetching if fetcher else frozenset())
+            if step is None:
+                # Supervisors wake us on every report; the timeout is only a backstop.
+                with anyio.move_on_after(1.0):
+                    await self._wake.wait()
+                continue
+            logger.debug("worker step: {}", step)
+            await self._execute(step, tasks)
+
+    async def _execute(self, step: Step, tasks: TaskGroup) -> None:
+        match step:
+            case ReapRunner(runner_id):
+                await self._reap(runner_id)
+            case KillRunner(runner_id, reason):
+                self._runners[runner_id].killed_for = reason
+                self._runners[runner_id].killed_running = bool(
+                    self._runners[runner_id].supervisor.in_flight)
+                await self._runners[runner_id].supervisor.kill(reason)
+            case ShutdownRunner(runner_id, reason):
+                logger.info("shutting down runner {}: {}", runner_id, reason)
+                runner = self._runners.pop(runner_id)
+                await runner.supervisor.shutdown()
+                self._close_links(runner_id)
+            case CancelRunnerTask(runner_id, task_id):
+                self._runners[runner_id].cancelling.add(task_id)
+                self._runners[runner_id].supervisor.cancel_task(task_id)
+            case FetchWeights(instance_id, runner_id):
+                assert self._fetcher is not None  # plan() asks only when it is set
+                self._fetcher.fetching.add(runner_id)
+                tasks.start_soon(self._fetch, self._replica.state.instances[instance_id],
+                                 runner_id)
+            case CreateRunner(instance_id, runner_id):
+                await self._create(self._replica.state.instances[instance_id], runner_id, tasks)
+            case LoadModel(runner_id):
+                self._runners[runner_id].requested = "load"
+                self._runners[runner_id].load_asked_at = self._clock()
+                self._runners[runner_id].supervisor.send(messages.LoadModelRequest())
+            case WarmUp(runner_id):
+                self._runners[runner_id].requested = "warm_up"
+                self._runners[runner_id].supervisor.send(messages.WarmUpRequest())
+            case StartTask(runner_id, task):
+                self._dispatched.add(task.task_id)
+                self._runners[runner_id].supervisor.start_task(task)
+
+    async def _create(self, instance: Instance, runner_id: RunnerId, tasks: TaskGroup) -> None:
+        card = self._catalog.resolve(instance.model_id)
+        engine = engine_description(instance.engine)
+        shard = instance.shards[runner_id]
+        if card is not None and self._read_own is not None:
+            why = refusal(card, instance, shard, self._read_own())
+            if why is not None:
+                await self._refuse(instance.instance_id, runner_id, why)
+                return
+        runs_model = engine.runs_model(shard.rank, shard.world_size)
+        path = None if card is None or not runs_model else await loadable_weights(
+            self._catalog, card, engine, stage_layers(instance, shard))
+        if path is None and runs_model:
+            await self._give_up(instance.instance_id, runner_id,
+                                f"weights of {instance.model_id} for {instance.engine} are not "
+                                f"on node {self._node_id}")
+            return
+        links = await self._device_options(instance, runner_id, engine)
+        if links is None:
+            return
+        model_path = "" if path is None else str(path)
+        drafting = await drafting_options(self._catalog, card, instance, engine,
+                                          self._remote_drafting)
+        config = EngineConfig(model_path=model_path,
+                              context_token_limit=instance.context_token_limit,
+                              n_threads=self._engine_threads, start_layer=shard.start_layer,
+                              end_layer=shard.end_layer, world_size=shard.world_size,
+                              rank=shard.rank,
+                              options={**drafting,
+                                       **self._node_engine_options.get(instance.engine, {}),
+                                       **engine_options(instance, batching=self._batching),
+                                       **shard_options(shard),
+                                       **links,
+                                       **(await agreement_options(instance, model_path)
+                                          if runs_model else {})})
+        try:
+            engine.options.parse(config.options)
+        except EngineOptionError as error:
+            self._close_links(runner_id)
+            await self._give_up(instance.instance_id, runner_id, str(error))
+            return
+        supervisor = self._supervisor_factory(
+            runner_id=runner_id, instance_id=instance.instance_id, node_id=self._node_id,
+            engine_name=instance.engine, config=config,
+            on_event=self._on_runner_event, on_chunk=self._publish_chunk,
+            on_spans=self._publish_spans)
+        self._runners[runner_id] = LocalRunnerHandle(
+            supervisor, instance.instance_id, started_at=self._clock(),
+            weights_bytes=max((s.size_bytes for s in card.sources), default=0)
+            if card is not None and runs_model else 0)
+        tasks.start_soon(supervisor.run)
+
+    async def _device_options(self, instance: Instance, runner_id: RunnerId,
+                              engine: EngineDescription) -> dict[str, str] | None:
+        """The relays and options of a rank of a split instance whose head runs the model
+        ({} for any other rank); None when this node cannot open them (the instance is
+        given up)."""
+        if not engine.head_runs_model or len(instance.shards) < 2:
+            return {}
+        if self._device_links is None:
+            await self._give_up(instance.instance_id, runner_id,
+                                f"node {self._node_id} cannot link the ranks of a split "
+                                f"{instance.engine} instance")
+            return None
+        try:
+            return await self._device_links.options_for(instance, runner_id)
+        except (OSError, ValueError) as error:
+            self._close_links(runner_id)  # those that did open
+            await self._give_up(instance.instance_id, runner_id,
+                                f"the {instance.engine} device links could not open: {error}")
+            return None
+
+    def _close_links(self, runner_id: RunnerId) -> None:
+        if self._device_links is not None:
+            self._device_links.close(runner_id)
+
+    async def _fetch(self, instance: Instance, runner_id: RunnerId) -> None:
+        assert self._fetcher is not None
+        try:
+            await self._fetcher.fetch(instance, runner_id)
+        except NoWeights as error:
+            await self._give_up(instance.instance_id, runner_id, str(error))
+        finally:
+            self._fetcher.fetching.discard(runner_id)
+            self.wake()
+
+    async def _refuse(self, instance_id: InstanceId, runner_id: RunnerId, reason: str) -> None:
+        logger.warning("refusing shard {} of instance {}: {}", runner_id, instance_id, reason)
+        self._given_up.add(instance_id)
+        await self._send_command(RefusePlacement(
+            command_id=new_command_id(), instance_id=instance_id, node_id=self._node_id,
+            reason=reason))
+
+    async def _on_runner_event(self, event: Event) -> None:
+        await self._publish_event(event)
+        self.wake()
+
+    async def _reap(self, runner_id: RunnerId) -> None:
+        runner = self._runners.pop(runner_id)
+        self._close_links(runner_id)
+        if isinstance(runner.supervisor.status, RunnerFailed):
+            self.runner_failures += 1
+        instance = self._replica.state.instances.get(runner.instance_id)
+        if instance is not None and runner.killed_for is not None:
+            # A missed deadline: this node is the suspect, so the instance goes elsewhere;
+            # but rank 0 of a split instance stalls when any rank does, so a stall blames
+            # no node there (the stalled rank's own collective deadline ends it).
+            blamed = None if runner.killed_running and len(instance.shards) > 1 \
+                else self._node_id
+            self._given_up.add(instance.instance_id)
+            await self._send_command(ReplaceInstance(
+                command_id=new_command_id(), instance_id=instance.instance_id,
+                reason=f"rank {instance.shards[runner_id].rank} on {self._node_id} was "
+                       f"killed: {runner.killed_for}", failed_node=blamed))
+            return
+        if instance is not None and len(instance.shards) > 1:
+            # The other ranks' ring is broken too: restarting this rank alone cannot join
+            # it, so the whole instance is placed again with a fresh ring.
+            status = runner.supervisor.status
+            why = status.error if isinstance(status, RunnerFailed) else "runner exited"
+            logger.error("rank {} of instance {} ended ({}); asking to place it again",
+                         runner_id, instance.instance_id, why)
+            self._given_up.add(instance.instance_id)
+            await self._send_command(ReplaceInstance(
+                command_id=new_command_id(), instance_id=instance.instance_id,
+                reason=f"rank {instance.shards[runner_id].rank} on {self._node_id} ended: "
+                       f"{why}"))
+            return
+        window = self._crashes.setdefault(runner.instance_id, CrashWindow())
+        if window.record(self._clock()):
+            status = runner.supervisor.status
+            why = status.error if isinstance(status, RunnerFailed) else "runner exited"
+            await self._give_up(runner.instance_id, runner_id,
+                                f"runner crashed 3 times within 60 s (last: {why})")
+
+    async def _give_up(self, instance_id: InstanceId, runner_id: RunnerId, reason: str) -> None:
+        logger.error("giving up instance {}: {}", instance_id, reason)
+        self._given_up.add(instance_id)
+        await self._publish_event(
+            RunnerStatusUpdated(runner_id=runner_id, status=RunnerFailed(error=reason)))
+        await self._send_command(
+            DeleteInstance(command_id=new_command_id(), instance_id=instance_id,
+                           reason=f"node {self._node_id} gave it up: {reason}"))
