@@ -25,11 +25,11 @@ from skulk.api.server import serve_api
 from skulk.api.stream_failures import end_failed_streams, fail_streams_served_by
 from skulk.api.streams import StreamRegistry
 from skulk.api.tracing import TraceStore
-from skulk.cluster.minority_changes import send_when_following_another
 from skulk.cluster.election import Election
 from skulk.cluster.local_events import LocalEventSender
 from skulk.cluster.master_seat import MasterSeat
 from skulk.cluster.membership import Membership
+from skulk.cluster.minority_changes import send_when_following_another
 from skulk.cluster.reachability import ReachabilityProber
 from skulk.cluster.replica_sync import ReplicaSync
 from skulk.cluster.store_cards import StoreWatcher
@@ -65,11 +65,11 @@ from skulk.worker.engines.llama_cpp.description import built_ggml_version
 from skulk.worker.engines.node_options import EngineLimits
 from skulk.worker.gpus import probe_gpus, refresh_gpus_forever
 from skulk.worker.local_runner import SupervisorFactory
-from skulk.worker.worker import Worker
 from skulk.worker.remote_drafting import remote_drafting_options
 from skulk.worker.runner.deadlines import RunnerDeadlines
 from skulk.worker.runner.supervisor import RunnerSupervisor
 from skulk.worker.telemetry import probe_backends, publish_readings_forever, read_telemetry
+from skulk.worker.worker import Worker
 
 T = TypeVar("T", bound=BaseModel)
 U = TypeVar("U")

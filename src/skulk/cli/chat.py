@@ -15,7 +15,7 @@ from contextlib import contextmanager
 import httpx
 
 from skulk.cli.argument_types import at_most, non_negative_number, positive_int
-from skulk.cli.client import NodeUnreachable, auth_headers, print_error
+from skulk.cli.node_http import NodeUnreachable, auth_headers, print_error
 
 DEFAULT_MODEL = "smollm2-135m"
 DEFAULT_MAX_TOKENS = 512

@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from skulk.cli import client
+from skulk.cli import node_http
 from skulk.paths import default_data_dir
 from skulk.trust.setup import TrustError, current_token, rotate_join_secret
 
@@ -29,9 +29,9 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_cluster(args: argparse.Namespace) -> int:
     if args.action == "revoke":
-        return client.revoke(args.url, args.node_id)
+        return node_http.revoke(args.url, args.node_id)
     if args.action == "forget":
-        return client.forget(args.url, args.node_id)
+        return node_http.forget(args.url, args.node_id)
     data_dir = args.data_dir or default_data_dir()
     try:
         if args.rotate:

@@ -9,9 +9,9 @@ from typing import Any
 
 import httpx
 
-from skulk.cli.client import NodeUnreachable, request_node
 from skulk.cli.doctor_checks import Check, Level
 from skulk.cli.doctor_links import endpoints_check, links_checks, partition_check
+from skulk.cli.node_http import NodeUnreachable, request_node
 
 # Cards live 30 s and certificates check validity times: seconds of skew already matter.
 CLOCK_WARN_SECONDS = 2.0

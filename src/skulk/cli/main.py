@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from skulk.cli import client, node_commands
+from skulk.cli import node_commands, node_http
 from skulk.cli.chat import add_chat_arguments, chat
 from skulk.cli.cluster import add_cluster_arguments, run_cluster
 from skulk.cli.completion import SHELLS, completion_script
@@ -141,7 +141,7 @@ def _run(argv: Sequence[str] | None) -> int:
                 from skulk.cli.run import run_node
                 return run_node(args)
             case "status":
-                return client.status(args.url)
+                return node_http.status(args.url)
             case "cluster":
                 return run_cluster(args)
             case "models" if args.action == "import":
@@ -153,7 +153,7 @@ def _run(argv: Sequence[str] | None) -> int:
             case "models" if args.action == "remove":
                 return run_remove(args)
             case "models" if getattr(args, "cluster", False):
-                return client.models_in_cluster(args.url)
+                return node_http.models_in_cluster(args.url)
             case "models":
                 return list_models(args.data_dir or default_data_dir())
             case "place":
@@ -172,7 +172,7 @@ def _run(argv: Sequence[str] | None) -> int:
                 return node_commands.stop(args.url)
             case "chat":
                 return chat(args.url, args.model, args.max_tokens, args.temperature)
-    except client.NodeUnreachable as error:
+    except node_http.NodeUnreachable as error:
         print(f"skulk: {error}", file=sys.stderr)
         return 2
     return 0

@@ -9,7 +9,7 @@ from typing import Any
 
 from skulk.api.log_buffer import LEVELS
 from skulk.cli.argument_types import positive_int
-from skulk.cli.client import NodeUnreachable, print_error, request_node
+from skulk.cli.node_http import NodeUnreachable, print_error, request_node
 
 FOLLOW_POLL_SECONDS = 1.0
 STOP_WAIT_SECONDS = 60.0

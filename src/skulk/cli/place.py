@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from skulk.cli.argument_types import positive_int
-from skulk.cli.client import print_error, request_node
+from skulk.cli.node_http import print_error, request_node
 from skulk.cli.units import layers_text, size_text
 
 POLL_SECONDS = 0.5

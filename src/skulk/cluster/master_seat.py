@@ -10,10 +10,10 @@ import anyio
 from anyio.abc import TaskGroup
 from loguru import logger
 
-from skulk.master.session_seed import seed_for_new_session
 from skulk.master.event_log import DiskEventLog
 from skulk.master.idle import DEFAULT_KEEP_ALIVE_SECONDS
 from skulk.master.master import Master
+from skulk.master.session_seed import seed_for_new_session
 from skulk.models.catalog import ModelCatalog
 from skulk.routing import topics
 from skulk.routing.router import Router

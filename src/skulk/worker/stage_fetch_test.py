@@ -17,11 +17,11 @@ from skulk.shared.types.model_cards import EngineName, ModelCard, ModelFormat, M
 from skulk.testing import factories as f
 from skulk.testing.fake_hub import FakeHub
 from skulk.testing.sharded_llama import shard_name, write_sharded_llama
-from skulk.worker.worker import Worker
-from skulk.worker.worker_test import Cluster, FakeSupervisor
 from skulk.worker.weight_sources import WeightSource, hub_sources
 from skulk.worker.weights_digest import files_digest
 from skulk.worker.weights_fetch import stage_layers
+from skulk.worker.worker import Worker
+from skulk.worker.worker_test import Cluster, FakeSupervisor
 
 MODEL = ModelId("tiny-staged")
 REPO = "someone/tiny-staged-mlx"

@@ -17,9 +17,9 @@ from skulk.shared.types.runners import RunnerFailed
 from skulk.testing import factories as f
 from skulk.testing.fake_hub import FakeHub
 from skulk.testing.models import bundled_gguf
+from skulk.worker.weight_sources import HubSource, WeightSource
 from skulk.worker.worker import Worker
 from skulk.worker.worker_test import Cluster, FakeSupervisor
-from skulk.worker.weight_sources import HubSource, WeightSource
 
 MODEL = ModelId("pulled-smol")
 REPO = "someone/SmolLM2-135M-Instruct-GGUF"

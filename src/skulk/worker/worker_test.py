@@ -30,10 +30,10 @@ from skulk.shared.types.runners import (
 from skulk.shared.types.state import State
 from skulk.shared.types.tasks import TextGenerationTask
 from skulk.testing import factories as f
-from skulk.worker.worker import Worker
 from skulk.worker.runner import messages
 from skulk.worker.runner.deadlines import Progress
 from skulk.worker.runner.flight_recorder import FlightRecorder
+from skulk.worker.worker import Worker
 
 
 class FakeSupervisor:

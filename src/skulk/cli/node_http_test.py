@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from skulk.api.node_health import GIB, node_health
-from skulk.cli import client
+from skulk.cli import node_http
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.state import NodeCoolOff, State
 from skulk.shared.types.telemetry import NodeTelemetry
@@ -41,8 +41,8 @@ def _cluster() -> dict[str, Any]:
 def test_status_shows_cooling_off_and_unhealthy_nodes(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     answer = httpx.Response(200, json=_cluster())
-    monkeypatch.setattr(client, "request_node", lambda *args, **kwargs: answer)
-    assert client.status("http://node-a:52415") == 0
+    monkeypatch.setattr(node_http, "request_node", lambda *args, **kwargs: answer)
+    assert node_http.status("http://node-a:52415") == 0
     lines = capsys.readouterr().out.splitlines()
     [a_line] = [line for line in lines if line.startswith("  node node-a")]
     assert a_line.endswith("health ok")
