@@ -4,23 +4,49 @@ Chosen below every common ephemeral range (Linux 32768-60999) and below the ring
 (31000-31999): a port the kernel hands out (bind to 0) may be handed again to some
 outgoing connection before the server that was meant to get it binds, and CI saw a node
 fail to start that way ("the API port ... is already in use").
+
+Under pytest-xdist each worker takes its own slice of the range (keyed on
+`PYTEST_XDIST_WORKER`, `gw0`, `gw1`, ...), so two workers never pick the same port between
+one's check and its server's bind. Processes a test starts inherit the variable and keep
+to their test's slice.
 """
 
+import os
 import random
 import socket
 
-_RANGE = range(20000, 31000)
+TEST_PORTS = range(20000, 31000)
 _RANDOM = random.SystemRandom()  # untouched by tests that seed `random`
 
 
+def port_range(worker: str | None, worker_count: str | None) -> range:
+    """The ports one xdist worker picks from: the whole range outside xdist, else the
+    `index`-th of `count` equal slices."""
+    if not worker or not worker_count or not worker.startswith("gw"):
+        return TEST_PORTS
+    index, count = int(worker.removeprefix("gw")), int(worker_count)
+    if not 0 <= index < count:
+        raise ValueError(f"xdist worker {worker} out of {count} workers")
+    size = len(TEST_PORTS) // count
+    start = TEST_PORTS.start + index * size
+    return range(start, start + size)
+
+
+def this_workers_ports() -> range:
+    return port_range(os.environ.get("PYTEST_XDIST_WORKER"),
+                      os.environ.get("PYTEST_XDIST_WORKER_COUNT"))
+
+
 def free_port() -> int:
-    """A port nothing listens on now, from a range outgoing connections never take."""
+    """A port nothing listens on now, from a range outgoing connections never take (and,
+    under xdist, no other worker takes)."""
+    ports = this_workers_ports()
     for _ in range(200):
-        port = _RANDOM.choice(_RANGE)
+        port = _RANDOM.choice(ports)
         with socket.socket() as sock:
             try:
                 sock.bind(("127.0.0.1", port))
             except OSError:
                 continue
             return port
-    raise RuntimeError(f"no free port in {_RANGE.start}-{_RANGE.stop - 1} after 200 tries")
+    raise RuntimeError(f"no free port in {ports.start}-{ports.stop - 1} after 200 tries")
