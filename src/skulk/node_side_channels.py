@@ -5,9 +5,10 @@ from collections.abc import Callable, Iterable, Mapping, Set
 from pathlib import Path
 
 from skulk.node_weights import NodeWeights
-from skulk.routing.tls import TlsFiles, endpoint_host
+from skulk.shared.endpoints import endpoint_host
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.telemetry import NodeTelemetry
+from skulk.trust.files import TlsFiles
 from skulk.trust.revocations import load_revoked
 from skulk.worker.device_links import DeviceLinks
 

@@ -13,10 +13,10 @@ from skulk.models.peers.holders import peers_holding
 from skulk.models.peers.server import WeightServer
 from skulk.models.peers.source import PeerSource
 from skulk.models.store.layer_files import Layers
-from skulk.routing.tls import TlsFiles
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.model_cards import ModelCard, ModelFormat
 from skulk.shared.types.telemetry import NodeTelemetry
+from skulk.trust.files import TlsFiles
 from skulk.worker.weight_sources import WeightSource, hub_sources
 
 

@@ -21,9 +21,9 @@ from skulk.cli.run_banner import up_banner
 from skulk.node_config import NodeConfig
 from skulk.node_identity import load_or_create_identity
 from skulk.paths import default_data_dir
-from skulk.routing.tls import TlsFiles
 from skulk.routing.transport import Transport
 from skulk.startup_failure import USAGE, StartupFailure, startup_failure_in
+from skulk.trust.files import TlsFiles
 from skulk.trust.revocations import load_revoked
 from skulk.trust.setup import TrustError, trust_at_start
 from skulk.worker.engines.node_options import parse_node_engine_options

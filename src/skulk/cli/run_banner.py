@@ -3,7 +3,7 @@ endpoint another machine's `--peer` names), how to try it, and its runners' thre
 
 from skulk.cluster.node_endpoints import api_endpoint
 from skulk.node_config import NodeConfig
-from skulk.routing.tls import endpoint_host, endpoint_port
+from skulk.shared.endpoints import endpoint_host, endpoint_port
 
 
 def cluster_line(endpoints: list[str]) -> str:

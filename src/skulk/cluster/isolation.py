@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import anyio
 from loguru import logger
 
-from skulk.routing.tls import endpoint_host, endpoint_port
+from skulk.shared.endpoints import endpoint_host, endpoint_port
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.telemetry import ClusterLinks, NodeTelemetry, PeerLink
 

@@ -28,8 +28,9 @@ os.environ.setdefault(
 import zenoh  # noqa: E402  (reads ZENOH_RUNTIME when its runtimes start)
 
 from skulk.routing.queue_subscription import QueueSubscription
-from skulk.routing.tls import TlsFiles, tls_endpoint
 from skulk.routing.transport import ALIVE, GONE, Message, QueryHandler, TransportClosed
+from skulk.shared.endpoints import tls_endpoint
+from skulk.trust.files import TlsFiles
 
 LEASE_MILLISECONDS = 4000
 

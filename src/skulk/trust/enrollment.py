@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from loguru import logger
 
-from skulk.routing.tls import endpoint_host, endpoint_port
+from skulk.shared.endpoints import endpoint_host, endpoint_port
 from skulk.shared.types.ids import NodeId
 from skulk.trust.authority import (
     UntrustedCertificate,

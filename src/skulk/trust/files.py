@@ -8,7 +8,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skulk.node_identity import KEY_FILE
-from skulk.routing.tls import TlsFiles
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """What a transport needs for mutual TLS: the cluster's CA and this node's certificate."""
+
+    ca_certificate: Path
+    certificate: Path
+    private_key: Path
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from loguru import logger
 
 from skulk.durable_files import write_file_atomically
 from skulk.node_identity import NodeIdentity
-from skulk.routing.tls import TlsFiles, endpoint_host
+from skulk.shared.endpoints import endpoint_host
 from skulk.shared.types.ids import NodeId
 from skulk.trust.authority import (
     UntrustedCertificate,
@@ -31,7 +31,7 @@ from skulk.trust.authority import (
 )
 from skulk.trust.enrollment import Admitter, EnrollmentRefused, admit_members, enroll
 from skulk.trust.envelope import MessageSigner, MessageVerifier
-from skulk.trust.files import TrustFiles
+from skulk.trust.files import TlsFiles, TrustFiles
 from skulk.trust.join_token import JoinToken
 
 

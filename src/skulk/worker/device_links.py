@@ -12,9 +12,9 @@ from pathlib import Path
 
 import anyio
 
-from skulk.routing.tls import TlsFiles
 from skulk.shared.types.ids import NodeId, RunnerId
 from skulk.shared.types.instances import Instance
+from skulk.trust.files import TlsFiles
 from skulk.worker.rpc_relay import Relay, RelayLoop, free_loopback_port
 
 

@@ -31,9 +31,9 @@ from cryptography import x509
 from loguru import logger
 
 from skulk.models.peers.tls import client_context, server_context
-from skulk.routing.tls import TlsFiles
 from skulk.shared.types.ids import NodeId
 from skulk.trust.authority import UntrustedCertificate, node_of
+from skulk.trust.files import TlsFiles
 
 READY = b"\x01"
 HANDSHAKE_TIMEOUT_SECONDS = 10.0

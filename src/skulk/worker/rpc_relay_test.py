@@ -11,10 +11,9 @@ import anyio
 import pytest
 
 from skulk.node_identity import load_or_create_identity
-from skulk.routing.tls import TlsFiles
 from skulk.shared.types.ids import NodeId
 from skulk.testing.cluster_trust import make_member
-from skulk.trust.files import TrustFiles
+from skulk.trust.files import TlsFiles, TrustFiles
 from skulk.worker.rpc_relay import READY, RelayLoop, free_loopback_port
 
 

@@ -16,9 +16,9 @@ from skulk.models.store.free_space import require_space
 from skulk.models.store.hashing import file_sha256
 from skulk.models.store.manifest import StoredFile, StoreEntry
 from skulk.models.store.pull import CorruptFile
-from skulk.routing.tls import TlsFiles
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.telemetry import HeldFile
+from skulk.trust.files import TlsFiles
 
 CHUNK_BYTES = 1 << 20
 # Connecting and each read; a whole file may take as long as it needs.

@@ -10,10 +10,9 @@ import pytest
 
 from skulk.models.store.manifest import StoredFile, StoreEntry, write_entry
 from skulk.node_identity import load_or_create_identity
-from skulk.routing.tls import TlsFiles
 from skulk.shared.types.ids import ModelId, NodeId
 from skulk.testing.cluster_trust import make_member
-from skulk.trust.files import TrustFiles
+from skulk.trust.files import TlsFiles, TrustFiles
 
 ENTRY_DIR = "tiny-gguf"
 

@@ -19,9 +19,9 @@ from loguru import logger
 
 from skulk.models.peers.handler import StoreServer, WeightsHandler
 from skulk.models.peers.tls import client_node, server_context
-from skulk.routing.tls import TlsFiles
 from skulk.shared.types.ids import NodeId
 from skulk.trust.authority import UntrustedCertificate
+from skulk.trust.files import TlsFiles
 
 HANDSHAKE_TIMEOUT_SECONDS = 20.0
 # A stalled peer holds its connection slot no longer than this without sending or reading.

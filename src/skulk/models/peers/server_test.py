@@ -12,8 +12,8 @@ from skulk.models.peers.conftest import ENTRY_DIR, Member, Store, member_of
 from skulk.models.peers.server import WeightServer
 from skulk.models.peers.tls import client_context
 from skulk.models.store.pull import CorruptFile
-from skulk.routing.tls import TlsFiles
 from skulk.shared.types.ids import NodeId
+from skulk.trust.files import TlsFiles
 
 
 @pytest.fixture

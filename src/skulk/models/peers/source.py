@@ -24,8 +24,8 @@ from skulk.models.store.layer_files import (
 )
 from skulk.models.store.manifest import StoredFile, StoreEntry, read_entry, write_entry
 from skulk.models.store.pull import PARTIAL_DIR
-from skulk.routing.tls import TlsFiles
 from skulk.shared.types.telemetry import HeldModel
+from skulk.trust.files import TlsFiles
 
 Progress = Callable[[int, int], None]
 

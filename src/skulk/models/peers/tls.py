@@ -10,9 +10,9 @@ import ssl
 
 from cryptography import x509
 
-from skulk.routing.tls import TlsFiles
 from skulk.shared.types.ids import NodeId
 from skulk.trust.authority import node_of
+from skulk.trust.files import TlsFiles
 
 
 def server_context(tls: TlsFiles) -> ssl.SSLContext:

@@ -1,14 +1,5 @@
-"""What a transport needs for mutual TLS: the cluster's CA and this node's certificate."""
-
-from dataclasses import dataclass
-from pathlib import Path
-
-
-@dataclass(frozen=True)
-class TlsFiles:
-    ca_certificate: Path
-    certificate: Path
-    private_key: Path
+"""Transport endpoints as Zenoh spells them (`proto/HOST:PORT`): their TLS form, host and
+port. Below routing and trust, which both read them."""
 
 
 def tls_endpoint(endpoint: str) -> str:
