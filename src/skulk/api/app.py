@@ -20,6 +20,7 @@ from skulk.api.routers import (
     chat,
     cluster,
     completions,
+    conversations,
     diagnostics,
     embeddings,
     events,
@@ -30,7 +31,6 @@ from skulk.api.routers import (
     ollama,
     placement_fits,
     responses,
-    sessions,
     state,
     store,
     traces,
@@ -53,7 +53,7 @@ def create_app(context: ApiContext, security: ApiSecurity | None = None,
         app.add_middleware(CORSMiddleware, allow_origins=security.cors_origins,
                            allow_methods=["*"], allow_headers=["*"],
                            expose_headers=[COMMAND_ID_HEADER])
-    dialects = (chat, completions, responses, embeddings, anthropic, ollama, sessions, models)
+    dialects = (chat, completions, responses, embeddings, anthropic, ollama, conversations, models)
     operations = (state, cluster, instances, placement_fits, events, cancel, metrics,
                   diagnostics, traces, store, version, node_control)
     for module in (*dialects, *operations):

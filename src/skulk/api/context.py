@@ -11,9 +11,9 @@ from typing import Annotated
 import anyio
 from fastapi import Depends, Request
 
+from skulk.api.conversations import ConversationStore
 from skulk.api.log_buffer import LogBuffer
 from skulk.api.metrics import ApiMetrics
-from skulk.api.sessions import SessionStore
 from skulk.api.streams import StreamRegistry
 from skulk.api.tracing import TraceStore
 from skulk.models.catalog import ModelCatalog
@@ -62,7 +62,7 @@ class ApiContext:
     # mapped to the one now serving (for `POST /v1/cancel/{id}`).
     command_aliases: dict[CommandId, CommandId] = field(default_factory=dict)
     metrics: ApiMetrics = field(default_factory=ApiMetrics)
-    sessions: SessionStore = field(default_factory=SessionStore)
+    conversations: ConversationStore = field(default_factory=ConversationStore)
     traces: TraceStore = field(default_factory=TraceStore)
     # This node's runners, for diagnostics (empty on a node without a worker).
     runners_report: Callable[[], list[dict[str, object]]] = lambda: []

@@ -85,7 +85,7 @@ def node_diagnostics(context: ApiContext) -> dict[str, object]:
         "runners": runners,
         "placements": placements,
         "open_streams": len(context.streams.open_commands()),
-        "sessions_open": context.sessions.open_count(),
+        "sessions_open": context.conversations.open_count(),
         "warnings": warnings,
     }
 

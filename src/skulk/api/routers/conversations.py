@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from skulk.api.adapters.sessions import (
+from skulk.api.adapters.conversations import (
     Append,
     CreateSession,
     Generate,
@@ -20,17 +20,17 @@ from skulk.api.adapters.sessions import (
 )
 from skulk.api.consume import announce, client_gone, collect, event_stream, sse, token_chunks
 from skulk.api.context import ApiContext, Context
+from skulk.api.conversations import Conversation
 from skulk.api.errors import ApiError
 from skulk.api.generation import Generation, open_generation
 from skulk.api.serving import resolve_card
-from skulk.api.sessions import Session
 from skulk.shared.types.ids import ConversationId
 from skulk.shared.types.tasks import MAX_TOKEN_ID, ChatMessage
 
 router = APIRouter(tags=["sessions"])
 
 
-def _info(context: ApiContext, session: Session) -> dict[str, object]:
+def _info(context: ApiContext, session: Conversation) -> dict[str, object]:
     return session_body(session, resolve_card(context, session.model_id))
 
 
@@ -40,7 +40,7 @@ async def create_session(body: CreateSession, context: Context) -> dict[str, obj
     if body.system is not None and body.kind == "tokens":
         raise ApiError(400, "a token session takes no system prompt; append its tokens",
                        param="system")
-    session = context.sessions.create(card.model_id, body.kind)
+    session = context.conversations.create(card.model_id, body.kind)
     if body.system:
         session.messages.append(ChatMessage(role="system", content=body.system))
     return _info(context, session)
@@ -48,12 +48,12 @@ async def create_session(body: CreateSession, context: Context) -> dict[str, obj
 
 @router.get("/v1/sessions/{session_id}", summary="A session's history length, cache and KV")
 async def session_info(session_id: ConversationId, context: Context) -> dict[str, object]:
-    return _info(context, context.sessions.get(session_id))
+    return _info(context, context.conversations.get(session_id))
 
 
 @router.delete("/v1/sessions/{session_id}", summary="Close a session")
 async def close_session(session_id: ConversationId, context: Context) -> dict[str, object]:
-    session = context.sessions.close(session_id)
+    session = context.conversations.close(session_id)
     return {"closed": session.session_id, "turns": session.turns}
 
 
@@ -61,7 +61,7 @@ async def close_session(session_id: ConversationId, context: Context) -> dict[st
              summary="Append messages (chat session) or token ids (token session)")
 async def append(session_id: ConversationId, body: Append,
                  context: Context) -> dict[str, object]:
-    session = context.sessions.get(session_id)
+    session = context.conversations.get(session_id)
     if session.busy:
         raise ApiError(409, f"session '{session_id}' is generating; wait for it to finish",
                        code="session_busy")
@@ -85,7 +85,7 @@ async def append(session_id: ConversationId, body: Append,
              summary="Generate the next turn; the reply is appended to the session")
 async def generate(session_id: ConversationId, body: Generate, request: Request,
                    context: Context) -> Response:
-    session = context.sessions.get(session_id)
+    session = context.conversations.get(session_id)
     if session.busy:
         raise ApiError(409, f"session '{session_id}' is already generating; one turn at a "
                        "time", code="session_busy")
@@ -112,7 +112,7 @@ async def generate(session_id: ConversationId, body: Generate, request: Request,
                                   completion.usage), headers=announce(generation))
 
 
-async def _stream(context: ApiContext, session: Session,
+async def _stream(context: ApiContext, session: Conversation,
                   generation: Generation) -> AsyncIterator[bytes]:
     parts: list[str] = []
     ids: list[int] = []

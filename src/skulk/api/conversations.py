@@ -1,6 +1,8 @@
 """Server-side conversations: the API node keeps the history, the runner keeps its KV.
 
-A session is bound to one model and holds either chat messages or token ids. Each turn
+The wire calls one a session (`/v1/sessions`, `session_id`); the code calls it a
+conversation, because a session in the code is a master's run of the event log.
+A conversation is bound to one model and holds either chat messages or token ids. Each turn
 sends the whole history with the session id; the runner holding the session's KV cache
 prefills only what is new since the last turn. Sessions live in the memory of the node
 that created them, expire after `idle_ttl` seconds unused, and at most `capacity` are open.
@@ -22,16 +24,16 @@ DEFAULT_CAPACITY = 64
 DEFAULT_IDLE_TTL_SECONDS = 3600.0
 _CLOSED_REMEMBERED = 1024
 
-SessionKind = Literal["chat", "tokens"]
+ConversationKind = Literal["chat", "tokens"]
 
 
 @dataclass
-class Session:
+class Conversation:
     """One conversation: its history, and what its last turn cost."""
 
     session_id: ConversationId
     model_id: ModelId
-    kind: SessionKind
+    kind: ConversationKind
     created: float
     last_used: float
     messages: list[ChatMessage] = field(default_factory=list)
@@ -58,31 +60,32 @@ class Session:
         self.last_usage = usage
 
 
-class SessionStore:
+class ConversationStore:
     def __init__(self, capacity: int = DEFAULT_CAPACITY,
                  idle_ttl: float = DEFAULT_IDLE_TTL_SECONDS,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._capacity = capacity
         self._idle_ttl = idle_ttl
         self._clock = clock
-        self._open: dict[ConversationId, Session] = {}
+        self._open: dict[ConversationId, Conversation] = {}
         self._closed: OrderedDict[ConversationId, str] = OrderedDict()  # id -> why it closed
 
-    def create(self, model_id: ModelId, kind: SessionKind) -> Session:
+    def create(self, model_id: ModelId, kind: ConversationKind) -> Conversation:
         self._expire()
         if len(self._open) >= self._capacity:
             raise ApiError(429, f"this node already holds {self._capacity} open sessions; "
                            "close one (DELETE /v1/sessions/{id}) or wait for one to expire",
                            code="too_many_sessions")
         now = self._clock()
-        session = Session(ConversationId(f"sess_{secrets.token_hex(8)}"), model_id, kind, now, now)
+        session = Conversation(ConversationId(f"sess_{secrets.token_hex(8)}"), model_id, kind,
+                               now, now)
         self._open[session.session_id] = session
         return session
 
     def open_count(self) -> int:
         return len(self._open)
 
-    def get(self, session_id: ConversationId) -> Session:
+    def get(self, session_id: ConversationId) -> Conversation:
         self._expire()
         session = self._open.get(session_id)
         if session is not None:
@@ -95,7 +98,7 @@ class SessionStore:
         raise ApiError(404, f"no session '{session_id}' on this node; sessions live on the "
                        "node that created them", code="session_not_found", param="session_id")
 
-    def close(self, session_id: ConversationId, why: str = "closed by the client") -> Session:
+    def close(self, session_id: ConversationId, why: str = "closed by the client") -> Conversation:
         session = self.get(session_id)
         if session.busy:
             raise ApiError(409, f"session '{session_id}' is generating; cancel or wait first",

@@ -1,7 +1,7 @@
 import pytest
 
+from skulk.api.conversations import ConversationStore
 from skulk.api.errors import ApiError
-from skulk.api.sessions import SessionStore
 from skulk.shared.types.ids import ConversationId, ModelId
 
 MODEL = ModelId("m")
@@ -12,7 +12,7 @@ def code_of(raised: pytest.ExceptionInfo[ApiError]) -> tuple[int, str | None]:
 
 
 def test_unknown_closed_and_busy_sessions_are_told_apart() -> None:
-    store = SessionStore()
+    store = ConversationStore()
     session = store.create(MODEL, "chat")
     assert store.get(session.session_id) is session
     with pytest.raises(ApiError) as unknown:
@@ -31,7 +31,7 @@ def test_unknown_closed_and_busy_sessions_are_told_apart() -> None:
 
 def test_idle_sessions_expire_and_capacity_is_bounded() -> None:
     now = [0.0]
-    store = SessionStore(capacity=2, idle_ttl=10.0, clock=lambda: now[0])
+    store = ConversationStore(capacity=2, idle_ttl=10.0, clock=lambda: now[0])
     first = store.create(MODEL, "chat")
     store.create(MODEL, "tokens")
     with pytest.raises(ApiError) as full:

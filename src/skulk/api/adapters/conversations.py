@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from skulk.api.sessions import Session
+from skulk.api.conversations import Conversation
 from skulk.shared.types.chunks import FinishReason, Usage
 from skulk.shared.types.model_cards import ModelCard
 from skulk.shared.types.tasks import (
@@ -58,7 +58,7 @@ class Generate(_Strict):
     stream: bool = Field(default=False, description="Stream server-sent events.")
 
 
-def to_generation_params(session: Session, request: Generate) -> GenerationParams:
+def to_generation_params(session: Conversation, request: Generate) -> GenerationParams:
     """The next turn: the session's whole history, sent with its id."""
     return GenerationParams(
         model_id=session.model_id, session_id=session.session_id,
@@ -74,7 +74,7 @@ def _kv_bytes(card: ModelCard, tokens: int) -> int:
     return per_token * tokens
 
 
-def session_body(session: Session, card: ModelCard) -> dict[str, object]:
+def session_body(session: Conversation, card: ModelCard) -> dict[str, object]:
     """A session's info: its history, what the runner holds for it and that cache's size."""
     usage = session.last_usage
     return {"session_id": session.session_id, "model": session.model_id,
@@ -85,7 +85,7 @@ def session_body(session: Session, card: ModelCard) -> dict[str, object]:
             "kv_bytes": _kv_bytes(card, session.context_tokens())}
 
 
-def turn_body(session: Session, text: str, ids: list[int], finish: FinishReason | None,
+def turn_body(session: Conversation, text: str, ids: list[int], finish: FinishReason | None,
               usage: Usage | None) -> dict[str, object]:
     return {"session_id": session.session_id, "text": text, "token_ids": ids,
             "finish_reason": finish, "usage": None if usage is None else usage.model_dump()}

@@ -1,12 +1,12 @@
-from skulk.api.adapters.sessions import Generate, to_generation_params, turn_body
-from skulk.api.sessions import SessionStore
+from skulk.api.adapters.conversations import Generate, to_generation_params, turn_body
+from skulk.api.conversations import ConversationStore
 from skulk.shared.types.chunks import Usage
 from skulk.shared.types.ids import ModelId
 from skulk.shared.types.tasks import ChatMessage
 
 
 def test_a_chat_turn_sends_the_history_and_records_the_reply() -> None:
-    session = SessionStore().create(ModelId("m"), "chat")
+    session = ConversationStore().create(ModelId("m"), "chat")
     session.messages.append(ChatMessage(role="user", content="Hi"))
     params = to_generation_params(session, Generate(max_tokens=5, stop=["", "."]))
     assert params.session_id == session.session_id and params.prompt_token_ids is None
@@ -18,7 +18,7 @@ def test_a_chat_turn_sends_the_history_and_records_the_reply() -> None:
 
 
 def test_a_token_turn_sends_the_tokens_and_appends_the_generated_ids() -> None:
-    session = SessionStore().create(ModelId("m"), "tokens")
+    session = ConversationStore().create(ModelId("m"), "tokens")
     session.tokens += [7, 8]
     params = to_generation_params(session, Generate())
     assert params.prompt_token_ids == [7, 8] and params.messages == []
