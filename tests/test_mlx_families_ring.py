@@ -14,6 +14,7 @@ import mlx.core as mx
 import numpy as np
 import pytest
 
+from skulk.model_families.registry import families
 from skulk.models.mlx_import.store import import_to_store
 from skulk.shared.types.ids import ModelId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams
@@ -21,7 +22,6 @@ from skulk.testing.family_checkpoint import write_family_checkpoint
 from skulk.testing.random_family import FAMILIES, tiny_config, write_random_model
 from skulk.worker.engines.mlx.collectives import SoloGroup
 from skulk.worker.engines.mlx.engine import MlxEngine
-from skulk.worker.engines.mlx.families.support import SPLITS
 from skulk.worker.engines.mlx.shard_loader import load_shard
 from skulk.worker.engines.protocol import EngineConfig
 from tests.mlx_rank_helper import greedy
@@ -81,7 +81,7 @@ def test_every_family_over_two_ranks_by_layers_and_by_heads(
     jobs = [{"model_dir": str(models[kind]), "sharding": "pipeline",
              "ranges": [[0, 1], [1, N_LAYERS]], "out": str(tmp_path / "out" / kind)}
             for kind in FAMILIES]
-    tensor_kinds = [kind for kind in FAMILIES if "tensor" in SPLITS[kind]]
+    tensor_kinds = [kind for kind in FAMILIES if "tensor" in families()[kind].splits]
     jobs += [{"model_dir": str(models[kind]), "sharding": "tensor",
               "ranges": [[0, N_LAYERS]] * 2, "out": str(tmp_path / "out" / f"{kind}-tensor")}
              for kind in tensor_kinds]

@@ -1,6 +1,7 @@
 """Tiny random-weight checkpoints of every model family the sharded MLX engines split,
 built from mlx-lm's own ModelArgs and model classes: a few layers, small widths, and the
-shape quirks of each family switched on (Gemma 3's sliding layers, untied heads, qk-norms).
+shape quirks of each family switched on (Gemma 3's sliding layers, untied heads, qk-norms)
+by the fields its module declares (`ModelFamily.tiny_config`, `skulk/model_families/`).
 
 They are written like a converted model (config.json + model.safetensors), so loaders are
 exercised exactly as on a real one; pass `vocab_size` to fit a tokenizer.
@@ -13,6 +14,7 @@ from typing import Any
 import mlx.core as mx
 from mlx.utils import tree_flatten
 
+from skulk.model_families.registry import find_family, known_model_types
 from skulk.worker.engines.mlx import mlx_api
 
 QUANTIZATION_GROUP_SIZE = 32
@@ -23,29 +25,18 @@ _COMMON: dict[str, Any] = {
     "max_position_embeddings": 2048, "torch_dtype": "float32",
 }
 
-# Each family's own fields, set so its differences are exercised.
-_FAMILY_FIELDS: dict[str, dict[str, Any]] = {
-    "llama": {"tie_word_embeddings": True},
-    "mistral": {"tie_word_embeddings": False, "head_dim": 16},
-    "qwen2": {"tie_word_embeddings": True},
-    "qwen3": {"tie_word_embeddings": False, "head_dim": 24},
-    "gemma2": {"head_dim": 16, "query_pre_attn_scalar": 16,
-               "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0},
-    # Every other layer slides over a window shorter than the test prompts.
-    "gemma3_text": {"head_dim": 16, "query_pre_attn_scalar": 16, "sliding_window": 4,
-                    "sliding_window_pattern": 2, "rope_local_base_freq": 10000.0},
-    "phi3": {"tie_word_embeddings": False},
-}
-
-FAMILIES = tuple(_FAMILY_FIELDS)
-"""The `model_type`s there is a tiny config of."""
+FAMILIES = tuple(sorted(known_model_types()))
+"""The `model_type`s there is a tiny config of: every registered family."""
 
 
 def tiny_config(model_type: str, *, n_layers: int = 4, vocab_size: int = 256,
                 **overrides: Any) -> dict[str, Any]:
     """A config.json for a small model of `model_type`."""
+    family = find_family(model_type)
+    if family is None:
+        raise ValueError(f"no model family declares {model_type!r} (skulk/model_families/)")
     return {"model_type": model_type, "num_hidden_layers": n_layers,
-            "vocab_size": vocab_size, **_COMMON, **_FAMILY_FIELDS[model_type], **overrides}
+            "vocab_size": vocab_size, **_COMMON, **family.tiny_config, **overrides}
 
 
 def random_weights(config: dict[str, Any], seed: int, quantize_bits: int | None = None,

@@ -8,13 +8,14 @@ import mlx.core as mx
 import pytest
 from mlx.utils import tree_flatten
 
+from skulk.model_families.llama import LlamaQuirks
+from skulk.model_families.quirks import PLAIN
 from skulk.models.store.layer_files import INDEX_FILE
 from skulk.models.store.manifest import read_entry
 from skulk.models.store.pull import PullRequest, pull
 from skulk.testing.fake_hub import FakeHub
 from skulk.testing.random_family import tiny_config, write_random_model
 from skulk.testing.sharded_llama import shard_checkpoint, shard_name, write_sharded_llama
-from skulk.worker.engines.mlx.families.quirks import PLAIN, LlamaQuirks
 from skulk.worker.engines.mlx.families.stage import load_stage
 from skulk.worker.engines.mlx.families.stage_spec import stage_spec
 from skulk.worker.weights_digest import files_digest

@@ -4,10 +4,10 @@ import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
 
+from skulk.model_families.registry import split_refusal
 from skulk.shared.types.telemetry import GpuDevice
 from skulk.worker.engines.description import EngineDescription
 from skulk.worker.engines.mlx.cpu import runner_environment
-from skulk.worker.engines.mlx.families.support import split_refusal
 from skulk.worker.engines.mlx.options import MlxOptions
 
 

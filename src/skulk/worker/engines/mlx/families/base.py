@@ -1,4 +1,4 @@
-"""What a model family provides to the sharded engines."""
+"""How the sharded engines load a model family's shard."""
 
 from pathlib import Path
 from typing import Any, Protocol
@@ -7,8 +7,9 @@ from skulk.worker.engines.mlx.collectives import Group
 from skulk.worker.engines.mlx.shard import ModelShard
 
 
-class ModelFamily(Protocol):
-    """The sharding code of one model architecture, kept beside its model code."""
+class FamilyLoader(Protocol):
+    """How the sharded engines load one model family's shard (its module in
+    `skulk/model_families/` says how it splits and where it differs)."""
 
     @property
     def name(self) -> str: ...

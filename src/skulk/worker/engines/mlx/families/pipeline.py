@@ -12,9 +12,9 @@ from typing import Any
 
 import mlx.core as mx
 
+from skulk.model_families.quirks import Plain
 from skulk.worker.engines.mlx import mlx_api
 from skulk.worker.engines.mlx.collectives import Group, receive_and_run
-from skulk.worker.engines.mlx.families.quirks import Plain
 from skulk.worker.engines.mlx.families.stage import Stage, load_stage
 from skulk.worker.engines.mlx.families.stage_spec import stage_spec
 

@@ -13,13 +13,13 @@ from typing import Any
 import mlx.core as mx
 from mlx.utils import tree_flatten
 
+from skulk.model_families.quirks import Plain
 from skulk.worker.engines.mlx import mlx_api
 from skulk.worker.engines.mlx.families.checkpoint import (
     load_into,
     quantize_like_checkpoint,
     read_weights,
 )
-from skulk.worker.engines.mlx.families.quirks import Plain
 from skulk.worker.engines.mlx.families.stage_spec import StageSpec, layer_local_name
 
 _FLOATS = (mx.float32, mx.float16, mx.bfloat16)

@@ -4,7 +4,7 @@ mlx-lm's own `shard` (or, for families whose model has none, the same split in
 head_split.py) splits q/k/v and gate/up by output rows and o/down by input columns, with
 an all-reduce after each; the embedding and head stay whole, so after the last
 all-reduce every rank holds the same hidden states and rank 0 decides. Which families
-split this way is `support.SPLITS`.
+split this way is each family's `splits` (`skulk/model_families/`).
 """
 
 from pathlib import Path
@@ -12,10 +12,10 @@ from typing import Any
 
 import mlx.core as mx
 
+from skulk.model_families.quirks import Plain
 from skulk.worker.engines.mlx import mlx_api
 from skulk.worker.engines.mlx.collectives import Group, RingGroup
 from skulk.worker.engines.mlx.families.head_split import split_by_heads
-from skulk.worker.engines.mlx.families.quirks import Plain
 
 
 def tensor_split_error(config: dict[str, Any], size: int) -> str | None:

@@ -1,0 +1,11 @@
+"""Qwen2: the plain model, split by layers or by heads."""
+
+from skulk.model_families.family import PIPELINE_AND_TENSOR, ModelFamily
+from skulk.model_families.quirks import PLAIN
+
+FAMILY = ModelFamily(
+    model_type="qwen2",
+    splits=PIPELINE_AND_TENSOR,
+    quirks=PLAIN,
+    tiny_config={"tie_word_embeddings": True},
+)
