@@ -129,11 +129,13 @@ async def indexing_rate(log_dir: Path | None, count: int,
                         sync_interval: float | None = None) -> float:
     from skulk.master.event_log import DiskEventLog
     from skulk.master.master import Master
+    from skulk.master.settings import MasterInbox
     from skulk.models.catalog import ModelCatalog
     from skulk.shared.telemetry_view import TelemetryView
     from skulk.shared.types.commands import CommandEnvelope
     from skulk.shared.types.events import IndexedEvent, LocalEvent, TaskDeleted
     from skulk.shared.types.ids import NodeId, TaskId
+    from skulk.testing.channels import SendThrough
 
     async def publish(event: IndexedEvent) -> None:
         pass
@@ -142,8 +144,9 @@ async def indexing_rate(log_dir: Path | None, count: int,
     _, local_events = anyio.create_memory_object_stream[LocalEvent](math.inf)
     log = DiskEventLog(log_dir, sync_interval=sync_interval) if log_dir else NoLog()
     master = Master(node_id=NodeId("bench"), catalog=ModelCatalog.builtin(Path(".")),
-                    telemetry=TelemetryView(), event_log=log, commands=commands,
-                    local_events=local_events, publish=publish)
+                    telemetry=TelemetryView(), event_log=log,
+                    inbox=MasterInbox(commands=commands, local_events=local_events),
+                    indexed=SendThrough(publish))
     events = [LocalEvent(origin=NodeId("w"), epoch="e", origin_seq=i,
                          event=TaskDeleted(task_id=TaskId(f"t{i}"))) for i in range(count)]
     started = time.perf_counter()

@@ -28,6 +28,7 @@ from tests.node_process import NodeProcess  # noqa: E402
 
 async def indexing_rate(count: int, signed: bool) -> float:
     from skulk.master.master import Master
+    from skulk.master.settings import MasterInbox
     from skulk.models.catalog import ModelCatalog
     from skulk.node_identity import load_or_create_identity
     from skulk.routing import topics
@@ -38,6 +39,7 @@ async def indexing_rate(count: int, signed: bool) -> float:
     from skulk.shared.types.events import IndexedEvent, LocalEvent, TaskDeleted
     from skulk.shared.types.ids import NodeId, TaskId
     from skulk.shared.types.wire import from_msgpack, to_msgpack
+    from skulk.testing.channels import SendThrough
     from skulk.testing.cluster_trust import make_member
     from skulk.trust.setup import prepare_trust
 
@@ -67,8 +69,9 @@ async def indexing_rate(count: int, signed: bool) -> float:
     _, commands = anyio.create_memory_object_stream[CommandEnvelope](math.inf)
     _, local_events = anyio.create_memory_object_stream[LocalEvent](math.inf)
     master = Master(node_id=node_id, catalog=ModelCatalog.builtin(Path(".")),
-                    telemetry=TelemetryView(), event_log=NoLog(), commands=commands,
-                    local_events=local_events, publish=publish)
+                    telemetry=TelemetryView(), event_log=NoLog(),
+                    inbox=MasterInbox(commands=commands, local_events=local_events),
+                    indexed=SendThrough(publish))
     events = [LocalEvent(origin=NodeId("w"), epoch="e", origin_seq=i,
                          event=TaskDeleted(task_id=TaskId(f"t{i}"))) for i in range(count)]
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from skulk.api.security import ApiSecurity
 from skulk.cluster.election import DEFAULT_ELECTION_TIMEOUT_SECONDS
-from skulk.master.master import TOPOLOGY_SETTLE_GRACE_SECONDS
+from skulk.master.settings import TOPOLOGY_SETTLE_GRACE_SECONDS
 from skulk.shared.partition import Quorum
 from skulk.worker.engines.node_options import NodeEngineOptions
 

@@ -4,18 +4,20 @@ A chunk is delivered only if the node that signed it holds a rank of the instanc
 its request, so no other member can write into someone else's answer. A chunk can outrun
 the `TaskCreated` that tells this node which instance serves the request (they come from
 different publishers): such chunks wait, bounded, until the task is known. A chunk for a
-request taken by the node that computed it never leaves the node (`Node._publish_chunk`
-hands it to `take_chunk` directly): the per-token path of a one-node cluster costs no
-sealing, transport loopback or opening.
+request taken by the node that computed it never leaves the node (`ChunkSender` hands it
+to `take_chunk` directly): the per-token path of a one-node cluster costs no sealing,
+transport loopback or opening.
 """
 
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 from skulk.api.streams import StreamRegistry
 from skulk.api.tracing import TraceStore
 from skulk.routing.dropped import DroppedMessages
 from skulk.routing.router import Received
+from skulk.shared.channels import Sender
+from skulk.shared.replica import StateReplica
 from skulk.shared.types.chunks import DataChunk
 from skulk.shared.types.ids import CommandId, NodeId
 from skulk.shared.types.state import State
@@ -49,9 +51,9 @@ class DataPlaneReceiver:
         self._ranks: OrderedDict[CommandId, frozenset[NodeId]] = OrderedDict()
 
     async def receive_chunks(self, arrivals: AsyncIterator[Received[DataChunk]],
-                             state: Callable[[], State]) -> None:
+                             replica: StateReplica) -> None:
         async for arrival in arrivals:
-            self.take_chunk(arrival, state())
+            self.take_chunk(arrival, replica.state)
 
     def take_chunk(self, arrival: Received[DataChunk], state: State) -> None:
         command_id = arrival.value.command_id
@@ -95,17 +97,35 @@ class DataPlaneReceiver:
         queue.append(arrival)
 
     async def receive_spans(self, arrivals: AsyncIterator[Received[RankSpans]],
-                            state: Callable[[], State]) -> None:
+                            replica: StateReplica) -> None:
         """Other ranks' spans join the trace this node keeps for the request."""
         async for arrival in arrivals:
             spans = arrival.value
             trace = self._traces.get(spans.command_id)
             if trace is None:
                 continue
-            ranks = ranks_serving(state(), spans.command_id) or self._ranks.get(
+            ranks = ranks_serving(replica.state, spans.command_id) or self._ranks.get(
                 spans.command_id, frozenset())
             if arrival.origin in ranks:
                 trace.spans += spans.spans
             else:
                 self._dropped.count("trace_spans", "not_a_rank_of_the_request", 0)
 
+
+
+class ChunkSender:
+    """The worker's `Sender[DataChunk]`: a chunk for a request this node took goes to its
+    stream here; any other goes on `remote` (the data plane, to the owning node)."""
+
+    def __init__(self, *, node_id: NodeId, receiver: DataPlaneReceiver,
+                 replica: StateReplica, remote: Sender[DataChunk]) -> None:
+        self._node_id = node_id
+        self._receiver = receiver
+        self._replica = replica
+        self._remote = remote
+
+    async def send(self, chunk: DataChunk, /) -> None:
+        if chunk.owner_node == self._node_id:  # taken here: no sealing, loopback, opening
+            self._receiver.take_chunk(Received(self._node_id, chunk), self._replica.state)
+        else:
+            await self._remote.send(chunk)

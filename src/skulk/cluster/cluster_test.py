@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import openai
 import pytest
 
@@ -12,8 +13,7 @@ from skulk.api.instance_view import has_ready_instance
 from skulk.node import Node
 from skulk.node_config import NodeConfig
 from skulk.routing.memory import MemoryBus, MemoryTransport
-from skulk.shared.types.commands import PlaceInstance
-from skulk.shared.types.ids import ModelId, NodeId, new_command_id, new_instance_id
+from skulk.shared.types.ids import ModelId, NodeId, RunnerId
 from skulk.testing.cluster_trust import make_member
 from skulk.testing.ports import free_port
 from skulk.worker.runner.supervisor import RunnerSupervisor
@@ -26,11 +26,31 @@ def echo_supervisor(**kwargs: Any) -> RunnerSupervisor:
     return RunnerSupervisor(**{**kwargs, "engine_name": "echo"})
 
 
+def api(node: Node) -> httpx.AsyncClient:
+    return httpx.AsyncClient(base_url=f"http://127.0.0.1:{node.config.api_port}", timeout=30)
+
+
 async def place(node: Node, model: ModelId, excluded: list[NodeId]) -> None:
-    """Place `model` through `node`'s control plane, as POST /place_instance does."""
-    await node.send_command(PlaceInstance(
-        command_id=new_command_id(), instance_id=new_instance_id(), model_id=model,
-        excluded_nodes=excluded))
+    """Place `model` through `node`'s API; a 503 (the nodes' memory not reported yet) is
+    asked again."""
+    async with api(node) as client:
+        with anyio.fail_after(20):
+            while True:
+                reply = await client.post("/place_instance", json={
+                    "model_id": model, "excluded_nodes": excluded})
+                if reply.status_code != 503:
+                    break
+                await anyio.sleep(0.2)
+    assert reply.status_code == 201, reply.text
+
+
+async def runner_pid(node: Node, runner_id: RunnerId) -> int:
+    """The pid of `runner_id` on `node`, from its diagnostics."""
+    async with api(node) as client:
+        reply = await client.get("/v1/diagnostics/node")
+    [pid] = [r["pid"] for r in reply.json()["runners"] if r["runner_id"] == runner_id]
+    assert isinstance(pid, int)
+    return pid
 
 
 class Cluster:
@@ -151,14 +171,14 @@ async def test_master_death_elects_another_and_carried_runners_keep_serving(
     await cluster.ready(b)
     [instance] = b.replica.state.instances.values()
     [runner_id] = instance.shards
-    pid_before = b.runner_pid(runner_id)
+    pid_before = await runner_pid(b, runner_id)
     await cluster.kill("a")
     new_master = await cluster.converged()
     assert cluster.name_of(new_master) in ("b", "c")
     await cluster.ready(cluster.nodes["c"])
     assert list(cluster.nodes["c"].replica.state.instances) == [instance.instance_id]
     assert await chat(cluster.nodes["c"]) == "hello from the cluster"
-    assert b.runner_pid(runner_id) == pid_before  # no reload across the master change
+    assert await runner_pid(b, runner_id) == pid_before  # no reload across the master change
 
 
 @pytest.mark.anyio

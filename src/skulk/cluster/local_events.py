@@ -1,11 +1,12 @@
 """A producer's side of local events: number them, resend until the master indexed them."""
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from loguru import logger
 
+from skulk.shared.channels import Sender
 from skulk.shared.types.events import Event, LocalEvent
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.state import State
@@ -27,11 +28,11 @@ class LocalEventSender:
     """Resends with backoff every event not yet seen indexed; gives up after a bound."""
 
     def __init__(self, *, node_id: NodeId, epoch: str,
-                 publish: Callable[[LocalEvent], Awaitable[None]],
+                 published: Sender[LocalEvent],
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._node_id = node_id
         self._epoch = epoch
-        self._publish = publish
+        self._published = published
         self._clock = clock
         self._next_seq = 0
         self._pending: dict[int, _Pending] = {}
@@ -47,7 +48,7 @@ class LocalEventSender:
         now = self._clock()
         self._pending[local.origin_seq] = _Pending(local, now, now + FIRST_RESEND_SECONDS,
                                                    FIRST_RESEND_SECONDS)
-        await self._publish(local)
+        await self._published.send(local)
 
     def acknowledge(self, state: State) -> None:
         """Stop resending what the State shows indexed (a snapshot counts too)."""
@@ -67,4 +68,4 @@ class LocalEventSender:
             elif now >= pending.next_send:
                 pending.gap = min(pending.gap * 2, MAX_RESEND_GAP_SECONDS)
                 pending.next_send = now + pending.gap
-                await self._publish(pending.local)
+                await self._published.send(pending.local)

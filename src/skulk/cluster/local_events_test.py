@@ -5,6 +5,7 @@ from skulk.shared.types.event_source import EventSource
 from skulk.shared.types.events import LocalEvent, TaskDeleted
 from skulk.shared.types.ids import NodeId, TaskId
 from skulk.shared.types.state import State
+from skulk.testing.channels import Collected
 
 
 def marked(epoch: str, origin_seq: int) -> State:
@@ -16,12 +17,9 @@ def marked(epoch: str, origin_seq: int) -> State:
 @pytest.mark.anyio
 async def test_events_are_resent_with_backoff_until_indexed_then_given_up() -> None:
     now = [0.0]
-    sent: list[LocalEvent] = []
-
-    async def publish(local: LocalEvent) -> None:
-        sent.append(local)
-
-    sender = LocalEventSender(node_id=NodeId("a"), epoch="e", publish=publish,
+    published: Collected[LocalEvent] = Collected()
+    sent = published.items
+    sender = LocalEventSender(node_id=NodeId("a"), epoch="e", published=published,
                               clock=lambda: now[0])
     await sender.send(TaskDeleted(task_id=TaskId("t1")))
     await sender.send(TaskDeleted(task_id=TaskId("t2")))
@@ -43,10 +41,7 @@ async def test_events_are_resent_with_backoff_until_indexed_then_given_up() -> N
 
 @pytest.mark.anyio
 async def test_a_state_mark_acknowledges_everything_at_or_below_it_in_the_same_epoch() -> None:
-    async def publish(local: LocalEvent) -> None:
-        pass
-
-    sender = LocalEventSender(node_id=NodeId("a"), epoch="e2", publish=publish)
+    sender = LocalEventSender(node_id=NodeId("a"), epoch="e2", published=Collected())
     for n in range(3):
         await sender.send(TaskDeleted(task_id=TaskId(f"t{n}")))
     sender.acknowledge(marked(epoch="e1", origin_seq=5))

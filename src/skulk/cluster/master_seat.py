@@ -1,29 +1,41 @@
 """The master seat: runs this node's `Master` exactly while the election says it is master.
 
 Re-election of a sitting master changes nothing; a node that wins takes over with a
-session seeded from its own replica, so instances (and their runners) carry over.
+session seeded from its own replica, so instances (and their runners) carry over. A
+master that steps down with changes its minority side accepted sends them on to the
+master that follows.
 """
 
-from collections.abc import Awaitable, Callable, Set
+from collections.abc import Set
+from typing import Protocol
 
 import anyio
 from anyio.abc import TaskGroup
 from loguru import logger
 
+from skulk.cluster.minority_changes import send_when_following_another
 from skulk.master.event_log import DiskEventLog
-from skulk.master.idle import DEFAULT_KEEP_ALIVE_SECONDS
 from skulk.master.master import Master
 from skulk.master.session_seed import seed_for_new_session
+from skulk.master.settings import MasterInbox, MasterSettings, MembersView
 from skulk.models.catalog import ModelCatalog
 from skulk.routing import topics
 from skulk.routing.router import Router
-from skulk.shared.partition import Quorum
+from skulk.shared.channels import Sender
 from skulk.shared.replica import StateReplica
 from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.commands import Command
 from skulk.shared.types.events import IndexedEvent
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.state import State
+
+
+class SeatMembers(MembersView, Protocol):
+    """What the seat reads of membership: the master's view, and every member seen since
+    start (a new session's seed keeps their instances)."""
+
+    @property
+    def seen(self) -> Set[NodeId]: ...
 
 
 class MasterSeat:
@@ -36,29 +48,21 @@ class MasterSeat:
         telemetry: TelemetryView,
         event_log: DiskEventLog,
         replica: StateReplica,
-        live_nodes: Callable[[], Set[NodeId]],
-        seen_members: Callable[[], Set[NodeId]],
-        heard: Callable[[], Set[NodeId]],
-        publish: Callable[[IndexedEvent], Awaitable[None]],
-        settle_grace_seconds: float,
-        quorum: Quorum = "available",
-        carry_over: Callable[[list[Command]], None] = lambda commands: None,
-        keep_alive_seconds: float = DEFAULT_KEEP_ALIVE_SECONDS,
+        members: SeatMembers,
+        indexed: Sender[IndexedEvent],
+        commands: Sender[Command],
+        settings: MasterSettings,
     ) -> None:
-        self._keep_alive = keep_alive_seconds
-        self._quorum = quorum
-        self._carry_over = carry_over
         self._node_id = node_id
         self._router = router
         self._catalog = catalog
         self._telemetry = telemetry
         self._event_log = event_log
         self._replica = replica
-        self._live_nodes = live_nodes
-        self._seen_members = seen_members
-        self._heard = heard
-        self._publish = publish
-        self._settle_grace = settle_grace_seconds
+        self._members = members
+        self._indexed = indexed
+        self._commands = commands
+        self._settings = settings
         self._tasks: TaskGroup | None = None
         self._scope: anyio.CancelScope | None = None
         self.master: Master | None = None
@@ -82,8 +86,8 @@ class MasterSeat:
     def _seed(self) -> State:
         if self._replica.session is None:
             return State()  # a fresh node has no view to carry
-        return seed_for_new_session(self._replica.state, self._live_nodes(),
-                                    self._seen_members())
+        return seed_for_new_session(self._replica.state, self._members.live,
+                                    self._members.seen)
 
     async def _serve(self, scope: anyio.CancelScope) -> None:
         with scope:
@@ -95,15 +99,16 @@ class MasterSeat:
                     router.subscribe(topics.STATE_SYNC) as sync_requests:
                 self.master = Master(
                     node_id=self._node_id, catalog=self._catalog, telemetry=self._telemetry,
-                    event_log=self._event_log, commands=commands, local_events=local_events,
-                    sync_requests=sync_requests, live_nodes=self._live_nodes,
-                    heard=self._heard,
-                    publish=self._publish, seed=self._seed(),
-                    settle_grace_seconds=self._settle_grace, quorum=self._quorum,
-                    keep_alive_seconds=self._keep_alive)
+                    event_log=self._event_log,
+                    inbox=MasterInbox(commands=commands, local_events=local_events,
+                                      sync_requests=sync_requests),
+                    indexed=self._indexed, members=self._members, seed=self._seed(),
+                    settings=self._settings)
                 try:
                     await self.master.run()
                 finally:
-                    if self.master.carried:
-                        self._carry_over(self.master.carried)
+                    if self.master.carried and self._tasks is not None:
+                        self._tasks.start_soon(send_when_following_another,
+                                               self.master.carried, self._replica,
+                                               self._node_id, self._commands)
                     self.master = None

@@ -2,40 +2,44 @@
 it started, and, among the live, those its last election round heard from (a token can
 outlive a cut link by Zenoh's lease; a side judges its majority by whom it heard)."""
 
-from collections.abc import AsyncIterator, Callable, Collection
+from collections.abc import AsyncIterator
 
 from skulk.cluster.election import Election
+from skulk.shared.channels import Sender
+from skulk.shared.replica import StateReplica
 from skulk.shared.types.ids import NodeId
 
 
 class Membership:
-    def __init__(self) -> None:
-        self.live: set[NodeId] = set()
+    def __init__(self, own: NodeId, election: Election) -> None:
+        self._own = own
+        self._election = election
+        self.live: set[NodeId] = {own}
         self.seen: set[NodeId] = set()  # every member seen alive since start
 
-    async def follow(self, changes: AsyncIterator[tuple[NodeId, bool]], *, own: NodeId,
-                     revoked: Callable[[], Collection[NodeId]],
-                     on_gone: Callable[[NodeId], None]) -> AsyncIterator[tuple[NodeId, bool]]:
+    async def follow(self, changes: AsyncIterator[tuple[NodeId, bool]], *,
+                     replica: StateReplica, departures: Sender[NodeId]
+                     ) -> AsyncIterator[tuple[NodeId, bool]]:
         """Keep the sets up to date from liveliness changes, passing each on (to the
-        election); an expelled member's token does not make it one again."""
+        election) and sending each member that left on `departures`; a revoked member's
+        token does not make it one again."""
         async for node, alive in changes:
-            if node in revoked():
+            if node in replica.state.revoked_nodes:
                 continue
             if alive:
                 self.live.add(node)
                 self.seen.add(node)
-            elif node != own:
+            elif node != self._own:
                 self.live.discard(node)
-                on_gone(node)
+                await departures.send(node)
             yield node, alive
 
-    def expel(self, node: NodeId, own: NodeId) -> bool:
-        """Drop a revoked member at once; whether it was live."""
-        if node not in self.live or node == own:
-            return False
-        self.live.discard(node)
-        return True
+    def expel(self, node: NodeId) -> None:
+        """A revoked member leaves membership at once, and the election hears of it."""
+        if node in self.live and node != self._own:
+            self.live.discard(node)
+            self._election.membership_changed(node, False)
 
-    def heard(self, election: Election | None) -> set[NodeId]:
+    def heard(self) -> set[NodeId]:
         """Live members the last election round heard from."""
-        return self.live if election is None else self.live & election.heard
+        return self.live & self._election.heard

@@ -7,10 +7,9 @@ an instance id that exists, deleting one that is gone, revoking a revoked node c
 nothing), so a command both sides saw is harmless.
 """
 
-from collections.abc import Awaitable, Callable
-
 from loguru import logger
 
+from skulk.shared.channels import Sender
 from skulk.shared.replica import StateReplica
 from skulk.shared.types.commands import Command
 from skulk.shared.types.ids import NodeId
@@ -19,8 +18,7 @@ FOLLOW_TIMEOUT_SECONDS = 120.0
 
 
 async def send_when_following_another(commands: list[Command], replica: StateReplica,
-                                      node_id: NodeId,
-                                      send: Callable[[Command], Awaitable[None]]) -> None:
+                                      node_id: NodeId, send: Sender[Command]) -> None:
     followed = await replica.wait_for(
         lambda state: replica.master_node not in (None, node_id), FOLLOW_TIMEOUT_SECONDS)
     if followed is None:
@@ -28,4 +26,4 @@ async def send_when_following_another(commands: list[Command], replica: StateRep
     logger.info("carrying {} change(s) made on a minority side over to master {}",
                 len(commands), replica.master_node)
     for command in commands:
-        await send(command)
+        await send.send(command)

@@ -2,11 +2,12 @@
 new master, for a replay when an index went missing, and resend local events the master
 has not indexed yet."""
 
-from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 import anyio
 
 from skulk.cluster.local_events import LocalEventSender
+from skulk.shared.channels import Sender
 from skulk.shared.replica import StateReplica
 from skulk.shared.types.election import StateSyncMessage
 from skulk.shared.types.ids import NodeId
@@ -14,38 +15,43 @@ from skulk.shared.types.ids import NodeId
 SYNC_INTERVAL_SECONDS = 0.5
 
 
+class ElectedMaster(Protocol):
+    """Whom the election chose, read-only (None: no master yet)."""
+
+    @property
+    def master(self) -> NodeId | None: ...
+
+
 class ReplicaSync:
-    def __init__(self, *, node_id: NodeId, replica: StateReplica,
-                 master_node: Callable[[], NodeId | None],
-                 publish: Callable[[StateSyncMessage], Awaitable[None]]) -> None:
+    def __init__(self, *, node_id: NodeId, replica: StateReplica, election: ElectedMaster,
+                 requests: Sender[StateSyncMessage]) -> None:
         self._node_id = node_id
         self._replica = replica
-        self._master_node = master_node
-        self._publish = publish
+        self._election = election
+        self._requests = requests
         self._gap_from: int | None = None
-
-    def note_gap(self, from_index: int) -> None:
-        """The replica saw an index beyond the next one: ask for a replay from here."""
-        self._gap_from = from_index
 
     def catch_up(self) -> None:
         """Ask the master for whatever follows this replica's last index. A follower cut
         off for a while and back under the same master sees no gap until the master
         indexes something new; after every round it asks instead (the master answers
         nothing when there is nothing)."""
-        if self._master_node() not in (None, self._node_id):
+        if self._election.master not in (None, self._node_id):
             self._gap_from = self._replica.state.last_event_applied_idx + 1
 
     async def run(self, local_events: LocalEventSender) -> None:
         while True:
             await anyio.sleep(SYNC_INTERVAL_SECONDS)
-            master = self._master_node()
+            noted = self._replica.take_gap()
+            if noted is not None:
+                self._gap_from = noted
+            master = self._election.master
             if master is not None and self._replica.master_node != master:
-                await self._publish(StateSyncMessage(kind="snapshot_request",
-                                                     node_id=self._node_id))
+                await self._requests.send(StateSyncMessage(kind="snapshot_request",
+                                                           node_id=self._node_id))
             elif self._gap_from is not None:
                 gap, self._gap_from = self._gap_from, None
-                await self._publish(StateSyncMessage(
+                await self._requests.send(StateSyncMessage(
                     kind="replay_request", node_id=self._node_id,
                     session=self._replica.session, from_index=gap))
             await local_events.resend_due()

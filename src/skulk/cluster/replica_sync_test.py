@@ -1,6 +1,8 @@
 """A follower asks its master for what it may have missed: after a gap it saw, and after
 every election round (a tail missed while cut off shows no gap by itself)."""
 
+from dataclasses import dataclass
+
 import anyio
 import pytest
 
@@ -10,29 +12,28 @@ from skulk.shared.replica import StateReplica
 from skulk.shared.types.election import StateSyncMessage
 from skulk.shared.types.ids import NodeId, SessionId
 from skulk.shared.types.state import State
+from skulk.testing.channels import Collected
 
 ME, MASTER = NodeId("node-me"), NodeId("node-master")
+
+
+@dataclass
+class Elected:
+    master: NodeId | None
 
 
 @pytest.mark.anyio
 async def test_after_a_round_a_follower_asks_for_what_follows_its_last_index() -> None:
     replica = StateReplica()
     replica.restore(State(last_event_applied_idx=6), SessionId("sess-1"), MASTER)
-    master: list[NodeId | None] = [MASTER]
-    asked: list[StateSyncMessage] = []
-
-    async def publish(message: StateSyncMessage) -> None:
-        asked.append(message)
-
-    async def publish_local(local: object) -> None:
-        pass
-
-    sync = ReplicaSync(node_id=ME, replica=replica, master_node=lambda: master[0],
-                       publish=publish)
+    election = Elected(MASTER)
+    requests: Collected[StateSyncMessage] = Collected()
+    asked = requests.items
+    sync = ReplicaSync(node_id=ME, replica=replica, election=election, requests=requests)
     sync.catch_up()
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(sync.run, LocalEventSender(node_id=ME, epoch="e",
-                                                    publish=publish_local))
+                                                    published=Collected()))
         with anyio.fail_after(5):
             while not asked:
                 await anyio.sleep(0.05)
@@ -40,6 +41,6 @@ async def test_after_a_round_a_follower_asks_for_what_follows_its_last_index() -
     assert [(m.kind, m.session, m.from_index) for m in asked] == [
         ("replay_request", "sess-1", 7)]
     asked.clear()
-    master[0] = ME
+    election.master = ME
     sync.catch_up()  # the master asks nobody
     assert sync._gap_from is None

@@ -8,16 +8,18 @@ was down, is put right without any bookkeeping of what was sent.
 """
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 import anyio
 from loguru import logger
 
 from skulk.models.catalog import ModelCatalog
 from skulk.models.store.manifest import MANIFEST_FILE, StoreEntry
+from skulk.shared.channels import Sender
 from skulk.shared.types.commands import AddModelCard, Command, RemoveModelCard
-from skulk.shared.types.ids import ModelId, NodeId, new_command_id
+from skulk.shared.types.ids import ModelId, NodeId, SessionId, new_command_id
 from skulk.shared.types.model_cards import ModelCard
 from skulk.shared.types.state import State
 
@@ -83,19 +85,28 @@ def _key(command: Command) -> tuple[str, str]:
     return command.kind, command.model_id
 
 
+class ReplicaView(Protocol):
+    """The replicated State, read-only, and its session (None: following no master yet,
+    so there is no one to tell)."""
+
+    @property
+    def state(self) -> State: ...
+
+    @property
+    def session(self) -> SessionId | None: ...
+
+
 class StoreWatcher:
     """Refreshes the catalogue when the store changes, and (when `announce`) keeps the
     cluster's cards in step with the store. Does no I/O until `run`."""
 
-    def __init__(self, *, node_id: NodeId, catalog: ModelCatalog, state: Callable[[], State],
-                 following: Callable[[], bool],
-                 send_command: Callable[[Command], Awaitable[None]], announce: bool = True,
+    def __init__(self, *, node_id: NodeId, catalog: ModelCatalog, replica: ReplicaView,
+                 commands: Sender[Command], announce: bool = True,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._node_id = node_id
         self._catalog = catalog
-        self._state = state
-        self._following = following
-        self._send_command = send_command
+        self._replica = replica
+        self._commands = commands
         self._announce = announce
         self._clock = clock
         self._signature: tuple[tuple[str, int], ...] | None = None
@@ -112,10 +123,10 @@ class StoreWatcher:
         if signature != self._signature:
             self._signature = signature
             self._catalog.refresh()
-        if not self._announce or not self._following():
+        if not self._announce or self._replica.session is None:
             return
         cards = announced_cards(self._catalog.stored(), self._catalog.builtin_card)
-        commands, clashes = card_commands(self._node_id, cards, self._state())
+        commands, clashes = card_commands(self._node_id, cards, self._replica.state)
         for model_id in set(clashes) - self._warned:
             logger.warning("not announcing {}: another node holds a different model under "
                            "that id; add it again under another id (--model-id)", model_id)
@@ -128,4 +139,4 @@ class StoreWatcher:
             if now - self._sent.get(key, -RESEND_SECONDS) < RESEND_SECONDS:
                 continue
             self._sent[key] = now
-            await self._send_command(command)
+            await self._commands.send(command)

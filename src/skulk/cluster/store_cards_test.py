@@ -1,5 +1,6 @@
 """The store watcher against a real store directory and a State built by apply."""
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -10,13 +11,20 @@ from skulk.models.store.add import AddRequest, add
 from skulk.models.store.remove import remove
 from skulk.shared.types.commands import AddModelCard, Command, RemoveModelCard
 from skulk.shared.types.events import ModelCardAdded
-from skulk.shared.types.ids import ModelId, NodeId
+from skulk.shared.types.ids import ModelId, NodeId, SessionId
 from skulk.shared.types.state import State
 from skulk.testing import factories as f
+from skulk.testing.channels import Collected
 from skulk.testing.models import bundled_gguf
 
 A, B = NodeId("node-a"), NodeId("node-b")
 TINY = ModelId("tiny-added")
+
+
+@dataclass
+class Replica:
+    state: State
+    session: SessionId | None
 
 
 def test_commands_bring_the_state_in_step_with_the_store() -> None:
@@ -36,15 +44,12 @@ def test_commands_bring_the_state_in_step_with_the_store() -> None:
 async def test_the_watcher_announces_an_added_model_and_its_removal(tmp_path: Path) -> None:
     models = tmp_path / "models"
     catalog = ModelCatalog.builtin(models)
-    sent: list[Command] = []
+    commands: Collected[Command] = Collected()
+    sent = commands.items
     now = [0.0]
-    state = State()
-
-    async def send(command: Command) -> None:
-        sent.append(command)
-
-    watcher = StoreWatcher(node_id=A, catalog=catalog, state=lambda: state,
-                           following=lambda: True, send_command=send, clock=lambda: now[0])
+    replica = Replica(State(), SessionId("s"))
+    watcher = StoreWatcher(node_id=A, catalog=catalog, replica=replica, commands=commands,
+                           clock=lambda: now[0])
     await watcher.check_once()
     assert sent == []
 
@@ -61,7 +66,7 @@ async def test_the_watcher_announces_an_added_model_and_its_removal(tmp_path: Pa
     await watcher.check_once()  # still not in the State: sent again
     assert len(sent) == 2
 
-    state = f.state_with(ModelCardAdded(card=card, node_id=A))
+    replica.state = f.state_with(ModelCardAdded(card=card, node_id=A))
     await watcher.check_once()
     assert len(sent) == 2
 
@@ -76,13 +81,9 @@ async def test_a_node_without_a_worker_or_a_master_announces_nothing(tmp_path: P
     models = tmp_path / "models"
     catalog = ModelCatalog.builtin(models)
     add(models, AddRequest(bundled_gguf(), model_id="smol-added"), catalog.builtin_card)
-    sent: list[Command] = []
-
-    async def send(command: Command) -> None:
-        sent.append(command)
-
+    commands: Collected[Command] = Collected()
     for announce, following in [(False, True), (True, False)]:
-        await StoreWatcher(node_id=A, catalog=catalog, state=State, send_command=send,
-                           following=(lambda: True) if following else (lambda: False),
+        replica = Replica(State(), SessionId("s") if following else None)
+        await StoreWatcher(node_id=A, catalog=catalog, replica=replica, commands=commands,
                            announce=announce).check_once()
-    assert sent == [] and catalog.resolve("smol-added") is not None
+    assert commands.items == [] and catalog.resolve("smol-added") is not None

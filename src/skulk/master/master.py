@@ -6,21 +6,23 @@ replay requests. It runs only on the elected node; the node starts and stops it.
 
 import time
 from collections import Counter
-from collections.abc import AsyncIterable, Awaitable, Callable, Set
+from collections.abc import AsyncIterable, Callable, Set
 from typing import Protocol
 
 import anyio
 from loguru import logger
 
 from skulk.master.commands import CommandContext, delete_instance_events, events_for_command
-from skulk.master.idle import DEFAULT_KEEP_ALIVE_SECONDS, IdleTracker
+from skulk.master.idle import IdleTracker
 from skulk.master.local_event_order import LocalEventOrder
 from skulk.master.local_event_rules import refused_local_event
 from skulk.master.model_card_commands import refused_card_sender
 from skulk.master.reconcile import instances_on_lost_nodes, reconcile
+from skulk.master.settings import MasterInbox, MasterSettings, MembersView
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.apply import apply
-from skulk.shared.partition import Quorum, Standing, agreed_next, is_lasting
+from skulk.shared.channels import Sender
+from skulk.shared.partition import Standing, agreed_next, is_lasting
 from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.commands import Command, CommandEnvelope, PlaceInstance
 from skulk.shared.types.election import StateSyncMessage
@@ -39,7 +41,6 @@ from skulk.shared.types.ids import (
     CommandId,
     InstanceId,
     NodeId,
-    SessionId,
     TaskId,
     new_command_id,
     new_instance_id,
@@ -52,11 +53,6 @@ from skulk.shared.types.tasks import TERMINAL_TASK_STATUSES
 
 # Commands are deduplicated by id over this many recent commands (resends after a retry).
 _SEEN_COMMANDS_CAP = 10_000
-# Every this many events the master snapshots its State into the log and compacts it.
-SNAPSHOT_EVERY_EVENTS = 10_000
-# After a master starts, membership is still arriving: instances are not pruned for a
-# node's absence before this.
-TOPOLOGY_SETTLE_GRACE_SECONDS = 10.0
 # A node must stay gone this long before its instances are re-placed elsewhere.
 LOST_NODE_GRACE_SECONDS = 3.0
 MAX_CARRIED_COMMANDS = 1000
@@ -75,8 +71,9 @@ class EventLog(Protocol):
 class Master:
     """Indexes events from every origin into one order and acts on commands.
 
-    Wired by channels: it reads commands, local events and sync requests, and hands every
-    indexed event to `publish`. All indexing goes through one lock, so the order is total.
+    Wired by channels: it reads its inbox (commands, local events, sync requests) and sends
+    every indexed event on `indexed`. All indexing goes through one lock, so the order is
+    total.
     """
 
     def __init__(
@@ -86,43 +83,30 @@ class Master:
         catalog: ModelCatalog,
         telemetry: TelemetryView,
         event_log: EventLog,
-        commands: AsyncIterable[CommandEnvelope],
-        local_events: AsyncIterable[LocalEvent],
-        publish: Callable[[IndexedEvent], Awaitable[None]],
-        sync_requests: AsyncIterable[StateSyncMessage] | None = None,
-        live_nodes: Callable[[], Set[NodeId]] | None = None,
-        heard: Callable[[], Set[NodeId]] | None = None,
+        inbox: MasterInbox,
+        indexed: Sender[IndexedEvent],
+        members: MembersView | None = None,
         seed: State | None = None,
-        session_id: SessionId | None = None,
-        reconcile_interval: float = 1.0,
-        snapshot_every: int = SNAPSHOT_EVERY_EVENTS,
-        settle_grace_seconds: float = TOPOLOGY_SETTLE_GRACE_SECONDS,
+        settings: MasterSettings | None = None,
         clock: Callable[[], float] = time.monotonic,
-        quorum: Quorum = "available",
-        keep_alive_seconds: float = DEFAULT_KEEP_ALIVE_SECONDS,
     ) -> None:
-        self._quorum = quorum
-        self._idle = IdleTracker(default_keep_alive=keep_alive_seconds)
+        settings = settings or MasterSettings()
+        self._settings = settings
+        self._idle = IdleTracker(default_keep_alive=settings.keep_alive_seconds)
         self.refused_local_events: Counter[str] = Counter()
         self.refused_commands: Counter[str] = Counter()
         # Lasting commands this master accepted while its side lacked a majority.
         self.carried: list[Command] = []
         self._missing_since: dict[NodeId, float] = {}
         self.node_id = node_id
-        self.session_id = session_id or new_session_id()
+        self.session_id = new_session_id()
         self._catalog = catalog
         self._telemetry = telemetry
         self._log = event_log
-        self._commands = commands
-        self._local_events = local_events
-        self._sync_requests = sync_requests
-        self._live_nodes = live_nodes
-        self._heard = heard
-        self._publish = publish
+        self._inbox = inbox
+        self._members = members
+        self._indexed = indexed
         self._seed = seed or State()
-        self._reconcile_interval = reconcile_interval
-        self._snapshot_every = snapshot_every
-        self._settle_grace = settle_grace_seconds
         self._clock = clock
         self._started_at = clock()
         self._state = State()
@@ -150,12 +134,12 @@ class Master:
             tasks.start_soon(self._command_loop)
             tasks.start_soon(self._local_event_loop)
             tasks.start_soon(self._reconcile_loop)
-            if self._sync_requests is not None:
-                tasks.start_soon(self._sync_loop, self._sync_requests)
+            if self._inbox.sync_requests is not None:
+                tasks.start_soon(self._sync_loop, self._inbox.sync_requests)
 
     def live_nodes(self) -> Set[NodeId]:
-        if self._live_nodes is not None:
-            return self._live_nodes()
+        if self._members is not None:
+            return self._members.live
         return set(self._telemetry.live())
 
     async def index(self, events: list[Event], source: EventSource | None = None) -> None:
@@ -170,8 +154,8 @@ class Master:
                 self._track_terminal(event)
                 self._idle.note(event, self._state, self._clock())
                 self._log.append(indexed)
-                await self._publish(indexed)
-                if self._next_index % self._snapshot_every == 0:
+                await self._indexed.send(indexed)
+                if self._next_index % self._settings.snapshot_every == 0:
                     self._log.compact(self._snapshot())
 
     def _snapshot(self) -> IndexedEvent:
@@ -191,11 +175,12 @@ class Master:
         live = frozenset(self.live_nodes())
         # Only members heard from in the last round count: a token that outlives the link
         # must not make a cut-off side a majority.
-        return Standing(live=live if self._heard is None else live & frozenset(self._heard()),
+        heard = live if self._members is None else live & frozenset(self._members.heard())
+        return Standing(live=heard,
                         agreed=frozenset(self._state.members))
 
     def _indexes_nothing(self) -> bool:
-        return self._quorum == "majority" and not self.standing().majority
+        return self._settings.quorum == "majority" and not self.standing().majority
 
     def _context(self) -> CommandContext:
         live = self.live_nodes()
@@ -259,18 +244,18 @@ class Master:
                 replay = self._log.read_range(request.from_index, self._next_index)
             if replay and replay[0].index == request.from_index and replay[-1].index == last:
                 for indexed in replay:
-                    await self._publish(indexed)
+                    await self._indexed.send(indexed)
                 return
             # A snapshot carries the state after `last`: followers at `last` or beyond
             # drop it as a duplicate; a late or lagging follower adopts it.
-            await self._publish(self._snapshot())
+            await self._indexed.send(self._snapshot())
 
     async def _command_loop(self) -> None:
-        async for envelope in self._commands:
+        async for envelope in self._inbox.commands:
             await self.handle_command(envelope)
 
     async def _local_event_loop(self) -> None:
-        async for local in self._local_events:
+        async for local in self._inbox.local_events:
             await self.handle_local_event(local)
 
     async def _sync_loop(self, requests: AsyncIterable[StateSyncMessage]) -> None:
@@ -279,7 +264,7 @@ class Master:
 
     async def _reconcile_loop(self) -> None:
         while True:
-            await anyio.sleep(self._reconcile_interval)
+            await anyio.sleep(self._settings.reconcile_interval)
             await self.reconcile_once()
 
     async def reconcile_once(self) -> None:
@@ -292,7 +277,7 @@ class Master:
             await self.index(events)
         if self.standing().majority:  # only a majority redraws the membership
             await self._agree_on_membership()
-        if self._clock() - self._started_at >= self._settle_grace:
+        if self._clock() - self._started_at >= self._settings.settle_grace_seconds:
             await self._replace_lost_instances()
         if self.standing().majority:  # a minority side keeps what it holds
             await self._remove_idle_instances()

@@ -1,10 +1,12 @@
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
 import pytest
 
 from skulk.master.master import Master
+from skulk.master.settings import MasterInbox, MasterSettings
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.partition import Quorum
 from skulk.shared.telemetry_view import TelemetryView
@@ -17,8 +19,9 @@ from skulk.shared.types.events import (
     StateSnapshotHydrated,
     TaskCreated,
 )
-from skulk.shared.types.ids import CommandId
+from skulk.shared.types.ids import CommandId, NodeId
 from skulk.testing import factories as f
+from skulk.testing.channels import Collected, SendTo
 
 
 class ListLog:
@@ -35,15 +38,25 @@ class ListLog:
         return [e for e in self.events if start <= e.index < end]
 
 
-def master(log: ListLog, published: list[IndexedEvent]) -> Master:
-    async def publish(event: IndexedEvent) -> None:
-        published.append(event)
-
+def master(log: ListLog, published: list[IndexedEvent],
+           settings: MasterSettings | None = None) -> Master:
     never_send, never = anyio.create_memory_object_stream[CommandEnvelope](math.inf)
     never_send2, never2 = anyio.create_memory_object_stream[LocalEvent](math.inf)
     return Master(node_id=f.NODE, catalog=ModelCatalog.builtin(Path(".")),
-                  telemetry=TelemetryView(), event_log=log, commands=never,
-                  local_events=never2, publish=publish)
+                  telemetry=TelemetryView(), event_log=log,
+                  inbox=MasterInbox(commands=never, local_events=never2),
+                  indexed=SendTo(published.append), settings=settings)
+
+
+@dataclass
+class FixedMembers:
+    """Membership as a test sets it: live members, and those the last round heard."""
+
+    live: set[NodeId]
+    heard_from: set[NodeId] = field(default_factory=set)
+
+    def heard(self) -> set[NodeId]:
+        return self.live & self.heard_from
 
 
 @pytest.mark.anyio
@@ -92,8 +105,7 @@ async def test_the_master_compacts_and_answers_old_replays_with_a_snapshot() -> 
 
     log = ListLog()
     published: list[IndexedEvent] = []
-    m = master(log, published)
-    m._snapshot_every = 4
+    m = master(log, published, MasterSettings(snapshot_every=4))
     await m.index([StateSnapshotHydrated(state=m.state)])
     for seq in range(5):
         await m.handle_local_event(LocalEvent(origin=f.NODE, epoch="e", origin_seq=seq,
@@ -118,16 +130,14 @@ async def test_the_master_compacts_and_answers_old_replays_with_a_snapshot() -> 
 def minority_master(quorum: Quorum) -> tuple[Master, list[IndexedEvent]]:
     """A master that sees 1 of the 3 agreed members."""
     published: list[IndexedEvent] = []
-
-    async def publish(event: IndexedEvent) -> None:
-        published.append(event)
-
     _, commands = anyio.create_memory_object_stream[CommandEnvelope](math.inf)
     _, local_events = anyio.create_memory_object_stream[LocalEvent](math.inf)
     m = Master(node_id=f.NODE, catalog=ModelCatalog.builtin(Path(".")),
-               telemetry=TelemetryView(), event_log=ListLog(), commands=commands,
-               local_events=local_events, publish=publish, live_nodes=lambda: {f.NODE},
-               quorum=quorum)
+               telemetry=TelemetryView(), event_log=ListLog(),
+               inbox=MasterInbox(commands=commands, local_events=local_events),
+               indexed=SendTo(published.append),
+               members=FixedMembers(live={f.NODE}, heard_from={f.NODE}),
+               settings=MasterSettings(quorum=quorum))
     return m, published
 
 
@@ -186,12 +196,12 @@ def test_a_side_counts_only_the_members_it_heard_from_toward_its_majority() -> N
     b, c = NodeId("node-b"), NodeId("node-c")
     _, commands = anyio.create_memory_object_stream[CommandEnvelope](math.inf)
     _, local_events = anyio.create_memory_object_stream[LocalEvent](math.inf)
-    heard = {f.NODE}
+    members = FixedMembers(live={f.NODE, b, c}, heard_from={f.NODE})
     m = Master(node_id=f.NODE, catalog=ModelCatalog.builtin(Path(".")),
-               telemetry=TelemetryView(), event_log=ListLog(), commands=commands,
-               local_events=local_events, publish=lambda event: anyio.sleep(0),
-               live_nodes=lambda: {f.NODE, b, c}, heard=lambda: heard)
+               telemetry=TelemetryView(), event_log=ListLog(),
+               inbox=MasterInbox(commands=commands, local_events=local_events),
+               indexed=Collected(), members=members)
     m._state = m._state.model_copy(update={"members": [f.NODE, b, c]})
     assert not m.standing().majority
-    heard = {f.NODE, b}
+    members.heard_from = {f.NODE, b}
     assert m.standing().majority

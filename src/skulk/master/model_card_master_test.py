@@ -9,6 +9,7 @@ import pytest
 
 from skulk.master.master import Master
 from skulk.master.master_test import ListLog, master
+from skulk.master.settings import MasterInbox
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.commands import AddModelCard, CommandEnvelope, PlaceInstance
@@ -22,6 +23,7 @@ from skulk.shared.types.events import (
 from skulk.shared.types.ids import CommandId, InstanceId, ModelId, NodeId
 from skulk.shared.types.telemetry import NodeTelemetry
 from skulk.testing import factories as f
+from skulk.testing.channels import SendTo
 
 OTHER = NodeId("node-b")
 
@@ -29,9 +31,6 @@ OTHER = NodeId("node-b")
 @pytest.mark.anyio
 async def test_an_announced_card_is_indexed_and_placeable() -> None:
     published: list[IndexedEvent] = []
-
-    async def publish(event: IndexedEvent) -> None:
-        published.append(event)
 
     telemetry = TelemetryView()
     telemetry.update(NodeTelemetry(  # a worker node with room for the tiny model
@@ -41,8 +40,9 @@ async def test_an_announced_card_is_indexed_and_placeable() -> None:
     _, commands = anyio.create_memory_object_stream[CommandEnvelope](math.inf)
     _, local_events = anyio.create_memory_object_stream[LocalEvent](math.inf)
     m = Master(node_id=f.NODE, catalog=ModelCatalog.builtin(Path("/nonexistent")),
-               telemetry=telemetry, event_log=ListLog(), commands=commands,
-               local_events=local_events, publish=publish)
+               telemetry=telemetry, event_log=ListLog(),
+               inbox=MasterInbox(commands=commands, local_events=local_events),
+               indexed=SendTo(published.append))
     await m.index([StateSnapshotHydrated(state=m.state)])
     await m.handle_command(CommandEnvelope(origin=f.NODE, command=AddModelCard(
         command_id=CommandId("add-1"), node_id=f.NODE, card=f.added_card())))

@@ -27,13 +27,13 @@ _MAX_BUFFERED_EVENTS = 10_000
 class StateReplica:
     """Applies indexed events in order and tells listeners what was applied."""
 
-    def __init__(self, *, on_gap: Callable[[int], None] | None = None) -> None:
+    def __init__(self) -> None:
         self._state = State()
         self._session: SessionId | None = None
         self._buffer: dict[int, IndexedEvent] = {}
         self._listeners: list[MemoryObjectSendStream[IndexedEvent]] = []
         self._changed = anyio.Event()
-        self._on_gap = on_gap
+        self._gap_from: int | None = None  # the first index missing behind a later one
         self._expected_master: NodeId | None = None
         self._master_node: NodeId | None = None
         # The last events applied here, for people to read (`GET /events`).
@@ -67,6 +67,17 @@ class StateReplica:
         """The master whose session this replica follows."""
         return self._master_node
 
+    def take_gap(self) -> int | None:
+        """The index a replay should start from, when an event arrived beyond the next one
+        since the last call (and None otherwise)."""
+        gap, self._gap_from = self._gap_from, None
+        return gap
+
+    def next_index(self) -> int:
+        """How many events of the session this replica applied (the election's measure of
+        how much a node has seen)."""
+        return self._state.last_event_applied_idx + 1
+
     def subscribe(self) -> MemoryObjectReceiveStream[IndexedEvent]:
         """A stream of every event applied from now on, in order."""
         send, receive = anyio.create_memory_object_stream[IndexedEvent](math.inf)
@@ -97,8 +108,8 @@ class StateReplica:
             return []  # a duplicate
         self._buffer[indexed.index] = indexed
         applied = self._release_in_order()
-        if self._buffer and not applied and self._on_gap is not None:
-            self._on_gap(self._state.last_event_applied_idx + 1)
+        if self._buffer and not applied:
+            self._gap_from = self._state.last_event_applied_idx + 1
         if len(self._buffer) > _MAX_BUFFERED_EVENTS:
             self._buffer.pop(max(self._buffer))
         return applied

@@ -20,6 +20,7 @@ from skulk.testing.sharded_llama import shard_name, write_sharded_llama
 from skulk.worker.weight_sources import WeightSource, hub_sources
 from skulk.worker.weights_digest import files_digest
 from skulk.worker.weights_fetch import stage_layers
+from skulk.worker.wiring import WorkerReach
 from skulk.worker.worker import Worker
 from skulk.worker.worker_test import Cluster, FakeSupervisor
 
@@ -92,9 +93,8 @@ async def _place(instance: Instance, models_dir: Path) -> list[object]:
     cluster.publish_event = recording  # type: ignore[method-assign]
     worker = Worker(node_id=f.NODE, replica=cluster.replica,
                     catalog=ModelCatalog([_card()], models_dir),
-                    publish_event=cluster.publish_event, publish_chunk=cluster.publish_chunk,
-                    send_command=cluster.send_command, supervisor_factory=FakeSupervisor,
-                    weight_sources=sources_for)
+                    outbox=cluster.outbox(), supervisor_factory=FakeSupervisor,
+                    reach=WorkerReach(weight_sources=sources_for))
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(worker.run)
         cluster.apply(InstanceCreated(instance=instance))

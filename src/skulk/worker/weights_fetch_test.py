@@ -18,6 +18,7 @@ from skulk.testing import factories as f
 from skulk.testing.fake_hub import FakeHub
 from skulk.testing.models import bundled_gguf
 from skulk.worker.weight_sources import HubSource, WeightSource
+from skulk.worker.wiring import WorkerReach
 from skulk.worker.worker import Worker
 from skulk.worker.worker_test import Cluster, FakeSupervisor
 
@@ -66,9 +67,8 @@ def _worker(cluster: Cluster, models_dir: Path, sources: list[WeightSource]) -> 
         return sources
     return Worker(node_id=f.NODE, replica=cluster.replica,
                   catalog=ModelCatalog([_card()], models_dir),
-                  publish_event=cluster.publish_event, publish_chunk=cluster.publish_chunk,
-                  send_command=cluster.send_command, supervisor_factory=FakeSupervisor,
-                  weight_sources=sources_for)
+                  outbox=cluster.outbox(), supervisor_factory=FakeSupervisor,
+                  reach=WorkerReach(weight_sources=sources_for))
 
 
 @pytest.mark.anyio

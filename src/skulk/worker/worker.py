@@ -1,7 +1,7 @@
 """The worker loop: ask `plan()` for the next step, carry it out, report what happened."""
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 import anyio
 from anyio.abc import TaskGroup
@@ -9,9 +9,7 @@ from loguru import logger
 
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.replica import StateReplica
-from skulk.shared.types.chunks import DataChunk
 from skulk.shared.types.commands import (
-    Command,
     DeleteInstance,
     RefusePlacement,
     ReplaceInstance,
@@ -27,11 +25,8 @@ from skulk.shared.types.ids import (
 )
 from skulk.shared.types.instances import Instance
 from skulk.shared.types.runners import RunnerFailed, is_serving
-from skulk.shared.types.telemetry import NodeTelemetry, WarmModel
-from skulk.shared.types.traces import RankSpans
-from skulk.worker.device_links import DeviceLinks
+from skulk.shared.types.telemetry import WarmModel
 from skulk.worker.engines.description import EngineDescription, EngineOptionError
-from skulk.worker.engines.node_options import NodeEngineOptions
 from skulk.worker.engines.protocol import EngineConfig
 from skulk.worker.engines.registry import engine_description
 from skulk.worker.fit_guard import refusal
@@ -58,15 +53,14 @@ from skulk.worker.rank_options import (
 )
 from skulk.worker.runner import messages
 from skulk.worker.runner.crash_window import CrashWindow
-from skulk.worker.runner.deadlines import DEFAULT_DEADLINES, RunnerDeadlines
 from skulk.worker.runner.supervisor import RunnerSupervisor
 from skulk.worker.weights_fetch import (
     NoWeights,
-    SourcesFor,
     WeightsFetcher,
     loadable_weights,
     stage_layers,
 )
+from skulk.worker.wiring import WorkerOutbox, WorkerReach, WorkerSettings
 
 
 class Worker:
@@ -78,46 +72,24 @@ class Worker:
         node_id: NodeId,
         replica: StateReplica,
         catalog: ModelCatalog,
-        publish_event: Callable[[Event], Awaitable[None]],
-        publish_chunk: Callable[[DataChunk], Awaitable[None]],
-        send_command: Callable[[Command], Awaitable[None]],
+        outbox: WorkerOutbox,
+        settings: WorkerSettings | None = None,
+        reach: WorkerReach | None = None,
         supervisor_factory: SupervisorFactory = RunnerSupervisor,
-        engine_threads: int | None = None,
         clock: Callable[[], float] = time.monotonic,
-        read_own: Callable[[], NodeTelemetry] | None = None,
-        batching: bool = True,
-        publish_spans: Callable[[RankSpans], Awaitable[None]] | None = None,
-        remote_drafting: Callable[[NodeId], Awaitable[dict[str, str]]] | None = None,
-        weight_sources: SourcesFor | None = None,
-        node_engine_options: NodeEngineOptions | None = None,
-        device_links: DeviceLinks | None = None,
-        deadlines: RunnerDeadlines = DEFAULT_DEADLINES,
     ) -> None:
         self._node_id = node_id
         self._replica = replica
         self._catalog = catalog
-        self._publish_event = publish_event
-        self._publish_chunk = publish_chunk
-        self._publish_spans = publish_spans
-        self._send_command = send_command
+        self._outbox = outbox
+        self._settings = settings = settings or WorkerSettings()
+        self._reach = reach = reach or WorkerReach()
         self._supervisor_factory = supervisor_factory
-        self._engine_threads = engine_threads
         self._clock = clock
-        # Fresh readings of this node for the fit guard; None skips the guard.
-        self._read_own = read_own
-        self._batching = batching
-        # The operator's `--engine-option`s, by engine: over the card's, under the master's.
-        self._node_engine_options = node_engine_options or {}
-        # Engine options that let a runner reach a drafting node (None: no remote drafts).
-        self._remote_drafting = remote_drafting
-        # Where missing weights come from (None: a rank without its weights gives up).
-        self._fetcher = None if weight_sources is None else WeightsFetcher(
-            node_id=node_id, catalog=catalog, publish_event=publish_event,
-            sources_for=weight_sources)
-        # Relays for split instances whose head runs the model (None: this node cannot
-        # take part in one).
-        self._device_links = device_links
-        self._deadlines = deadlines
+        self._fetcher = None if reach.weight_sources is None else WeightsFetcher(
+            node_id=node_id, catalog=catalog, publish_event=outbox.events.send,
+            sources_for=reach.weight_sources)
+        self._deadlines = settings.deadlines
         self._runners: dict[RunnerId, LocalRunnerHandle] = {}
         self._dispatched: set[TaskId] = set()
         self._given_up: set[InstanceId] = set()
@@ -195,7 +167,8 @@ class Worker:
         for runner_id, runner in self._runners.items():
             status = runner.supervisor.status
             if status is not None:
-                await self._publish_event(RunnerStatusUpdated(runner_id=runner_id, status=status))
+                await self._outbox.events.send(
+                    RunnerStatusUpdated(runner_id=runner_id, status=status))
 
     async def _plan_loop(self, tasks: TaskGroup) -> None:
         while True:
@@ -255,8 +228,8 @@ class Worker:
         card = self._catalog.resolve(instance.model_id)
         engine = engine_description(instance.engine)
         shard = instance.shards[runner_id]
-        if card is not None and self._read_own is not None:
-            why = refusal(card, instance, shard, self._read_own())
+        if card is not None and self._reach.memory is not None:
+            why = refusal(card, instance, shard, self._reach.memory.read_memory())
             if why is not None:
                 await self._refuse(instance.instance_id, runner_id, why)
                 return
@@ -273,15 +246,16 @@ class Worker:
             return
         model_path = "" if path is None else str(path)
         drafting = await drafting_options(self._catalog, card, instance, engine,
-                                          self._remote_drafting)
+                                          self._reach.remote_drafting)
+        settings = self._settings
         config = EngineConfig(model_path=model_path,
                               context_token_limit=instance.context_token_limit,
-                              n_threads=self._engine_threads, start_layer=shard.start_layer,
+                              n_threads=settings.engine_threads, start_layer=shard.start_layer,
                               end_layer=shard.end_layer, world_size=shard.world_size,
                               rank=shard.rank,
                               options={**drafting,
-                                       **self._node_engine_options.get(instance.engine, {}),
-                                       **engine_options(instance, batching=self._batching),
+                                       **settings.node_engine_options.get(instance.engine, {}),
+                                       **engine_options(instance, batching=settings.batching),
                                        **shard_options(shard),
                                        **links,
                                        **(await agreement_options(instance, model_path)
@@ -295,8 +269,8 @@ class Worker:
         supervisor = self._supervisor_factory(
             runner_id=runner_id, instance_id=instance.instance_id, node_id=self._node_id,
             engine_name=instance.engine, config=config,
-            on_event=self._on_runner_event, on_chunk=self._publish_chunk,
-            on_spans=self._publish_spans)
+            on_event=self._on_runner_event, on_chunk=self._outbox.chunks.send,
+            on_spans=None if self._outbox.spans is None else self._outbox.spans.send)
         self._runners[runner_id] = LocalRunnerHandle(
             supervisor, instance.instance_id, started_at=self._clock(),
             weights_bytes=max((s.size_bytes for s in card.sources), default=0)
@@ -310,13 +284,13 @@ class Worker:
         given up)."""
         if not engine.head_runs_model or len(instance.shards) < 2:
             return {}
-        if self._device_links is None:
+        if self._reach.device_links is None:
             await self._give_up(instance.instance_id, runner_id,
                                 f"node {self._node_id} cannot link the ranks of a split "
                                 f"{instance.engine} instance")
             return None
         try:
-            return await self._device_links.options_for(instance, runner_id)
+            return await self._reach.device_links.options_for(instance, runner_id)
         except (OSError, ValueError) as error:
             self._close_links(runner_id)  # those that did open
             await self._give_up(instance.instance_id, runner_id,
@@ -324,8 +298,8 @@ class Worker:
             return None
 
     def _close_links(self, runner_id: RunnerId) -> None:
-        if self._device_links is not None:
-            self._device_links.close(runner_id)
+        if self._reach.device_links is not None:
+            self._reach.device_links.close(runner_id)
 
     async def _fetch(self, instance: Instance, runner_id: RunnerId) -> None:
         assert self._fetcher is not None
@@ -340,12 +314,12 @@ class Worker:
     async def _refuse(self, instance_id: InstanceId, runner_id: RunnerId, reason: str) -> None:
         logger.warning("refusing shard {} of instance {}: {}", runner_id, instance_id, reason)
         self._given_up.add(instance_id)
-        await self._send_command(RefusePlacement(
+        await self._outbox.commands.send(RefusePlacement(
             command_id=new_command_id(), instance_id=instance_id, node_id=self._node_id,
             reason=reason))
 
     async def _on_runner_event(self, event: Event) -> None:
-        await self._publish_event(event)
+        await self._outbox.events.send(event)
         self.wake()
 
     async def _reap(self, runner_id: RunnerId) -> None:
@@ -361,7 +335,7 @@ class Worker:
             blamed = None if runner.killed_running and len(instance.shards) > 1 \
                 else self._node_id
             self._given_up.add(instance.instance_id)
-            await self._send_command(ReplaceInstance(
+            await self._outbox.commands.send(ReplaceInstance(
                 command_id=new_command_id(), instance_id=instance.instance_id,
                 reason=f"rank {instance.shards[runner_id].rank} on {self._node_id} was "
                        f"killed: {runner.killed_for}", failed_node=blamed))
@@ -374,7 +348,7 @@ class Worker:
             logger.error("rank {} of instance {} ended ({}); asking to place it again",
                          runner_id, instance.instance_id, why)
             self._given_up.add(instance.instance_id)
-            await self._send_command(ReplaceInstance(
+            await self._outbox.commands.send(ReplaceInstance(
                 command_id=new_command_id(), instance_id=instance.instance_id,
                 reason=f"rank {instance.shards[runner_id].rank} on {self._node_id} ended: "
                        f"{why}"))
@@ -389,8 +363,8 @@ class Worker:
     async def _give_up(self, instance_id: InstanceId, runner_id: RunnerId, reason: str) -> None:
         logger.error("giving up instance {}: {}", instance_id, reason)
         self._given_up.add(instance_id)
-        await self._publish_event(
+        await self._outbox.events.send(
             RunnerStatusUpdated(runner_id=runner_id, status=RunnerFailed(error=reason)))
-        await self._send_command(
+        await self._outbox.commands.send(
             DeleteInstance(command_id=new_command_id(), instance_id=instance_id,
                            reason=f"node {self._node_id} gave it up: {reason}"))

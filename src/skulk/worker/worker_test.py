@@ -1,8 +1,8 @@
 """The worker loop with fake supervisors: lifecycle, dispatch, and the crash breaker."""
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import anyio
 import pytest
@@ -29,11 +29,25 @@ from skulk.shared.types.runners import (
 )
 from skulk.shared.types.state import State
 from skulk.shared.types.tasks import TextGenerationTask
+from skulk.shared.types.telemetry import NodeTelemetry
 from skulk.testing import factories as f
 from skulk.worker.runner import messages
 from skulk.worker.runner.deadlines import Progress
 from skulk.worker.runner.flight_recorder import FlightRecorder
+from skulk.worker.wiring import WorkerOutbox, WorkerReach, WorkerSettings
 from skulk.worker.worker import Worker
+
+T = TypeVar("T")
+
+
+class FixedMemory:
+    """The fit guard's readings: the same every time."""
+
+    def __init__(self, reading: NodeTelemetry) -> None:
+        self._reading = reading
+
+    def read_memory(self) -> NodeTelemetry:
+        return self._reading
 
 
 class FakeSupervisor:
@@ -120,12 +134,28 @@ class Cluster:
     async def publish_chunk(self, chunk: DataChunk) -> None:
         pass
 
+    def outbox(self) -> WorkerOutbox:
+        """The worker's ends, into this cluster (looked up on each send, so a test can
+        replace `publish_event`)."""
+        return WorkerOutbox(events=_Through(lambda: self.publish_event),
+                            chunks=_Through(lambda: self.publish_chunk),
+                            commands=_Through(lambda: self.send_command))
+
+
+class _Through(Generic[T]):
+    """A `Sender` that awaits whatever function `current` names at the time."""
+
+    def __init__(self, current: Callable[[], Callable[[T], Awaitable[None]]]) -> None:
+        self._current = current
+
+    async def send(self, item: T, /) -> None:
+        await self._current()(item)
+
 
 def worker(cluster: Cluster) -> Worker:
     return Worker(node_id=f.NODE, replica=cluster.replica,
                   catalog=ModelCatalog.builtin(Path(".")),
-                  publish_event=cluster.publish_event, publish_chunk=cluster.publish_chunk,
-                  send_command=cluster.send_command, supervisor_factory=FakeSupervisor)
+                  outbox=cluster.outbox(), supervisor_factory=FakeSupervisor)
 
 
 @pytest.fixture(autouse=True)
@@ -201,9 +231,9 @@ async def test_a_node_whose_memory_says_no_refuses_its_shard_and_starts_nothing(
     cluster = Cluster()
     full = Worker(node_id=f.NODE, replica=cluster.replica,
                   catalog=ModelCatalog.builtin(Path(".")),
-                  publish_event=cluster.publish_event, publish_chunk=cluster.publish_chunk,
-                  send_command=cluster.send_command, supervisor_factory=FakeSupervisor,
-                  read_own=lambda: reading(f.NODE, available=64 * 1024**2))
+                  outbox=cluster.outbox(), supervisor_factory=FakeSupervisor,
+                  reach=WorkerReach(memory=FixedMemory(
+                      reading(f.NODE, available=64 * 1024**2))))
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(full.run)
         cluster.apply(InstanceCreated(instance=f.instance()))
@@ -264,9 +294,8 @@ async def test_the_nodes_engine_options_reach_its_runners_under_the_masters(
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(Worker(
             node_id=f.NODE, replica=cluster.replica, catalog=ModelCatalog.builtin(Path(".")),
-            publish_event=cluster.publish_event, publish_chunk=cluster.publish_chunk,
-            send_command=cluster.send_command, supervisor_factory=FakeSupervisor,
-            node_engine_options=node_options).run)
+            outbox=cluster.outbox(), supervisor_factory=FakeSupervisor,
+            settings=WorkerSettings(node_engine_options=node_options)).run)
         cluster.apply(InstanceCreated(instance=split))
         with anyio.fail_after(5):
             while not FakeSupervisor.created:
@@ -294,10 +323,10 @@ async def test_a_runner_that_never_loads_is_killed_and_placed_elsewhere() -> Non
     cluster = Cluster()
     stuck = Worker(node_id=f.NODE, replica=cluster.replica,
                    catalog=ModelCatalog.builtin(Path(".")),
-                   publish_event=cluster.publish_event, publish_chunk=cluster.publish_chunk,
-                   send_command=cluster.send_command, supervisor_factory=StuckSupervisor,
-                   deadlines=RunnerDeadlines(first_report_seconds=0.2, load_base_seconds=0.2,
-                                             load_bytes_per_second=1e12))
+                   outbox=cluster.outbox(), supervisor_factory=StuckSupervisor,
+                   settings=WorkerSettings(deadlines=RunnerDeadlines(
+                       first_report_seconds=0.2, load_base_seconds=0.2,
+                       load_bytes_per_second=1e12)))
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(stuck.run)
         cluster.apply(InstanceCreated(instance=f.instance()))
@@ -334,9 +363,9 @@ async def test_a_runner_silent_mid_request_is_killed_and_placed_elsewhere() -> N
     cluster = Cluster()
     stalled = Worker(node_id=f.NODE, replica=cluster.replica,
                      catalog=ModelCatalog.builtin(Path(".")),
-                     publish_event=cluster.publish_event, publish_chunk=cluster.publish_chunk,
-                     send_command=cluster.send_command, supervisor_factory=StalledSupervisor,
-                     deadlines=RunnerDeadlines(first_token_seconds=0.2, stall_seconds=0.2))
+                     outbox=cluster.outbox(), supervisor_factory=StalledSupervisor,
+                     settings=WorkerSettings(deadlines=RunnerDeadlines(
+                         first_token_seconds=0.2, stall_seconds=0.2)))
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(stalled.run)
         cluster.apply(InstanceCreated(instance=f.instance()))

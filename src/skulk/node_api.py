@@ -1,0 +1,94 @@
+"""The node's HTTP API: the contexts its routers read, the counters its metrics scrape,
+and the answers it gives other nodes' peer reads."""
+
+import asyncio
+from dataclasses import dataclass
+from functools import partial
+
+import anyio
+
+from skulk.api.app import create_app
+from skulk.api.context import ApiContext
+from skulk.api.log_buffer import LogBuffer
+from skulk.api.metrics import NodeCounters
+from skulk.api.peer_reads import PEER_READ_SERVICE, peer_read_handler
+from skulk.api.routers.diagnostics import node_diagnostics
+from skulk.api.server import serve_api
+from skulk.api.streams import StreamRegistry
+from skulk.api.tracing import TraceStore
+from skulk.cluster.election import Election
+from skulk.cluster.master_seat import MasterSeat
+from skulk.cluster.membership import Membership
+from skulk.models.catalog import ModelCatalog
+from skulk.node_config import NodeConfig
+from skulk.routing.dropped import DroppedMessages
+from skulk.routing.router import Router
+from skulk.shared.channels import Sender
+from skulk.shared.replica import StateReplica
+from skulk.shared.telemetry_view import TelemetryView
+from skulk.shared.types.commands import Command
+from skulk.shared.types.ids import NodeId
+from skulk.versions import versions
+from skulk.worker.engines.llama_cpp.description import built_ggml_version
+from skulk.worker.worker import Worker
+
+
+@dataclass(frozen=True)
+class NodeParts:
+    """The parts of a running node the API reads (read-only) or sends through."""
+
+    node_id: NodeId
+    public_key: str
+    secure: bool
+    catalog: ModelCatalog
+    replica: StateReplica
+    telemetry: TelemetryView
+    streams: StreamRegistry
+    traces: TraceStore
+    members: Membership
+    election: Election
+    seat: MasterSeat
+    worker: Worker | None
+    dropped: DroppedMessages
+    logs: LogBuffer
+    # Commands from API users, through the quorum gate.
+    commands: Sender[Command]
+    stop_requested: anyio.Event
+
+
+def node_counters(parts: NodeParts) -> NodeCounters:
+    """What the node counts, read at each scrape."""
+    master = parts.seat.master
+    return NodeCounters(
+        open_streams=len(parts.streams.open_commands()),
+        elections=parts.election.campaigns,
+        runner_failures=parts.worker.runner_failures if parts.worker is not None else 0,
+        events_indexed=master.events_indexed if master is not None else 0,
+        live_nodes=len(parts.members.live), is_master=parts.election.master == parts.node_id,
+        dropped_messages=dict(parts.dropped.counts))
+
+
+def api_context(parts: NodeParts, config: NodeConfig, router: Router) -> ApiContext:
+    worker, members, election = parts.worker, parts.members, parts.election
+    return ApiContext(
+        node_id=parts.node_id, public_key=parts.public_key, secure=parts.secure,
+        quorum=config.quorum, catalog=parts.catalog, replica=parts.replica,
+        telemetry=parts.telemetry, streams=parts.streams, traces=parts.traces,
+        send_command=parts.commands.send, auto_place=config.auto_place,
+        max_queue=config.max_queue, max_tokens=config.max_tokens,
+        queue_timeout_seconds=config.queue_timeout_seconds,
+        live_nodes=lambda: members.live, master_node=lambda: election.master,
+        runners_report=worker.runners_report if worker is not None else lambda: [],
+        ask_peer=partial(router.ask, PEER_READ_SERVICE),
+        versions=lambda: versions(built_ggml_version()),
+        logs=parts.logs, request_stop=parts.stop_requested.set)
+
+
+async def serve_node_api(parts: NodeParts, config: NodeConfig, router: Router) -> None:
+    """Serve the API until cancelled, and answer other nodes' peer reads."""
+    context = api_context(parts, config, router)
+    replica = parts.replica
+    context.metrics.watch_node(partial(node_counters, parts), lambda: replica.state)
+    router.answer_signed(PEER_READ_SERVICE, peer_read_handler(
+        context, asyncio.get_running_loop(), node_diagnostics))
+    await serve_api(create_app(context, config.security), config.api_host, config.api_port)

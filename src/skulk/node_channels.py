@@ -1,0 +1,72 @@
+"""The ends a node's components send on, each bound to a router topic.
+
+docs/architecture.md ("How a node is wired") lists who sends on each end and who receives
+what it carries.
+"""
+
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from pydantic import BaseModel
+
+from skulk.routing import topics
+from skulk.routing.router import Router
+from skulk.shared.types.chunks import DataChunk
+from skulk.shared.types.commands import Command, CommandEnvelope
+from skulk.shared.types.election import ElectionMessage, StateSyncMessage
+from skulk.shared.types.events import IndexedEvent, LocalEvent
+from skulk.shared.types.ids import NodeId
+from skulk.shared.types.telemetry import NodeTelemetry
+from skulk.shared.types.traces import RankSpans
+
+T = TypeVar("T", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class TopicSender(Generic[T]):
+    """A `Sender[T]` that publishes on `topic` (sealed by the router, to every member or
+    to the address the topic reads from each value)."""
+
+    router: Router
+    topic: topics.TypedTopic[T]
+
+    async def send(self, item: T, /) -> None:
+        await self.router.publish(self.topic, item)
+
+
+@dataclass(frozen=True)
+class CommandSender:
+    """A `Sender[Command]` to the master: each command goes out in an envelope naming this
+    node as its origin."""
+
+    router: Router
+    origin: NodeId
+
+    async def send(self, command: Command, /) -> None:
+        await self.router.publish(topics.COMMANDS,
+                                  CommandEnvelope(origin=self.origin, command=command))
+
+
+@dataclass(frozen=True)
+class NodeChannels:
+    """Every end the node's parts send on, built once the router exists."""
+
+    commands: CommandSender
+    local_events: TopicSender[LocalEvent]
+    indexed: TopicSender[IndexedEvent]
+    election: TopicSender[ElectionMessage]
+    sync: TopicSender[StateSyncMessage]
+    readings: TopicSender[NodeTelemetry]
+    chunks: TopicSender[DataChunk]
+    spans: TopicSender[RankSpans]
+
+    @classmethod
+    def on(cls, router: Router, node_id: NodeId) -> "NodeChannels":
+        return cls(commands=CommandSender(router, node_id),
+                   local_events=TopicSender(router, topics.LOCAL_EVENTS),
+                   indexed=TopicSender(router, topics.GLOBAL_EVENTS),
+                   election=TopicSender(router, topics.ELECTION),
+                   sync=TopicSender(router, topics.STATE_SYNC),
+                   readings=TopicSender(router, topics.TELEMETRY),
+                   chunks=TopicSender(router, topics.DATA),
+                   spans=TopicSender(router, topics.TRACE_SPANS))

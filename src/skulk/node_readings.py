@@ -1,0 +1,68 @@
+"""This node's readings: what the machine has (memory, engines, GPUs) and what the node's
+parts add (warm models, the weights port, reachability, endpoints and links).
+
+`NodeMachine` is what the worker's fit guard reads; `OwnReadings` is the reading the node
+publishes on the telemetry plane every few seconds.
+"""
+
+from skulk.cluster.reachability import ReachabilityProber
+from skulk.node_config import NodeConfig
+from skulk.node_links import NodeLinks
+from skulk.node_weights import NodeWeights
+from skulk.shared.types.ids import NodeId
+from skulk.shared.types.telemetry import GpuDevice, NodeTelemetry
+from skulk.worker.draft_service import ADVERTISED_DRAFTERS
+from skulk.worker.engines.node_options import EngineLimits
+from skulk.worker.telemetry import read_telemetry
+from skulk.worker.worker import Worker
+
+
+class NodeMachine:
+    """The machine under the node: its engines, its GPUs (refreshed as runners load, see
+    `keep_gpus`) and its memory now."""
+
+    def __init__(self, node_id: NodeId, config: NodeConfig, *, backends: list[str],
+                 gpus: list[GpuDevice]) -> None:
+        self.node_id = node_id
+        self.config = config
+        self.backends = backends
+        self.gpus = gpus
+        self.limits = EngineLimits.of(config.engine_options, config.batching)
+
+    def keep_gpus(self, gpus: list[GpuDevice]) -> None:
+        self.gpus = gpus
+
+    def read_memory(self) -> NodeTelemetry:
+        """This node's memory now, for the worker's fit guard."""
+        config = self.config
+        return read_telemetry(self.node_id, has_worker=True, backends=self.backends,
+                              data_dir=config.data_dir, gpus=self.gpus,
+                              memory_limit=config.memory_limit_bytes, limits=self.limits)
+
+
+class OwnReadings:
+    """Assembles the reading this node publishes from the machine and its parts."""
+
+    def __init__(self, machine: NodeMachine, *, prober: ReachabilityProber,
+                 links: NodeLinks, worker: Worker | None,
+                 weights: NodeWeights | None) -> None:
+        self._machine = machine
+        self._prober = prober
+        self._links = links
+        self._worker = worker
+        self._weights = weights
+
+    def reading(self) -> NodeTelemetry:
+        machine, config = self._machine, self._machine.config
+        worker = config.run_worker
+        reading = read_telemetry(
+            machine.node_id, has_worker=worker, backends=machine.backends if worker else [],
+            data_dir=config.data_dir,
+            warm=[] if self._worker is None else self._worker.warm_models(),
+            drafters=ADVERTISED_DRAFTERS if worker else [],
+            models_dir=config.data_dir / "models" if worker else None,
+            weights_port=None if self._weights is None else self._weights.port,
+            gpus=machine.gpus, memory_limit=config.memory_limit_bytes,
+            reachability=self._prober.reachability(),
+            limits=machine.limits if worker else None)
+        return self._links.stamp(reading)
