@@ -8,7 +8,13 @@ from functools import partial
 import anyio
 
 from skulk.api.app import create_app
-from skulk.api.context import ApiContext
+from skulk.api.context import (
+    ApiContext,
+    ApiSettings,
+    ClusterView,
+    NodeOperations,
+    RequestBook,
+)
 from skulk.api.log_buffer import LogBuffer
 from skulk.api.metrics import NodeCounters
 from skulk.api.peer_reads import PEER_READ_SERVICE, peer_read_handler
@@ -68,27 +74,35 @@ def node_counters(parts: NodeParts) -> NodeCounters:
         dropped_messages=dict(parts.dropped.counts))
 
 
+def api_settings(config: NodeConfig) -> ApiSettings:
+    return ApiSettings(quorum=config.quorum, auto_place=config.auto_place,
+                       max_queue=config.max_queue, max_tokens=config.max_tokens,
+                       queue_timeout_seconds=config.queue_timeout_seconds)
+
+
 def api_context(parts: NodeParts, config: NodeConfig, router: Router) -> ApiContext:
-    worker, members, election = parts.worker, parts.members, parts.election
+    worker = parts.worker
     return ApiContext(
-        node_id=parts.node_id, public_key=parts.public_key, secure=parts.secure,
-        quorum=config.quorum, catalog=parts.catalog, replica=parts.replica,
-        telemetry=parts.telemetry, streams=parts.streams, traces=parts.traces,
-        send_command=parts.commands.send, auto_place=config.auto_place,
-        max_queue=config.max_queue, max_tokens=config.max_tokens,
-        queue_timeout_seconds=config.queue_timeout_seconds,
-        live_nodes=lambda: members.live, master_node=lambda: election.master,
-        runners_report=worker.runners_report if worker is not None else lambda: [],
-        ask_peer=partial(router.ask, PEER_READ_SERVICE),
-        versions=lambda: versions(built_ggml_version()),
-        logs=parts.logs, request_stop=parts.stop_requested.set)
+        cluster=ClusterView(node_id=parts.node_id, catalog=parts.catalog,
+                            replica=parts.replica, telemetry=parts.telemetry,
+                            members=parts.members, election=parts.election,
+                            public_key=parts.public_key, secure=parts.secure),
+        requests=RequestBook(streams=parts.streams, commands=parts.commands,
+                             traces=parts.traces),
+        settings=api_settings(config),
+        operations=NodeOperations(
+            logs=parts.logs,
+            runners_report=worker.runners_report if worker is not None else lambda: [],
+            ask_peer=partial(router.ask, PEER_READ_SERVICE),
+            versions=lambda: versions(built_ggml_version()),
+            request_stop=parts.stop_requested.set))
 
 
 async def serve_node_api(parts: NodeParts, config: NodeConfig, router: Router) -> None:
     """Serve the API until cancelled, and answer other nodes' peer reads."""
     context = api_context(parts, config, router)
     replica = parts.replica
-    context.metrics.watch_node(partial(node_counters, parts), lambda: replica.state)
+    context.operations.metrics.watch_node(partial(node_counters, parts), lambda: replica.state)
     router.answer_signed(PEER_READ_SERVICE, peer_read_handler(
         context, asyncio.get_running_loop(), node_diagnostics))
     await serve_api(create_app(context, config.security), config.api_host, config.api_port)

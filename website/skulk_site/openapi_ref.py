@@ -18,7 +18,7 @@ DIALECT_NAMES = {"openai": "OpenAI", "anthropic": "Anthropic", "ollama": "Ollama
 def api_document() -> dict[str, Any]:
     """The OpenAPI document of a node's app, as `GET /openapi.json` serves it."""
     from skulk.api.app import create_app
-    from skulk.api.context import ApiContext
+    from skulk.api.context import ApiContext, ClusterView, RequestBook
     from skulk.api.streams import StreamRegistry
     from skulk.models.catalog import ModelCatalog
     from skulk.shared.replica import StateReplica
@@ -26,12 +26,14 @@ def api_document() -> dict[str, Any]:
     from skulk.shared.types.commands import Command
     from skulk.shared.types.ids import NodeId
 
-    async def no_master(command: Command) -> None:
-        raise RuntimeError("the reference page's app sends no commands")
+    class NoMaster:
+        async def send(self, command: Command, /) -> None:
+            raise RuntimeError("the reference page's app sends no commands")
 
-    context = ApiContext(node_id=NodeId("docs"), catalog=ModelCatalog([], Path(".")),
-                         replica=StateReplica(), telemetry=TelemetryView(),
-                         streams=StreamRegistry(), send_command=no_master)
+    context = ApiContext(
+        cluster=ClusterView(node_id=NodeId("docs"), catalog=ModelCatalog([], Path(".")),
+                            replica=StateReplica(), telemetry=TelemetryView()),
+        requests=RequestBook(streams=StreamRegistry(), commands=NoMaster()))
     return create_app(context).openapi()
 
 

@@ -48,7 +48,7 @@ def create_app(context: ApiContext, security: ApiSecurity | None = None,
     install_error_handlers(app)
     app.add_middleware(JsonBodyMiddleware)  # innermost: any body is read as JSON
     app.add_middleware(SecurityMiddleware, security=security)
-    app.add_middleware(RequestCounter, metrics=context.metrics)  # counts refusals too
+    app.add_middleware(RequestCounter, metrics=context.operations.metrics)  # counts refusals too
     if security.cors_origins:  # outermost, so preflights are answered before the key check
         app.add_middleware(CORSMiddleware, allow_origins=security.cors_origins,
                            allow_methods=["*"], allow_headers=["*"],

@@ -47,7 +47,7 @@ class Completion:
 
 async def _measured(context: ApiContext, generation: Generation) -> AsyncIterator[Chunk]:
     """The generation's chunks, timing the gaps between them and counting tokens."""
-    metrics = context.metrics
+    metrics = context.operations.metrics
     last = time.monotonic()
     streaming_from = now_us()
     async for chunk in generation.chunks():
@@ -56,7 +56,7 @@ async def _measured(context: ApiContext, generation: Generation) -> AsyncIterato
         last = now
         if isinstance(chunk, TokenChunk) and chunk.usage is not None:
             metrics.tokens_generated.inc(chunk.usage.completion_tokens)
-            task = context.replica.state.task_for_command(generation.current_command_id)
+            task = context.cluster.replica.state.task_for_command(generation.current_command_id)
             metrics.count_speculation(task.instance_id if task else "unknown", chunk.usage)
         trace = generation.trace
         if trace is not None and isinstance(chunk, TokenChunk) and chunk.finish_reason:

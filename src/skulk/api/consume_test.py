@@ -6,7 +6,7 @@ import pytest
 from starlette.types import Message
 
 from skulk.api.consume import event_stream
-from skulk.api.context import ApiContext
+from skulk.api.context import ApiContext, ClusterView, RequestBook
 from skulk.api.generation import Generation
 from skulk.api.streams import StreamRegistry
 from skulk.api.submit import Submitted
@@ -16,6 +16,7 @@ from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.chunks import TokenChunk
 from skulk.shared.types.commands import CancelTask, Command, TaskFinished
 from skulk.shared.types.ids import CommandId, NodeId
+from skulk.testing.channels import SendThrough
 
 
 @pytest.mark.anyio
@@ -25,11 +26,12 @@ async def test_a_stream_never_iterated_is_still_cancelled_and_forgotten() -> Non
     async def send_command(command: Command) -> None:
         sent.append(command)
 
-    context = ApiContext(node_id=NodeId("a"), catalog=ModelCatalog([], Path(".")),
-                         replica=StateReplica(), telemetry=TelemetryView(),
-                         streams=StreamRegistry(), send_command=send_command)
+    context = ApiContext(
+        cluster=ClusterView(node_id=NodeId("a"), catalog=ModelCatalog([], Path(".")),
+                            replica=StateReplica(), telemetry=TelemetryView()),
+        requests=RequestBook(streams=StreamRegistry(), commands=SendThrough(send_command)))
     command_id = CommandId("cmd-1")
-    stream = context.streams.open(command_id)
+    stream = context.requests.streams.open(command_id)
     first = TokenChunk(text="hi")
     generation = Generation(context, command_id, Submitted(command_id, stream, first), first, 0)
     iterated = False
@@ -49,7 +51,7 @@ async def test_a_stream_never_iterated_is_still_cancelled_and_forgotten() -> Non
     response = event_stream(generation, frames())
     with anyio.fail_after(5):
         await response({"type": "http", "asgi": {"spec_version": "2.0"}}, receive, send)
-    assert not iterated and not context.streams.is_open(command_id)
+    assert not iterated and not context.requests.streams.is_open(command_id)
     cancel, finished = sent
     assert isinstance(cancel, CancelTask) and cancel.target_command_id == command_id
     assert isinstance(finished, TaskFinished) and finished.target_command_id == command_id

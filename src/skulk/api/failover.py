@@ -77,10 +77,10 @@ class Failover:
                 outcome = ErrorChunk(error_kind="runner_failed", message=(
                     f"the instance serving this request failed ({error.message}) and no "
                     f"other could take over: {failure.message}"))
-        self.context.metrics.failovers.labels(error.error_kind).inc()
-        self.context.metrics.failover_seconds.observe(time.monotonic() - started)
+        self.context.operations.metrics.failovers.labels(error.error_kind).inc()
+        self.context.operations.metrics.failover_seconds.observe(time.monotonic() - started)
         self.spans.append(Span(name=f"api.failover.{error.error_kind}",
-                               node_id=self.context.node_id, start_us=started_us,
+                               node_id=self.context.cluster.node_id, start_us=started_us,
                                duration_us=max(now_us() - started_us, 0)))
         return outcome
 
@@ -94,7 +94,7 @@ class Failover:
     def _exclude(self, failed: CommandId) -> None:
         """The failed attempt's instance, and its nodes (the dead ones, or all when none
         died: a live node whose runner failed is picked again only when nothing else fits)."""
-        state = self.context.replica.state
+        state = self.context.cluster.replica.state
         task = state.task_for_command(failed)
         if task is None:
             return
@@ -103,7 +103,7 @@ class Failover:
         if instance is None:
             return
         nodes = {shard.node_id for shard in instance.shards.values()}
-        live = self.context.live_nodes()
+        live = self.context.cluster.live_nodes()
         self.excluded_nodes |= (nodes - set(live)) or nodes
 
 
@@ -127,18 +127,18 @@ async def serve_elsewhere(context: ApiContext, model_id: ModelId,
     second copy beside it. Raises `ApiError`."""
     def usable(state: State) -> list[Instance]:
         return usable_instances(state, model_id, excluded_instances,
-                                set(context.live_nodes()) | {context.node_id})
+                                set(context.cluster.live_nodes()) | {context.cluster.node_id})
 
-    lock = context.placement_locks.setdefault(model_id, anyio.Lock())
+    lock = context.requests.placement_locks.setdefault(model_id, anyio.Lock())
     async with lock:  # streams failing over together place one instance, not one each
-        if not usable(context.replica.state):
-            if context.auto_place:
+        if not usable(context.cluster.replica.state):
+            if context.settings.auto_place:
                 await _place_away_from(context, model_id, excluded_instances,
                                        excluded_nodes)
             # Placement is the operator's: wait for the master's replacement (a split
             # instance whose rank ended is placed again) or the operator's.
-            elif await context.replica.wait_for(
-                    lambda s: bool(usable(s)), context.ready_timeout_seconds) is None:
+            elif await context.cluster.replica.wait_for(
+                    lambda s: bool(usable(s)), context.settings.ready_timeout_seconds) is None:
                 raise ApiError(503, f"no other instance of '{model_id}' came up and "
                                "automatic placement is off", type="server_error",
                                code="runner_failed")
@@ -146,7 +146,7 @@ async def serve_elsewhere(context: ApiContext, model_id: ModelId,
     def placed(state: State) -> list[Instance]:
         # Failed ones too: a runner that died comes back (its worker restarts it).
         return usable_instances(state, model_id, excluded_instances,
-                                set(context.live_nodes()) | {context.node_id},
+                                set(context.cluster.live_nodes()) | {context.cluster.node_id},
                                 failed_too=True)
 
     def settled(state: State) -> bool:
@@ -154,7 +154,7 @@ async def serve_elsewhere(context: ApiContext, model_id: ModelId,
         return not candidates or any(instance_status(state, i) == "ready"
                                      for i in candidates)
 
-    state = await context.replica.wait_for(settled, context.ready_timeout_seconds)
+    state = await context.cluster.replica.wait_for(settled, context.settings.ready_timeout_seconds)
     if state is None or not any(instance_status(state, i) == "ready" for i in placed(state)):
         raise ApiError(503, f"the new instance of '{model_id}' did not become ready",
                        type="server_error", code="runner_failed")
@@ -163,7 +163,7 @@ async def serve_elsewhere(context: ApiContext, model_id: ModelId,
 async def _place_away_from(context: ApiContext, model_id: ModelId,
                            excluded_instances: list[InstanceId],
                            excluded_nodes: set[NodeId]) -> None:
-    live = set(context.live_nodes()) | {context.node_id}
+    live = set(context.cluster.live_nodes()) | {context.cluster.node_id}
     live_excluded = excluded_nodes & live
     try:
         await place_instance(context, PlaceInstance(
@@ -172,7 +172,7 @@ async def _place_away_from(context: ApiContext, model_id: ModelId,
     except ApiError:
         if not live_excluded:
             raise
-        state = context.replica.state
+        state = context.cluster.replica.state
         recovering = [i for i in excluded_instances if i in state.instances and all(
             s.node_id in live for s in state.instances[i].shards.values())]
         if recovering:

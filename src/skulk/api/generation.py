@@ -76,7 +76,7 @@ class Generation:
             if not isinstance(outcome, Submitted):
                 return outcome
             self.attempt = outcome
-            failover.context.command_aliases[self.command_id] = outcome.command_id
+            failover.context.requests.command_aliases[self.command_id] = outcome.command_id
             chunk = outcome.first
         return chunk
 
@@ -91,22 +91,22 @@ async def open_generation(context: ApiContext, params: GenerationParams,
     is queued cancels it at once.
     """
     started, started_us = time.monotonic(), now_us()
-    params = capped(params, context.max_tokens)
-    tracing = context.traces.enabled
+    params = capped(params, context.settings.max_tokens)
+    tracing = context.requests.traces.enabled
     await ensure_serving(context, params.model_id)
     serving_us = now_us()
     generation = await _start(
         context, params.model_copy(update={"trace": True}) if tracing else params,
         None if request is None else request.is_disconnected)
-    context.metrics.time_to_first_token.observe(time.monotonic() - started)
+    context.operations.metrics.time_to_first_token.observe(time.monotonic() - started)
     if tracing:
-        trace = RequestTrace(generation.command_id, params.model_id, context.node_id,
+        trace = RequestTrace(generation.command_id, params.model_id, context.cluster.node_id,
                              started_us=started_us)
         trace.span("api.ensure_serving", started_us, serving_us)
         trace.span("api.wait_first_chunk", serving_us)
         if generation.failover is not None:
             trace.spans += generation.failover.spans
-        generation.trace = context.traces.begin(trace)
+        generation.trace = context.requests.traces.begin(trace)
     return generation
 
 
@@ -136,6 +136,6 @@ async def finish_generation(context: ApiContext, generation: Generation) -> None
     generation.released = True
     if generation.trace is not None:
         generation.trace.end("abandoned")  # unless its final chunk ended it already
-    context.command_aliases.pop(generation.command_id, None)
+    context.requests.command_aliases.pop(generation.command_id, None)
     await release(context, generation.current_command_id,
                   cancel=not generation.done and not generation.stream.finished)

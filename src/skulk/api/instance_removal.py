@@ -11,7 +11,7 @@ UNSEEN_REASON = ("this node did not see why (it may have joined later or followe
 
 def removed_instance_error(context: ApiContext, instance_id: InstanceId) -> ApiError | None:
     """410 with the reason when this node saw `instance_id` removed; None otherwise."""
-    removal = context.replica.removed.get(instance_id)
+    removal = context.cluster.replica.removed.get(instance_id)
     if removal is None:
         return None
     return ApiError(410, f"instance {instance_id} of {removal.model_id} was removed: "
@@ -24,7 +24,7 @@ def placement_failed_error(context: ApiContext, model_id: ModelId,
     """The placement of `model_id` ended without a ready instance: 422 (retrying the same
     request would only fail the same way) with the removal's reason, the one of
     `instance_id` when given, else the newest of the model's after `after_seq`."""
-    removed = context.replica.removed
+    removed = context.cluster.replica.removed
     removal = (removed.get(instance_id) if instance_id is not None
                else removed.latest_of_model(model_id, after_seq))
     why = UNSEEN_REASON if removal is None else removal.reason

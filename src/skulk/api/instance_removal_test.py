@@ -11,6 +11,7 @@ from skulk.shared.types.chunks import ErrorChunk
 from skulk.shared.types.commands import Command, DeleteInstance, PlaceInstance
 from skulk.shared.types.events import InstanceDeleted
 from skulk.shared.types.ids import CommandId, InstanceId, ModelId
+from skulk.testing.channels import SendThrough
 from skulk.testing.placement import GIB, node
 
 HUB_DOWN = ("node a gave it up: cannot list Qwen/Qwen2.5-0.5B-Instruct-GGUF on the hub: "
@@ -25,7 +26,7 @@ def giving_up(context: ApiContext, master: InProcessMaster) -> None:
             await master.send(DeleteInstance(command_id=CommandId("del"),
                                              instance_id=command.instance_id,
                                              reason=HUB_DOWN))
-    context.send_command = send
+    context.requests.commands = SendThrough(send)
 
 
 @pytest.mark.anyio

@@ -35,20 +35,20 @@ class ModelAvailability:
 def holders(context: ApiContext, card: ModelCard) -> list[NodeId]:
     """The nodes holding `card`'s weights whole: from their telemetry, the announced
     cards' holders, and this node's own files (a bundled model is in no store)."""
-    found = set(context.replica.state.model_card_holders.get(card.model_id, []))
-    for node_id, reading in context.telemetry.live().items():
+    found = set(context.cluster.replica.state.model_card_holders.get(card.model_id, []))
+    for node_id, reading in context.cluster.telemetry.live().items():
         if any(held.model_id == card.model_id and held.layers is None
                for held in reading.held_models):
             found.add(node_id)
-    if any(context.catalog.local_path(card, source.format) for source in card.sources):
-        found.add(context.node_id)
+    if any(context.cluster.catalog.local_path(card, source.format) for source in card.sources):
+        found.add(context.cluster.node_id)
     return sorted(found)
 
 
 def availability(context: ApiContext, card: ModelCard) -> ModelAvailability:
     held_by = holders(context, card)
     status: ModelStatus = "download"
-    if context.replica.state.instances_of(card.model_id):
+    if context.cluster.replica.state.instances_of(card.model_id):
         status = "running"
     elif held_by:
         status = "held"
@@ -58,7 +58,7 @@ def availability(context: ApiContext, card: ModelCard) -> ModelAvailability:
 def listed_models(context: ApiContext, *, everything: bool) -> list[ModelAvailability]:
     """Running models first, then held ones, each in catalogue order; with `everything`,
     the cards that need a download after them."""
-    known = [availability(context, card) for card in context.catalog.cards()]
+    known = [availability(context, card) for card in context.cluster.catalog.cards()]
     shown = [model for model in known if everything or model.status != "download"]
     return sorted(shown, key=lambda model: _STATUS_ORDER[model.status])
 
@@ -66,7 +66,7 @@ def listed_models(context: ApiContext, *, everything: bool) -> list[ModelAvailab
 def unknown_model(context: ApiContext, name: str) -> ApiError:
     """The 404 for a name no card has: its close matches, and what the cluster can answer
     now, rather than the whole catalogue."""
-    cards = context.catalog.cards()
+    cards = context.cluster.catalog.cards()
     by_name = {alias.lower(): card.model_id
                for card in cards for alias in (card.model_id, *card.aliases)}
     wanted = name.lower()

@@ -26,10 +26,10 @@ def read_locally(context: ApiContext, path: str,
     if path == "/v1/diagnostics/node":
         return 200, node_diagnostics(context)
     if path == "/v1/traces":
-        return 200, {"node_id": context.node_id,
-                     "traces": [trace.summary() for trace in context.traces.all()]}
+        return 200, {"node_id": context.cluster.node_id,
+                     "traces": [trace.summary() for trace in context.requests.traces.all()]}
     if path.startswith("/v1/traces/") and path.count("/") == 3:
-        trace = context.traces.get(CommandId(path.rsplit("/", 1)[1]))
+        trace = context.requests.traces.get(CommandId(path.rsplit("/", 1)[1]))
         if trace is None:
             return 404, {"error": "no such trace here"}
         return 200, chrome_trace(trace)

@@ -17,7 +17,7 @@ async def ask_peers(context: ApiContext, path: str,
     errors: dict[NodeId, str] = {}
 
     async def ask(node_id: NodeId) -> None:
-        reply = await context.ask_peer(node_id, path.encode(), ANSWER_TIMEOUT_SECONDS)
+        reply = await context.operations.ask_peer(node_id, path.encode(), ANSWER_TIMEOUT_SECONDS)
         if reply is None:
             errors[node_id] = ("no signed answer within "
                                f"{ANSWER_TIMEOUT_SECONDS:.0f} s (the node serves no API, "
@@ -35,7 +35,7 @@ async def ask_peers(context: ApiContext, path: str,
             errors[node_id] = f"{status}: {body}"
 
     async with anyio.create_task_group() as tasks:
-        for node_id in sorted(context.live_nodes()):
-            if node_id != context.node_id:
+        for node_id in sorted(context.cluster.live_nodes()):
+            if node_id != context.cluster.node_id:
                 tasks.start_soon(ask, node_id)
     return answers, errors

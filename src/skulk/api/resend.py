@@ -20,6 +20,6 @@ async def resend_until(context: ApiContext, command: Command,
     """Resend a sent command every `COMMAND_RESEND_SECONDS` until `acknowledged(state)`."""
     while True:
         await anyio.sleep(COMMAND_RESEND_SECONDS)
-        if acknowledged(context.replica.state):
+        if acknowledged(context.cluster.replica.state):
             return
-        await context.send_command(command)
+        await context.requests.commands.send(command)

@@ -21,7 +21,7 @@ PLACEMENT_ACK_SECONDS = 30.0
 def resolve_card(context: ApiContext, model: str) -> ModelCard:
     """The card of a model named by id or alias; an unknown name is a 404 naming close
     matches and what the cluster can answer."""
-    card = context.catalog.resolve(model)
+    card = context.cluster.catalog.resolve(model)
     if card is None:
         raise unknown_model(context, model)
     return card
@@ -36,15 +36,15 @@ async def place_instance(context: ApiContext, command: PlaceInstance,
         if command.unless_served and state.instances_of(command.model_id):
             return True
         return (command.instance_id in state.instances
-                or context.replica.removed.get(command.instance_id) is not None)
+                or context.cluster.replica.removed.get(command.instance_id) is not None)
 
-    stream = context.streams.open(command.command_id)
+    stream = context.requests.streams.open(command.command_id)
     outcome: list[ErrorChunk | None] = []
     try:
-        await context.send_command(command)  # a refusal here raises as it is
+        await context.requests.commands.send(command)  # a refusal here raises as it is
         async with anyio.create_task_group() as tasks:
             async def created() -> None:
-                await context.replica.wait_for(placed, timeout)
+                await context.cluster.replica.wait_for(placed, timeout)
                 outcome.append(None)
                 tasks.cancel_scope.cancel()
 
@@ -57,21 +57,21 @@ async def place_instance(context: ApiContext, command: PlaceInstance,
             tasks.start_soon(rejected)
             tasks.start_soon(resend_until, context, command, placed)
     finally:
-        context.streams.close(command.command_id)
+        context.requests.streams.close(command.command_id)
     if outcome and outcome[0] is not None:
         raise ApiError.from_chunk(outcome[0])
-    if not placed(context.replica.state):
+    if not placed(context.cluster.replica.state):
         raise ApiError(504, f"the master did not place {command.model_id} within {timeout:.0f} s",
                        type="server_error", code="timeout")
 
 
 async def ensure_serving(context: ApiContext, model_id: ModelId) -> None:
     """Return once an instance of the model serves; place one first if allowed."""
-    removals_before = context.replica.removed.last_seq
-    lock = context.placement_locks.setdefault(model_id, anyio.Lock())
+    removals_before = context.cluster.replica.removed.last_seq
+    lock = context.requests.placement_locks.setdefault(model_id, anyio.Lock())
     async with lock:  # concurrent first requests place the model once
-        if not context.replica.state.instances_of(model_id):
-            if not context.auto_place:
+        if not context.cluster.replica.state.instances_of(model_id):
+            if not context.settings.auto_place:
                 raise ApiError(404, f"no instance of '{model_id}' is running and automatic "
                                f"placement is off; place it with POST /place_instance "
                                f"or `skulk place {model_id}`", code="model_not_found")
@@ -82,10 +82,10 @@ async def ensure_serving(context: ApiContext, model_id: ModelId) -> None:
     def settled(state: State) -> bool:
         return has_ready_instance(state, model_id) or not state.instances_of(model_id)
 
-    state = await context.replica.wait_for(settled, context.ready_timeout_seconds)
+    state = await context.cluster.replica.wait_for(settled, context.settings.ready_timeout_seconds)
     if state is None:
         raise ApiError(503, f"'{model_id}' is still loading after "
-                       f"{context.ready_timeout_seconds:.0f} s; try again shortly",
+                       f"{context.settings.ready_timeout_seconds:.0f} s; try again shortly",
                        type="server_error", code="model_loading")
     if not has_ready_instance(state, model_id):
         raise placement_failed_error(context, model_id, after_seq=removals_before)

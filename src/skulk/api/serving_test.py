@@ -6,7 +6,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from skulk.api.context import ApiContext
+from skulk.api.context import ApiContext, ApiSettings, ClusterView, RequestBook
 from skulk.api.serving import ensure_serving
 from skulk.api.streams import StreamRegistry
 from skulk.master.commands import CommandContext, events_for_command
@@ -33,6 +33,7 @@ from skulk.shared.types.ids import (
 from skulk.shared.types.runners import RunnerReady
 from skulk.shared.types.state import State
 from skulk.shared.types.telemetry import NodeTelemetry
+from skulk.testing.channels import SendThrough
 
 MODEL = ModelId("smollm2-135m")
 MASTER = NodeId("node-a")
@@ -80,10 +81,12 @@ class LaggingMaster:
 
 
 def api(master: LaggingMaster) -> ApiContext:
-    return ApiContext(node_id=NodeId("node-b"), catalog=ModelCatalog.builtin(Path(".")),
-                      replica=master.replica, telemetry=TelemetryView(),
-                      streams=StreamRegistry(), send_command=master.send_command,
-                      ready_timeout_seconds=5)
+    return ApiContext(
+        cluster=ClusterView(node_id=NodeId("node-b"), catalog=ModelCatalog.builtin(Path(".")),
+                            replica=master.replica, telemetry=TelemetryView()),
+        requests=RequestBook(streams=StreamRegistry(),
+                             commands=SendThrough(master.send_command)),
+        settings=ApiSettings(ready_timeout_seconds=5))
 
 
 def replacement() -> PlaceInstance:

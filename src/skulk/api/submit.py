@@ -38,13 +38,14 @@ async def submit(context: ApiContext, params: GenerationParams,
     it waits for its first chunk, a request still queued after the queue deadline is
     refused (503), and one whose client went away is cancelled at once (499)."""
     command_id = new_command_id()
-    stream = context.streams.open(command_id)  # before the command: no chunk is missed
-    command = TextGeneration(command_id=command_id, owner_node=context.node_id, params=params,
+    stream = context.requests.streams.open(command_id)  # before the command: no chunk is missed
+    command = TextGeneration(command_id=command_id, owner_node=context.cluster.node_id,
+                             params=params,
                              excluded_instances=excluded_instances or [], bounded=bounded,
-                             max_queue=context.max_queue if bounded else None)
+                             max_queue=context.settings.max_queue if bounded else None)
     refusal: list[ApiError] = []
     try:
-        await context.send_command(command)  # a refusal here raises as it is
+        await context.requests.commands.send(command)  # a refusal here raises as it is
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(resend_until, context, command,
                              lambda s: s.task_for_command(command_id) is not None)
@@ -65,13 +66,13 @@ async def submit(context: ApiContext, params: GenerationParams,
 async def _queue_deadline(context: ApiContext, command_id: CommandId, refusal: list[ApiError],
                           scope: anyio.CancelScope) -> None:
     """Refuse the request if its task has not started running by the queue deadline."""
-    await anyio.sleep(context.queue_timeout_seconds)
-    task = context.replica.state.task_for_command(command_id)
+    await anyio.sleep(context.settings.queue_timeout_seconds)
+    task = context.cluster.replica.state.task_for_command(command_id)
     if task is not None and task.status != "pending":
         return  # running (a long prompt may take a while to its first token)
     refusal.append(ApiError(
-        503, f"the request waited {context.queue_timeout_seconds:.0f} s in the queue without "
-        "starting; the model is busy, retry later or place another instance",
+        503, f"the request waited {context.settings.queue_timeout_seconds:.0f} s in the queue "
+        "without starting; the model is busy, retry later or place another instance",
         type="server_error", code="queue_timeout"))
     scope.cancel()
 
@@ -87,9 +88,9 @@ async def _watch_client(client_gone: Callable[[], Awaitable[bool]], refusal: lis
 async def release(context: ApiContext, command_id: CommandId, cancel: bool) -> None:
     """Close the stream, cancel the task if asked, and let the master forget it."""
     with anyio.CancelScope(shield=True):
-        context.streams.close(command_id)
+        context.requests.streams.close(command_id)
         if cancel:
-            await context.send_command(CancelTask(command_id=new_command_id(),
+            await context.requests.commands.send(CancelTask(command_id=new_command_id(),
                                                   target_command_id=command_id))
-        await context.send_command(TaskFinished(command_id=new_command_id(),
+        await context.requests.commands.send(TaskFinished(command_id=new_command_id(),
                                                 target_command_id=command_id))

@@ -13,10 +13,10 @@ router = APIRouter(tags=["requests"])
 @router.post("/v1/cancel/{command_id}",
              summary="Cancel a running generation by the command id its response announced")
 async def cancel(command_id: CommandId, context: Context) -> dict[str, str]:
-    serving = context.command_aliases.get(command_id, command_id)  # after a failover
-    task = context.replica.state.task_for_command(serving)
+    serving = context.requests.command_aliases.get(command_id, command_id)  # after a failover
+    task = context.cluster.replica.state.task_for_command(serving)
     if task is None:
         raise ApiError(404, f"no running request '{command_id}'", code="request_not_found")
-    await context.send_command(CancelTask(command_id=new_command_id(),
+    await context.requests.commands.send(CancelTask(command_id=new_command_id(),
                                           target_command_id=serving))
     return {"cancelled": command_id, "task_id": task.task_id}

@@ -50,8 +50,9 @@ class Forgetting(BaseModel):
 @router.post("/cluster/forget", summary="Drop a member gone for good from the agreed "
              "membership (lets a side that will never see it again make changes)")
 async def forget(body: Forgetting, context: Context) -> dict[str, object]:
-    await context.send_command(ForgetMember(command_id=new_command_id(), node_id=body.node_id))
-    forgotten = await context.replica.wait_for(
+    await context.requests.commands.send(ForgetMember(command_id=new_command_id(),
+                                                      node_id=body.node_id))
+    forgotten = await context.cluster.replica.wait_for(
         lambda state: body.node_id not in state.members, REVOKE_TIMEOUT_SECONDS)
     if forgotten is None:
         raise ApiError(503, "the master did not record it in time; retry",
@@ -76,20 +77,22 @@ def _links(reading: NodeTelemetry | None) -> dict[str, object]:
 
 
 def _partition(context: ApiContext, live: set[NodeId]) -> dict[str, object]:
-    standing = Standing(live=frozenset(live), agreed=frozenset(context.replica.state.members))
+    standing = Standing(live=frozenset(live),
+                        agreed=frozenset(context.cluster.replica.state.members))
     return {"agreed_members": sorted(standing.agreed), "majority": standing.majority,
-            "quorum": context.quorum,
+            "quorum": context.settings.quorum,
             "reason": None if standing.majority else standing.describe()}
 
 
 @router.post("/cluster/revoke", summary="Expel a member: its messages are refused at once, "
              "its TLS links from each member's next start")
 async def revoke(body: Revocation, context: Context) -> dict[str, object]:
-    if body.node_id == context.node_id:
+    if body.node_id == context.cluster.node_id:
         raise ApiError(400, "a node cannot revoke itself: ask another member",
                        code="invalid_request")
-    await context.send_command(RevokeNode(command_id=new_command_id(), node_id=body.node_id))
-    revoked = await context.replica.wait_for(
+    await context.requests.commands.send(RevokeNode(command_id=new_command_id(),
+                                                    node_id=body.node_id))
+    revoked = await context.cluster.replica.wait_for(
         lambda state: body.node_id in state.revoked_nodes, REVOKE_TIMEOUT_SECONDS)
     if revoked is None:
         raise ApiError(503, "the master did not record the revocation in time; retry",
@@ -101,9 +104,9 @@ async def revoke(body: Revocation, context: Context) -> dict[str, object]:
 
 @router.get("/cluster", summary="Cluster summary: master, nodes with health, instances")
 async def cluster(context: Context) -> dict[str, object]:
-    state = context.replica.state
-    readings = context.telemetry.live()
-    live = set(context.live_nodes()) or {context.node_id}
+    state = context.cluster.replica.state
+    readings = context.cluster.telemetry.live()
+    live = set(context.cluster.live_nodes()) or {context.cluster.node_id}
     health = node_health(live | set(readings), readings, live, state, time.time())
     edges = topology(readings).edges
     nodes = []
@@ -133,12 +136,12 @@ async def cluster(context: Context) -> dict[str, object]:
                 for e in edges if e.from_node == node_id],
         })
     return {
-        "node_id": context.node_id,
-        "master_node_id": context.master_node(),
-        "security": "tls" if context.secure else "insecure",
+        "node_id": context.cluster.node_id,
+        "master_node_id": context.cluster.master_node(),
+        "security": "tls" if context.cluster.secure else "insecure",
         "partition": _partition(context, live),
-        **_links(readings.get(context.node_id)),
-        "session": context.replica.session,
+        **_links(readings.get(context.cluster.node_id)),
+        "session": context.cluster.replica.session,
         "nodes": nodes,
         "instances": [instance_body(state, i) for i in state.instances.values()],
         "tasks_in_flight": len(state.tasks),

@@ -40,7 +40,7 @@ async def create_session(body: CreateSession, context: Context) -> dict[str, obj
     if body.system is not None and body.kind == "tokens":
         raise ApiError(400, "a token session takes no system prompt; append its tokens",
                        param="system")
-    session = context.conversations.create(card.model_id, body.kind)
+    session = context.requests.conversations.create(card.model_id, body.kind)
     if body.system:
         session.messages.append(ChatMessage(role="system", content=body.system))
     return _info(context, session)
@@ -48,12 +48,12 @@ async def create_session(body: CreateSession, context: Context) -> dict[str, obj
 
 @router.get("/v1/sessions/{session_id}", summary="A session's history length, cache and KV")
 async def session_info(session_id: ConversationId, context: Context) -> dict[str, object]:
-    return _info(context, context.conversations.get(session_id))
+    return _info(context, context.requests.conversations.get(session_id))
 
 
 @router.delete("/v1/sessions/{session_id}", summary="Close a session")
 async def close_session(session_id: ConversationId, context: Context) -> dict[str, object]:
-    session = context.conversations.close(session_id)
+    session = context.requests.conversations.close(session_id)
     return {"closed": session.session_id, "turns": session.turns}
 
 
@@ -61,7 +61,7 @@ async def close_session(session_id: ConversationId, context: Context) -> dict[st
              summary="Append messages (chat session) or token ids (token session)")
 async def append(session_id: ConversationId, body: Append,
                  context: Context) -> dict[str, object]:
-    session = context.conversations.get(session_id)
+    session = context.requests.conversations.get(session_id)
     if session.busy:
         raise ApiError(409, f"session '{session_id}' is generating; wait for it to finish",
                        code="session_busy")
@@ -85,7 +85,7 @@ async def append(session_id: ConversationId, body: Append,
              summary="Generate the next turn; the reply is appended to the session")
 async def generate(session_id: ConversationId, body: Generate, request: Request,
                    context: Context) -> Response:
-    session = context.conversations.get(session_id)
+    session = context.requests.conversations.get(session_id)
     if session.busy:
         raise ApiError(409, f"session '{session_id}' is already generating; one turn at a "
                        "time", code="session_busy")

@@ -46,9 +46,9 @@ def _process(pid: int | None) -> dict[str, object] | None:
 
 
 def node_diagnostics(context: ApiContext) -> dict[str, object]:
-    state = context.replica.state
+    state = context.cluster.replica.state
     memory = psutil.virtual_memory()
-    runners = context.runners_report()
+    runners = context.operations.runners_report()
     for runner in runners:
         pid = runner.get("pid")
         runner["process"] = _process(pid if isinstance(pid, int) else None)
@@ -58,34 +58,34 @@ def node_diagnostics(context: ApiContext) -> dict[str, object]:
                      "world_size": shard.world_size,
                      "status": getattr(state.runners.get(runner_id), "kind", None)}
                     for runner_id, shard in instance.shards.items()
-                    if shard.node_id == context.node_id]}
+                    if shard.node_id == context.cluster.node_id]}
         for instance in state.instances.values()
-        if any(s.node_id == context.node_id for s in instance.shards.values())]
-    live = context.live_nodes()
+        if any(s.node_id == context.cluster.node_id for s in instance.shards.values())]
+    live = context.cluster.live_nodes()
     warnings = [reason.__dict__ for reason in node_reasons(
-        context.node_id, context.telemetry.live().get(context.node_id),
-        context.node_id in live or not live, state, time.time())]
-    if context.master_node() is None:
+        context.cluster.node_id, context.cluster.telemetry.live().get(context.cluster.node_id),
+        context.cluster.node_id in live or not live, state, time.time())]
+    if context.cluster.master_node() is None:
         warnings.append({"code": "no_master", "level": "warn",
                          "message": "no master elected yet",
                          "remedy": "wait a few seconds; if it lasts, check the peers' links"})
     return {
-        "node_id": context.node_id,
+        "node_id": context.cluster.node_id,
         "runtime": {"skulk": __version__, "python": sys.version.split()[0],
                     "platform": platform.platform(), "pid": os.getpid(),
-                    "uptime_seconds": round(time.monotonic() - context.started_at, 1),
+                    "uptime_seconds": round(time.monotonic() - context.operations.started_at, 1),
                     "packages": _versions()},
         "resources": {"cpu_count": os.cpu_count(), "load_average": os.getloadavg(),
                       "memory_total_bytes": memory.total,
                       "memory_available_bytes": memory.available,
                       "process": _process(os.getpid())},
-        "cluster": {"master_node_id": context.master_node(), "live_nodes": sorted(live),
-                    "session": context.replica.session,
+        "cluster": {"master_node_id": context.cluster.master_node(), "live_nodes": sorted(live),
+                    "session": context.cluster.replica.session,
                     "last_event_applied": state.last_event_applied_idx},
         "runners": runners,
         "placements": placements,
-        "open_streams": len(context.streams.open_commands()),
-        "sessions_open": context.conversations.open_count(),
+        "open_streams": len(context.requests.streams.open_commands()),
+        "sessions_open": context.requests.conversations.open_count(),
         "warnings": warnings,
     }
 
@@ -100,6 +100,6 @@ async def diagnostics_node(context: Context) -> dict[str, object]:
             summary="Every live node's diagnostics, fetched from each node")
 async def diagnostics_cluster(context: Context) -> dict[str, object]:
     answers, errors = await ask_peers(context, "/v1/diagnostics/node")
-    return {"node_id": context.node_id,
-            "nodes": {context.node_id: node_diagnostics(context), **answers},
+    return {"node_id": context.cluster.node_id,
+            "nodes": {context.cluster.node_id: node_diagnostics(context), **answers},
             "errors": errors}

@@ -5,7 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
-from skulk.api.context import Context
+from skulk.api.context import Cluster
 from skulk.shared.types.ids import NodeId, SessionId
 
 router = APIRouter(tags=["cluster"])
@@ -41,13 +41,13 @@ class RecentEventsView(BaseModel):
 @router.get("/events", response_model=RecentEventsView,
             summary="Recent indexed events this node applied (the last 1000 are kept)")
 async def recent_events(
-        context: Context,
+        cluster: Cluster,
         after_seq: int = Query(default=0, ge=0, description="Only records newer than this."),
         limit: int = Query(default=200, ge=1, le=MAX_LIMIT, description="At most this many."),
         kind: Annotated[list[str] | None,
                         Query(description="Only these event types (repeatable).")] = None,
 ) -> RecentEventsView:
-    recent = context.replica.recent
+    recent = cluster.replica.recent
     records = recent.query(after_seq=after_seq, limit=limit, kinds=set(kind or ()))
-    return RecentEventsView(node_id=context.node_id, last_seq=recent.last_seq,
+    return RecentEventsView(node_id=cluster.node_id, last_seq=recent.last_seq,
                             events=[EventRecordView(**r.as_json()) for r in records])

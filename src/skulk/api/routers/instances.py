@@ -104,10 +104,11 @@ class PlacementPreviews(BaseModel):
 
 
 def _cluster(context: ApiContext) -> ClusterView:
-    readings = context.telemetry.live()
-    live = frozenset(context.live_nodes()) or frozenset({context.node_id, *readings})
+    readings = context.cluster.telemetry.live()
+    live = frozenset(context.cluster.live_nodes()) or frozenset(
+        {context.cluster.node_id, *readings})
     return ClusterView(nodes={n: r for n, r in readings.items() if n in live},
-                       live_nodes=live, instances=context.replica.state.instances)
+                       live_nodes=live, instances=context.cluster.replica.state.instances)
 
 
 async def _dry_run(context: ApiContext, command: PlaceInstance, card: ModelCard) -> None:
@@ -133,13 +134,13 @@ def _fits_after_evicting(context: ApiContext, command: PlaceInstance,
                          card: ModelCard) -> bool:
     """Whether the placement would fit with every idle, unpinned instance gone (the
     master evicts the fewest, least recently used first)."""
-    state = context.replica.state
+    state = context.cluster.replica.state
     idle = [i for i in state.instances.values() if not i.pinned and not busy(state, i)]
     if not idle:
         return False
     cluster = _cluster(context)
     gone = {i.instance_id for i in idle}
-    roomier = replace(cluster, nodes=freed(cluster.nodes, idle, context.catalog),
+    roomier = replace(cluster, nodes=freed(cluster.nodes, idle, context.cluster.catalog),
                       instances={i: x for i, x in cluster.instances.items() if i not in gone})
     return not isinstance(choose_plan(command, card, roomier), PlacementError)
 
@@ -160,7 +161,7 @@ async def place(body: PlaceInstanceRequest, context: Context) -> InstanceView:
                             excluded_nodes=body.excluded_nodes)
     await _dry_run(context, command, card)
     await place_instance(context, command)
-    state = context.replica.state
+    state = context.cluster.replica.state
     instance = state.instances.get(command.instance_id)
     if instance is None:  # placed, then removed again (a refusal, a lost node)
         raise placement_failed_error(context, card.model_id, command.instance_id)
@@ -193,7 +194,7 @@ async def get_previews(context: Context,
 
 
 def _must_exist(context: ApiContext, instance_id: InstanceId) -> None:
-    if instance_id not in context.replica.state.instances:
+    if instance_id not in context.cluster.replica.state.instances:
         raise removed_instance_error(context, instance_id) or ApiError(
             404, f"no instance '{instance_id}'; GET /state lists them",
             code="instance_not_found")
@@ -205,7 +206,7 @@ def _must_exist(context: ApiContext, instance_id: InstanceId) -> None:
             "removed, with the reason (`GET /instance/{id}/removal` has it as fields).")
 async def get_instance(instance_id: InstanceId, context: Context) -> InstanceView:
     _must_exist(context, instance_id)
-    state = context.replica.state
+    state = context.cluster.replica.state
     return instance_view(state, state.instances[instance_id])
 
 
@@ -214,7 +215,7 @@ async def get_instance(instance_id: InstanceId, context: Context) -> InstanceVie
             description="404 when this node did not see it removed (it still runs, never "
             "existed, or went before this node followed the master).")
 async def get_removal(instance_id: InstanceId, context: Context) -> InstanceRemoval:
-    removal = context.replica.removed.get(instance_id)
+    removal = context.cluster.replica.removed.get(instance_id)
     if removal is None:
         raise ApiError(404, f"this node saw no removal of '{instance_id}'",
                        code="instance_not_found")
@@ -226,10 +227,10 @@ async def get_removal(instance_id: InstanceId, context: Context) -> InstanceRemo
                summary="Delete an instance; its runners shut down")
 async def delete_instance(instance_id: InstanceId, context: Context) -> DeletedInstance:
     _must_exist(context, instance_id)
-    await context.send_command(DeleteInstance(
+    await context.requests.commands.send(DeleteInstance(
         command_id=new_command_id(), instance_id=instance_id,
-        reason=f"deleted on request (DELETE /instance through node {context.node_id})"))
-    gone = await context.replica.wait_for(lambda s: instance_id not in s.instances,
+        reason=f"deleted on request (DELETE /instance through node {context.cluster.node_id})"))
+    gone = await context.cluster.replica.wait_for(lambda s: instance_id not in s.instances,
                                           DELETE_WAIT_SECONDS)
     if gone is None:
         raise ApiError(504, f"instance {instance_id} was not removed within "

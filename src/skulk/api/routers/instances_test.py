@@ -3,13 +3,14 @@
 import itertools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
 
 from skulk.api.app import create_app
-from skulk.api.context import ApiContext
+from skulk.api.context import ApiContext, ClusterView, RequestBook
 from skulk.api.routers import instances
 from skulk.api.streams import StreamRegistry
 from skulk.master.commands import CommandContext, events_for_command
@@ -29,6 +30,7 @@ from skulk.shared.types.ids import NodeId, RunnerId, SessionId, TaskId
 from skulk.shared.types.runners import RunnerReady
 from skulk.shared.types.state import State
 from skulk.shared.types.telemetry import NodeTelemetry
+from skulk.testing.channels import SendThrough
 from skulk.testing.placement import GIB, RunnerIds, node, nodes, smollm2
 
 
@@ -38,24 +40,29 @@ class InProcessMaster:
     def __init__(self, api: ApiContext) -> None:
         self.api = api
         self.index = itertools.count()
-        self.api.replica.receive(self.indexed(StateSnapshotHydrated(state=State())))
+        self.api.cluster.replica.receive(self.indexed(StateSnapshotHydrated(state=State())))
 
     def indexed(self, event: Event) -> IndexedEvent:
         return IndexedEvent(index=next(self.index), session=SessionId("s"),
                             master_node=NodeId("m"), event=event)
 
     async def send(self, command: Command) -> None:
-        live = self.api.telemetry.live()
-        context = CommandContext(catalog=self.api.catalog, nodes=live, new_runner_id=RunnerIds(),
-                                 new_task_id=lambda: TaskId("t"))
-        for event in events_for_command(self.api.replica.state, command, context):
+        live = self.api.cluster.telemetry.live()
+        context = CommandContext(catalog=self.api.cluster.catalog, nodes=live,
+                                 new_runner_id=RunnerIds(), new_task_id=lambda: TaskId("t"))
+        for event in events_for_command(self.api.cluster.replica.state, command, context):
             self.emit(event)
 
     def emit(self, event: Event) -> None:
-        self.api.replica.receive(self.indexed(event))
+        self.api.cluster.replica.receive(self.indexed(event))
         if isinstance(event, CommandRejected):
-            self.api.streams.fail(event.command_id, ErrorChunk(
+            self.api.requests.streams.fail(event.command_id, ErrorChunk(
                 error_kind=event.error_kind, message=event.message))
+
+
+@dataclass(frozen=True)
+class LiveSet:
+    live: frozenset[NodeId]
 
 
 def api_context(readings: list[NodeTelemetry], live: set[str] | None = None
@@ -64,10 +71,12 @@ def api_context(readings: list[NodeTelemetry], live: set[str] | None = None
     for reading in readings:
         telemetry.update(reading)
     members = frozenset(NodeId(n) for n in (live or {r.node_id for r in readings}))
-    context = ApiContext(node_id=NodeId("a"), catalog=ModelCatalog([smollm2()], Path(".")),
-                         replica=StateReplica(), telemetry=telemetry, streams=StreamRegistry(),
-                         send_command=lambda command: master.send(command),
-                         live_nodes=lambda: members)
+    context = ApiContext(
+        cluster=ClusterView(node_id=NodeId("a"), catalog=ModelCatalog([smollm2()], Path(".")),
+                            replica=StateReplica(), telemetry=telemetry,
+                            members=LiveSet(members)),
+        requests=RequestBook(streams=StreamRegistry(),
+                             commands=SendThrough(lambda command: master.send(command))))
     master = InProcessMaster(context)
     return context, master
 

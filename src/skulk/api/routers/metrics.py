@@ -4,11 +4,11 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from skulk.api.context import Context
+from skulk.api.context import Operations
 
 router = APIRouter(tags=["operations"])
 
 
 @router.get("/metrics", summary="Prometheus metrics of this node", response_class=Response)
-async def metrics(context: Context) -> Response:
-    return Response(context.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
+async def metrics(operations: Operations) -> Response:
+    return Response(operations.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)

@@ -22,15 +22,16 @@ _CREATED_AT = "2023-11-14T22:13:20Z"  # the same instant, as Anthropic writes it
 
 def _model_body(context: ApiContext, model: ModelAvailability) -> dict[str, object]:
     card = model.card
-    formats = [s.format for s in card.sources if context.catalog.local_path(card, s.format)]
+    formats = [s.format for s in card.sources if context.cluster.catalog.local_path(card, s.format)]
     return {"id": card.model_id, "object": "model", "created": _CREATED, "owned_by": "skulk",
             "type": "model", "display_name": card.model_id, "created_at": _CREATED_AT,
             "aliases": card.aliases, "context_length": card.context_length,
             "status": model.status, "held_by": model.held_by,
             "available_formats": formats,
             # Nodes whose store holds an added model (none for a built-in card).
-            "stored_on": list(context.replica.state.model_card_holders.get(card.model_id, [])),
-            "running_instances": len(context.replica.state.instances_of(card.model_id))}
+            "stored_on": list(
+                context.cluster.replica.state.model_card_holders.get(card.model_id, [])),
+            "running_instances": len(context.cluster.replica.state.instances_of(card.model_id))}
 
 
 @router.get("/v1/models", summary="Models the cluster can answer (OpenAI list format)")

@@ -41,7 +41,7 @@ async def cluster(tmp_path: Path) -> AsyncIterator[tuple[ApiContext, InProcessMa
     context, master = api_context([
         node("a", 8 * GIB).model_copy(update={"held_models": [held("smollm2-135m")]}),
         node("b").model_copy(update={"held_models": [held("held-on-b")]})])
-    context.catalog = ModelCatalog([
+    context.cluster.catalog = ModelCatalog([
         card("deepseek-r1-distill-llama-8b", "r1.gguf", ["deepseek-r1:8b"]),
         card("held-on-b", "b.gguf"), card("qwen3-8b", "q.gguf", ["qwen3:8b"]),
         card("here", "here.gguf"), smollm2()], tmp_path)

@@ -6,7 +6,7 @@ from typing import Annotated
 from fastapi import APIRouter, BackgroundTasks, Query
 from pydantic import BaseModel, Field
 
-from skulk.api.context import Context
+from skulk.api.context import Cluster, Operations
 from skulk.api.errors import ApiError
 from skulk.api.log_buffer import LEVELS, LogLine
 
@@ -20,7 +20,7 @@ class LogPage(BaseModel):
 
 
 @router.get("/v1/logs", summary="This node's recent log lines (a bounded in-memory tail)")
-async def logs(context: Context,
+async def logs(operations: Operations,
                after: Annotated[int, Query(ge=0, description="Only lines after this one.")] = 0,
                level: Annotated[str, Query(description="The least severe level wanted, "
                                            "e.g. WARNING.")] = "INFO",
@@ -31,13 +31,14 @@ async def logs(context: Context,
     if level.upper() not in LEVELS:
         raise ApiError(400, f"unknown level '{level}': one of {', '.join(LEVELS)}",
                        param="level", code="invalid_value")
-    return LogPage(lines=context.logs.lines(after=after, level=level, component=component,
-                                            limit=limit),
-                   last_seq=context.logs.last_seq)
+    logs = operations.logs
+    return LogPage(lines=logs.lines(after=after, level=level, component=component, limit=limit),
+                   last_seq=logs.last_seq)
 
 
 @router.post("/v1/node/stop", status_code=202,
              summary="Shut this node down gracefully, as SIGTERM does")
-async def stop(context: Context, background: BackgroundTasks) -> dict[str, str]:
-    background.add_task(context.request_stop)  # after the answer has gone out
-    return {"node_id": context.node_id, "status": "stopping"}
+async def stop(operations: Operations, cluster: Cluster,
+               background: BackgroundTasks) -> dict[str, str]:
+    background.add_task(operations.request_stop)  # after the answer has gone out
+    return {"node_id": cluster.node_id, "status": "stopping"}

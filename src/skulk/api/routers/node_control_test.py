@@ -11,8 +11,8 @@ from skulk.testing.placement import node
 def client(security: ApiSecurity | None = None) -> tuple[httpx.AsyncClient, list[str]]:
     context, _ = api_context([node("a")])
     stops: list[str] = []
-    context.request_stop = lambda: stops.append("stop")
-    sink = logger.add(context.logs.sink, level="DEBUG")
+    context.operations.request_stop = lambda: stops.append("stop")
+    sink = logger.add(context.operations.logs.sink, level="DEBUG")
     logger.info("loaded a model")
     logger.warning("a peer is slow")
     logger.remove(sink)

@@ -123,10 +123,10 @@ async def show(body: ShowRequest, context: Context) -> dict[str, object]:
 
 
 async def ps(context: Context) -> dict[str, object]:
-    running = {i.model_id for i in context.replica.state.instances.values()}
+    running = {i.model_id for i in context.cluster.replica.state.instances.values()}
     models = []
     for model_id in sorted(running):
-        card = context.catalog.resolve(model_id)
+        card = context.cluster.catalog.resolve(model_id)
         if card is not None:
             models.append({**tag_body(card), "expires_at": "2100-01-01T00:00:00Z",
                            "size_vram": 0})

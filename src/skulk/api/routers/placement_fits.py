@@ -88,7 +88,8 @@ def node_fits(card: ModelCard, nodes: Mapping[NodeId, NodeTelemetry]) -> list[No
 def _model_fits(context: ApiContext, card: ModelCard,
                 nodes: Mapping[NodeId, NodeTelemetry]) -> ModelFits:
     sources = [SourceView(format=s.format, size_bytes=s.size_bytes,
-                          on_this_node=context.catalog.local_path(card, s.format) is not None)
+                          on_this_node=context.cluster.catalog.local_path(card, s.format)
+                          is not None)
                for s in card.sources]
     return ModelFits(model_id=card.model_id, size_bytes=card.storage_size, sources=sources,
                      fits=node_fits(card, nodes))
@@ -101,9 +102,10 @@ async def placement_fits(
         model_id: str | None = Query(default=None, description="One model (id or alias); "
                                      "unset: every model in the catalogue."),
 ) -> PlacementFits:
-    readings = context.telemetry.live()
-    live = frozenset(context.live_nodes()) or frozenset({context.node_id, *readings})
+    readings = context.cluster.telemetry.live()
+    live = frozenset(context.cluster.live_nodes()) or frozenset(
+        {context.cluster.node_id, *readings})
     nodes = {n: r for n, r in readings.items() if n in live}
-    cards = [resolve_card(context, model_id)] if model_id else context.catalog.cards()
+    cards = [resolve_card(context, model_id)] if model_id else context.cluster.catalog.cards()
     return PlacementFits(waiting_for=sorted(live - nodes.keys()),
                          models=[_model_fits(context, card, nodes) for card in cards])

@@ -19,8 +19,8 @@ async def test_models_and_store_list_what_the_node_and_the_cluster_hold(
         tmp_path: Path) -> None:
     context, master = api_context([])
     catalog = ModelCatalog.builtin(tmp_path)
-    catalog.follow_cluster(lambda: context.replica.state.model_cards)
-    context.catalog = catalog
+    catalog.follow_cluster(lambda: context.cluster.replica.state.model_cards)
+    context.cluster.catalog = catalog
     add(tmp_path, AddRequest(bundled_gguf(), model_id="smol-added"), catalog.builtin_card)
     catalog.refresh()
     stored = catalog.resolve("smol-added")

@@ -22,7 +22,7 @@ class TracingToggle(BaseModel):
 
 
 def _trace(context: ApiContext, trace_id: CommandId) -> RequestTrace:
-    trace = context.traces.get(trace_id)
+    trace = context.requests.traces.get(trace_id)
     if trace is None:
         raise ApiError(404, f"no trace '{trace_id}' on this node (traces live on the node "
                        "that took the request; try /v1/cluster/traces/{id})",
@@ -32,19 +32,19 @@ def _trace(context: ApiContext, trace_id: CommandId) -> RequestTrace:
 
 @router.get("/v1/tracing", summary="Whether requests are being traced")
 async def tracing_state(context: Context) -> dict[str, bool]:
-    return {"enabled": context.traces.enabled}
+    return {"enabled": context.requests.traces.enabled}
 
 
 @router.post("/v1/tracing", summary="Switch request tracing on or off on this node")
 async def set_tracing(body: TracingToggle, context: Context) -> dict[str, bool]:
-    context.traces.enabled = body.enabled
+    context.requests.traces.enabled = body.enabled
     return {"enabled": body.enabled}
 
 
 @router.get("/v1/traces", summary="This node's traces, newest last")
 async def list_traces(context: Context) -> dict[str, object]:
-    return {"node_id": context.node_id,
-            "traces": [trace.summary() for trace in context.traces.all()]}
+    return {"node_id": context.cluster.node_id,
+            "traces": [trace.summary() for trace in context.requests.traces.all()]}
 
 
 @router.get("/v1/traces/{trace_id}", summary="One trace in Chrome's trace-event format")
@@ -66,7 +66,7 @@ async def get_trace_raw(trace_id: CommandId, context: Context) -> dict[str, obje
 @router.get("/v1/cluster/traces", summary="Traces on every live node")
 async def cluster_traces(context: Context) -> dict[str, object]:
     nodes: dict[NodeId, object] = {
-        context.node_id: [trace.summary() for trace in context.traces.all()]}
+        context.cluster.node_id: [trace.summary() for trace in context.requests.traces.all()]}
     answers, _ = await ask_peers(context, "/v1/traces")
     for node_id, answer in answers.items():
         nodes[node_id] = answer.get("traces", []) if isinstance(answer, dict) else []
@@ -76,7 +76,7 @@ async def cluster_traces(context: Context) -> dict[str, object]:
 @router.get("/v1/cluster/traces/{trace_id}",
             summary="One trace (Chrome format), from whichever node holds it")
 async def cluster_trace(trace_id: CommandId, context: Context) -> dict[str, object]:
-    local = context.traces.get(trace_id)
+    local = context.requests.traces.get(trace_id)
     if local is not None:
         return chrome_trace(local)
     path = f"/v1/traces/{quote(trace_id, safe='')}"

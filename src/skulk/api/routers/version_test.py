@@ -11,7 +11,7 @@ from skulk.versions import Versions
 @pytest.mark.anyio
 async def test_version_answers_what_the_node_reports() -> None:
     context, _ = api_context([node("a")])
-    context.versions = lambda: Versions(skulk=__version__, git_commit="abc1234",
+    context.operations.versions = lambda: Versions(skulk=__version__, git_commit="abc1234",
                                         python="3.11.7", ggml="0.25.3")
     transport = httpx.ASGITransport(app=create_app(context))
     async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
