@@ -1,8 +1,7 @@
-"""What every engine offers the runner: load, warm up, and generate a stream of chunks."""
+"""What every engine offers the runner: load, warm up, then take requests and step them."""
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 from skulk.shared.types.chunks import ErrorChunk, TokenChunk
 from skulk.shared.types.ids import TaskId
@@ -45,27 +44,6 @@ class PipelineCorrupt(RuntimeError):
     the same step, the batch fails with `pipeline_corrupt` and the runner exits."""
 
 
-class Engine(Protocol):
-    def load(self) -> None: ...
-
-    def warm_up(self) -> None: ...
-
-    def generate(self, params: GenerationParams) -> Iterator[TokenChunk]:
-        """One chunk per step; the last carries `finish_reason` and `usage`.
-
-        Raises `ContextOverflow` or `InvalidRequest` before yielding anything. Closing the
-        iterator stops generation (that is how cancellation between tokens works).
-        """
-        ...
-
-    def embed(self, texts: list[str]) -> tuple[list[list[float]], int]:
-        """One unit-length vector per text, and how many tokens they were in all.
-
-        Raises `InvalidRequest` when the engine cannot embed or a text is too long.
-        """
-        ...
-
-
 @dataclass(frozen=True)
 class TaskJoined:
     """The request entered the running batch (it is now being prefilled or decoded)."""
@@ -96,10 +74,16 @@ class TaskDone:
 EngineEvent = TaskJoined | TaskOutput | TaskDone
 
 
-@runtime_checkable
-class BatchingEngine(Engine, Protocol):
-    """An engine that runs many requests at once: the runner hands requests over as they
-    come and steps the engine while it has work, forwarding what each step produced."""
+class Engine(Protocol):
+    """What every engine offers its runner: it loads, warms up, and runs many requests at
+    once. The runner hands requests over as they come and steps the engine while it has
+    work, forwarding what each step produced. An engine that serves one request at a time
+    is a batch of one; one request on its own (a warm-up) runs over `step` too, through
+    `RequestAlone`."""
+
+    def load(self) -> None: ...
+
+    def warm_up(self) -> None: ...
 
     def submit(self, task_id: TaskId, params: GenerationParams) -> None:
         """Queue a request; never raises for a bad request (it ends with an error chunk

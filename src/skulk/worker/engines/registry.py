@@ -1,6 +1,15 @@
 """Engines by name: one line per engine, each described in its own folder. Placement, the
-worker, telemetry and the runner all read this; only a runner imports an engine itself."""
+worker, telemetry and the runner all read this; only a runner imports an engine itself.
 
+Engines for tests only (the echo engine in `skulk.testing`) are never imported from here:
+a test names their descriptions in `$SKULK_EXTRA_ENGINES` (`module:ATTRIBUTE`, comma
+separated), and `engine_description` imports them on first use. Runners inherit the
+variable, so a runner started by such an engine's name finds it too. They are never
+advertised or placed, and the wire type (`EngineName`) does not name them.
+"""
+
+import functools
+import importlib
 import os
 import threading
 from collections.abc import Iterator
@@ -9,7 +18,6 @@ from typing import get_args
 
 from skulk.shared.types.model_cards import EngineName
 from skulk.worker.engines.description import EngineDescription
-from skulk.worker.engines.echo.description import ECHO
 from skulk.worker.engines.llama_cpp.description import LLAMA_CPP
 from skulk.worker.engines.mlx.description import MLX
 from skulk.worker.engines.protocol import Engine, EngineConfig
@@ -18,9 +26,9 @@ from skulk.worker.engines.protocol import Engine, EngineConfig
 # decodes ~10x faster than MLX on CPU, so it wins whenever the model fits whole on one node.
 PLACEABLE: tuple[EngineDescription, ...] = (LLAMA_CPP, MLX)
 
-ENGINES: dict[str, EngineDescription] = {
-    engine.name: engine for engine in (*PLACEABLE, ECHO)
-}
+ENGINES: dict[str, EngineDescription] = {engine.name: engine for engine in PLACEABLE}
+
+EXTRA_ENGINES_VARIABLE = "SKULK_EXTRA_ENGINES"
 
 
 _WIRE_NAMES: tuple[EngineName, ...] = get_args(EngineName)
@@ -38,11 +46,31 @@ def _wire_name(engine: EngineDescription) -> EngineName:
 ENGINE_PREFERENCE: tuple[EngineName, ...] = tuple(_wire_name(e) for e in PLACEABLE)
 
 
+@functools.cache
+def _extra_engines(entries: str) -> dict[str, EngineDescription]:
+    """The descriptions `$SKULK_EXTRA_ENGINES` names, imported now."""
+    extra: dict[str, EngineDescription] = {}
+    for entry in filter(None, (part.strip() for part in entries.split(","))):
+        module_name, colon, attribute = entry.partition(":")
+        found = getattr(importlib.import_module(module_name), attribute, None) if colon else None
+        if not isinstance(found, EngineDescription):
+            raise ValueError(f"{EXTRA_ENGINES_VARIABLE} entry {entry!r} names no engine "
+                             "description; write module:ATTRIBUTE")
+        extra[found.name] = found
+    return extra
+
+
+def known_engines() -> dict[str, EngineDescription]:
+    """Every engine a runner may be started with: the product's and any a test added."""
+    return {**_extra_engines(os.environ.get(EXTRA_ENGINES_VARIABLE, "")), **ENGINES}
+
+
 def engine_description(name: str) -> EngineDescription:
     """The engine called `name`, or a ValueError listing the known ones."""
-    engine = ENGINES.get(name)
+    engines = known_engines()
+    engine = engines.get(name)
     if engine is None:
-        raise ValueError(f"unknown engine {name!r}; known engines: {', '.join(sorted(ENGINES))}")
+        raise ValueError(f"unknown engine {name!r}; known engines: {', '.join(sorted(engines))}")
     return engine
 
 

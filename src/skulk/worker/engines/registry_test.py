@@ -9,10 +9,16 @@ from typing import get_args
 import pytest
 
 from skulk.shared.types.model_cards import EngineName
+from skulk.testing.echo.description import EchoOptions
 from skulk.worker.engines.description import EngineOptionError
-from skulk.worker.engines.echo.description import EchoOptions
 from skulk.worker.engines.mlx.options import MlxOptions
-from skulk.worker.engines.registry import ENGINE_PREFERENCE, ENGINES, PLACEABLE
+from skulk.worker.engines.registry import (
+    ENGINE_PREFERENCE,
+    ENGINES,
+    EXTRA_ENGINES_VARIABLE,
+    PLACEABLE,
+    engine_description,
+)
 
 
 def test_the_wire_engine_names_are_the_placeable_engines() -> None:
@@ -48,3 +54,16 @@ def test_options_are_typed_from_their_strings() -> None:
 def test_a_bad_option_is_refused_by_name(raw: dict[str, str], named: str) -> None:
     with pytest.raises(EngineOptionError, match=named):
         MlxOptions.parse(raw)
+
+
+def test_a_test_engine_is_found_only_through_the_variable(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    assert "echo" not in ENGINES  # the product's registry never names it
+    monkeypatch.setenv(EXTRA_ENGINES_VARIABLE, "")
+    with pytest.raises(ValueError, match="unknown engine 'echo'"):
+        engine_description("echo")
+    monkeypatch.setenv(EXTRA_ENGINES_VARIABLE, "skulk.testing.echo.description:ECHO")
+    assert engine_description("echo").options is EchoOptions
+    monkeypatch.setenv(EXTRA_ENGINES_VARIABLE, "skulk.testing.echo.description:EchoOptions")
+    with pytest.raises(ValueError, match="names no engine description"):
+        engine_description("echo")

@@ -1,10 +1,9 @@
 """The runner subprocess: load one shard, then serve tasks.
 
-An engine that batches (`BatchingEngine`) takes every task as it comes and is stepped
-while it has work, the inbox drained between steps without blocking; any other engine
-serves tasks one at a time through `generate`. The runner talks to its supervisor only
-through two queues of typed messages, checks for cancellation between tokens or steps,
-and exits when its parent dies.
+The engine takes every task as it comes and is stepped while it has work, the inbox
+drained between steps without blocking (tasks that come before the engine is loaded wait
+for it). The runner talks to its supervisor only through two queues of typed messages,
+checks for cancellation between steps, and exits when its parent dies.
 """
 
 import ctypes
@@ -19,7 +18,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.queues import Queue
 
-from skulk.shared.types.chunks import ErrorChunk, ErrorKind, TokenChunk, Usage
+from skulk.shared.types.chunks import ErrorChunk, ErrorKind
 from skulk.shared.types.ids import TaskId
 from skulk.shared.types.runners import (
     RunnerCreated,
@@ -33,12 +32,9 @@ from skulk.shared.types.runners import (
 )
 from skulk.shared.types.tasks import TextGenerationTask
 from skulk.worker.engines.protocol import (
-    BatchingEngine,
-    ContextOverflow,
     Engine,
     EngineConfig,
     EngineEvent,
-    InvalidRequest,
     PipelineCorrupt,
     TaskDone,
     TaskJoined,
@@ -79,9 +75,8 @@ class Runner:
         self._inbox = inbox
         self._outbox = outbox
         self._engine: Engine | None = None
-        self._batching: BatchingEngine | None = None
-        self._queued: deque[TextGenerationTask] = deque()
-        self._submitted: dict[TaskId, TextGenerationTask] = {}  # batching: not yet ended
+        self._queued: deque[TextGenerationTask] = deque()  # came before the engine
+        self._submitted: dict[TaskId, TextGenerationTask] = {}  # not yet ended
         self._last_step = 0.0
         self._shutdown = False
         self._exit_code = 0
@@ -89,13 +84,10 @@ class Runner:
     def serve(self) -> int:
         self._report(RunnerCreated())
         while not self._shutdown:
-            if self._batching is not None and self._step_due(self._batching):
+            if self._engine is not None and self._step_due(self._engine):
                 self._drain_inbox()
                 if not self._shutdown:
-                    self._step(self._batching)
-                continue
-            if self._queued and self._engine is not None:
-                self._run_task(self._queued.popleft())
+                    self._step(self._engine)
                 continue
             try:
                 message = self._inbox.get(timeout=self._idle_wait())
@@ -128,12 +120,11 @@ class Runner:
         return True
 
     def _load(self) -> None:
-        self._engine = create_engine(self._engine_name, self._config)
-        self._engine.load()
-        if isinstance(self._engine, BatchingEngine):
-            self._batching = self._engine
-            while self._queued:  # tasks that came before the engine: it takes them now
-                self._handle_while_idle(messages.StartTaskRequest(task=self._queued.popleft()))
+        engine = create_engine(self._engine_name, self._config)
+        engine.load()
+        self._engine = engine
+        while self._queued:  # tasks that came before the engine: it takes them now
+            self._handle_while_idle(messages.StartTaskRequest(task=self._queued.popleft()))
 
     def _warm_up(self) -> None:
         assert self._engine is not None, "warm up before load"
@@ -141,13 +132,13 @@ class Runner:
 
     def _handle_while_idle(self, message: ToRunner) -> None:
         match message:
-            case messages.StartTaskRequest(task=task) if self._batching is not None:
+            case messages.StartTaskRequest(task=task) if self._engine is not None:
                 self._submitted[task.task_id] = task
-                self._batching.submit(task.task_id, task.params)
+                self._engine.submit(task.task_id, task.params)
             case messages.StartTaskRequest(task=task):
                 self._queued.append(task)
-            case messages.CancelTaskRequest(task_id=task_id) if self._batching is not None:
-                self._batching.cancel(task_id)
+            case messages.CancelTaskRequest(task_id=task_id) if self._engine is not None:
+                self._engine.cancel(task_id)
             case messages.CancelTaskRequest(task_id=task_id):
                 self._drop_queued(task_id)
             case messages.ShutdownRequest():
@@ -155,12 +146,12 @@ class Runner:
 
     def _idle_wait(self) -> float | None:
         """How long to block on the inbox: forever, unless the engine wants idle steps."""
-        if self._batching is None or self._batching.idle_step_seconds is None:
+        if self._engine is None or self._engine.idle_step_seconds is None:
             return None
-        return max(self._batching.idle_step_seconds - (time.monotonic() - self._last_step),
+        return max(self._engine.idle_step_seconds - (time.monotonic() - self._last_step),
                    0.001)
 
-    def _step_due(self, engine: BatchingEngine) -> bool:
+    def _step_due(self, engine: Engine) -> bool:
         """Step while there is work; a split engine also steps now and then when idle, so
         its ranks keep meeting (to agree on requests only some of them hold)."""
         if engine.has_work:
@@ -178,7 +169,7 @@ class Runner:
                 return
             self._dispatch(message)
 
-    def _step(self, engine: BatchingEngine) -> None:
+    def _step(self, engine: Engine) -> None:
         self._last_step = time.monotonic()
         was_busy = bool(self._submitted)
         self._outbox.hold()  # the step's messages go out together, before the next step
@@ -187,7 +178,7 @@ class Runner:
         finally:
             self._outbox.flush()
 
-    def _step_and_forward(self, engine: BatchingEngine, was_busy: bool) -> None:
+    def _step_and_forward(self, engine: Engine, was_busy: bool) -> None:
         try:
             events = engine.step()
         except PipelineCorrupt as error:  # every rank raised it in this step
@@ -228,60 +219,6 @@ class Runner:
             if task.task_id == task_id:
                 self._queued.remove(task)
                 self._send(messages.TaskEnded(task_id=task.task_id, status="cancelled"))
-
-    def _run_task(self, task: TextGenerationTask) -> None:
-        assert self._engine is not None
-        self._send(messages.TaskAcknowledged(task_id=task.task_id))
-        self._report(RunnerRunning())
-        try:
-            self._stream(task, self._engine)
-        except ContextOverflow as error:
-            self._fail(task, "context_length_exceeded", str(error))
-        except InvalidRequest as error:
-            self._fail(task, "invalid_request", str(error))
-        except Exception as error:  # a supervision boundary: the request fails, we live on
-            self._fail(task, "internal", f"{type(error).__name__}: {error}")
-        if not self._shutdown:
-            self._report(RunnerReady())
-
-    def _stream(self, task: TextGenerationTask, engine: Engine) -> None:
-        if task.params.embed is not None:
-            vectors, tokens = engine.embed(task.params.embed)
-            self._send(messages.ChunkProduced(
-                task_id=task.task_id, command_id=task.command_id, chunk=TokenChunk(
-                    text="", embeddings=vectors, finish_reason="stop",
-                    usage=Usage(prompt_tokens=tokens, completion_tokens=0))))
-            self._send(messages.TaskEnded(task_id=task.task_id, status="complete"))
-            return
-        stream = engine.generate(task.params)
-        try:
-            for chunk in stream:
-                self._send(messages.ChunkProduced(task_id=task.task_id,
-                                                  command_id=task.command_id, chunk=chunk))
-                if self._cancel_requested(task):
-                    self._send(messages.TaskEnded(task_id=task.task_id, status="cancelled"))
-                    return
-        finally:
-            close = getattr(stream, "close", None)
-            if close is not None:
-                close()
-        self._send(messages.TaskEnded(task_id=task.task_id, status="complete"))
-
-    def _cancel_requested(self, current: TextGenerationTask) -> bool:
-        """Drain the inbox between tokens; True when `current` must stop."""
-        while True:
-            try:
-                message = self._inbox.get_nowait()
-            except queue.Empty:
-                return False
-            match message:
-                case messages.CancelTaskRequest(task_id=task_id) if task_id == current.task_id:
-                    return True
-                case messages.ShutdownRequest():
-                    self._shutdown = True
-                    return True
-                case _:
-                    self._handle_while_idle(message)
 
     def _fail(self, task: TextGenerationTask, kind: ErrorKind, message: str) -> None:
         self._send(messages.ChunkProduced(task_id=task.task_id, command_id=task.command_id,

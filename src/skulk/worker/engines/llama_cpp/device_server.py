@@ -11,22 +11,33 @@ import socket
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 
-from skulk.shared.types.chunks import TokenChunk
+from skulk.shared.types.chunks import ErrorChunk
+from skulk.shared.types.ids import TaskId
 from skulk.shared.types.tasks import GenerationParams
 from skulk.worker.engines.llama_cpp import rpc_lib
 from skulk.worker.engines.llama_cpp.description import LlamaCppOptions
-from skulk.worker.engines.protocol import EngineConfig, InvalidRequest
+from skulk.worker.engines.protocol import (
+    EngineConfig,
+    EngineEvent,
+    InvalidRequest,
+    TaskDone,
+    TaskJoined,
+    TaskOutput,
+)
 
 LISTEN_TIMEOUT_SECONDS = 20.0
 
 
 class LlamaDeviceServer:
+    """An `Engine` that takes no requests: one handed to it anyway is refused at the next
+    step (the worker never sends it any; requests go to the head)."""
+
     def __init__(self, config: EngineConfig) -> None:
         self._config = config
         self._options = LlamaCppOptions.parse(config.options)
         self._thread: threading.Thread | None = None
+        self._refused: list[TaskId] = []
 
     def load(self) -> None:
         endpoint = self._options.rpc_listen
@@ -68,12 +79,28 @@ class LlamaDeviceServer:
     def warm_up(self) -> None:
         """Nothing to warm: the head's warm-up runs through this device."""
 
-    def generate(self, params: GenerationParams) -> Iterator[TokenChunk]:
-        raise InvalidRequest(self._not_here())
+    def submit(self, task_id: TaskId, params: GenerationParams) -> None:
+        self._refused.append(task_id)
 
-    def embed(self, texts: list[str]) -> tuple[list[list[float]], int]:
-        raise InvalidRequest(self._not_here())
+    def cancel(self, task_id: TaskId) -> None:
+        """Nothing runs here to cancel; a refused request ends at the next step anyway."""
 
-    def _not_here(self) -> str:
-        return (f"rank {self._config.rank} serves its device to the head of its instance; "
-                "requests go to rank 0")
+    @property
+    def has_work(self) -> bool:
+        return bool(self._refused)
+
+    @property
+    def idle_step_seconds(self) -> float | None:
+        return None  # the ggml RPC server runs on its own thread
+
+    def step(self) -> list[EngineEvent]:
+        events: list[EngineEvent] = []
+        for task_id in self._refused:
+            message = (f"rank {self._config.rank} serves its device to the head of its "
+                       "instance; requests go to rank 0")
+            events += [TaskJoined(task_id),
+                       TaskOutput(task_id, ErrorChunk(error_kind="invalid_request",
+                                                      message=message)),
+                       TaskDone(task_id, "failed", message)]
+        self._refused.clear()
+        return events

@@ -7,7 +7,6 @@ the same text as there. `max_batch` sequences decode together (1: one request at
 a conversation (`session_id`) keeps its KV between turns.
 """
 
-import itertools
 import os
 from collections import deque
 from collections.abc import Iterator
@@ -44,6 +43,7 @@ from skulk.worker.engines.protocol import (
     TaskJoined,
     TaskOutput,
 )
+from skulk.worker.engines.request_alone import RequestAlone
 
 # Conversations whose KV is kept in host memory once their sequence is needed for others;
 # beyond this the oldest is dropped (its next turn prefills in full). 135M at 2k tokens is
@@ -65,7 +65,7 @@ def grammar_for(params: GenerationParams) -> Grammar | None:
 
 
 class LlamaCppEngine:
-    """A `BatchingEngine`: the runner submits requests as they come and steps it."""
+    """An `Engine`: the runner submits requests as they come and steps it."""
 
     def __init__(self, config: EngineConfig) -> None:
         self._config = config
@@ -75,9 +75,8 @@ class LlamaCppEngine:
         self._batch: ContinuousBatch | None = None
         self._embedder: LlamaContext | None = None  # made on the first embedding request
         self._offload: Offload | None = None  # a split instance's head: the others' layers
-        self._backlog: list[EngineEvent] = []  # other requests' events met in `generate`
         self._to_embed: deque[tuple[TaskId, list[str]]] = deque()
-        self._own_ids = itertools.count()
+        self._alone = RequestAlone(lambda: self._loaded()[2].step(), self.cancel)
 
     @property
     def max_batch(self) -> int:
@@ -198,7 +197,7 @@ class LlamaCppEngine:
 
     @property
     def has_work(self) -> bool:
-        return bool(self._backlog or self._to_embed) or \
+        return bool(self._alone.holding or self._to_embed) or \
             (self._batch is not None and self._batch.has_work)
 
     @property
@@ -206,7 +205,7 @@ class LlamaCppEngine:
         return None  # one process: nothing to meet when idle
 
     def step(self) -> list[EngineEvent]:
-        events, self._backlog = self._backlog, []
+        events = self._alone.take_held()
         if self._to_embed:  # one embedding request per step, between batches
             events += self._embedding_events(*self._to_embed.popleft())
         return events + self._loaded()[2].step()
@@ -223,28 +222,10 @@ class LlamaCppEngine:
                            usage=Usage(prompt_tokens=tokens, completion_tokens=0))
         return [TaskJoined(task_id), TaskOutput(task_id, chunk), TaskDone(task_id, "complete")]
 
-    # The plain protocol: one request on its own (the warm-up, tests).
+    # One request on its own (the warm-up, tests).
 
     def generate(self, params: GenerationParams) -> Iterator[TokenChunk]:
-        task_id = TaskId(f"generate-{next(self._own_ids)}")
-        self._loaded()[2].submit(self._admitted(task_id, params))  # refusals raise here
-        return self._stream(task_id)
-
-    def _stream(self, task_id: TaskId) -> Iterator[TokenChunk]:
-        batch = self._loaded()[2]
-        done = False
-        try:
-            while not done:
-                for event in batch.step():
-                    if event.task_id != task_id:
-                        self._backlog.append(event)
-                    elif isinstance(event, TaskOutput) and isinstance(event.chunk, TokenChunk):
-                        yield event.chunk
-                    elif isinstance(event, TaskOutput) and isinstance(event.chunk, ErrorChunk):
-                        raise RuntimeError(event.chunk.message)
-                    elif isinstance(event, TaskDone):
-                        done = True
-        finally:
-            if not done:  # closed early: the request leaves at the next step
-                batch.cancel(task_id)
-                self._backlog.extend(batch.step())
+        """Refusals raise here, before any chunk."""
+        task_id = self._alone.new_task_id()
+        self._loaded()[2].submit(self._admitted(task_id, params))
+        return self._alone.stream(task_id)

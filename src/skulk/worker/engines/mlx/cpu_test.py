@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from skulk.testing.echo.description import ECHO
 from skulk.worker.engines import registry
-from skulk.worker.engines.echo.description import ECHO
 from skulk.worker.engines.mlx.cpu import runner_environment
 from skulk.worker.engines.protocol import EngineConfig
 

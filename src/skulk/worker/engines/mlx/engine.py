@@ -4,7 +4,6 @@ are `MlxOptions` (options.py), parsed from `EngineConfig.options` when it is mad
 """
 
 import dataclasses
-import itertools
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,15 +38,15 @@ from skulk.worker.engines.protocol import (
     EngineEvent,
     InvalidRequest,
     TaskDone,
-    TaskOutput,
 )
+from skulk.worker.engines.request_alone import RequestAlone
 
 WARM_UP_TASK = TaskId("skulk-warm-up")
 
 
 class MlxEngine:
-    """A `BatchingEngine`: the runner submits, cancels and steps; `generate` runs one
-    request on its own (warm-up, and the Engine protocol)."""
+    """An `Engine`: the runner submits, cancels and steps; `generate` runs one request on
+    its own (the warm-up, tests)."""
 
     def __init__(self, config: EngineConfig) -> None:
         self._config = config
@@ -56,9 +55,7 @@ class MlxEngine:
         self._tokenizer: mlx_api.Tokenizer | None = None
         self._loop: GenerationLoop | None = None
         self._vocab_size = 0
-        self._generate_ids = itertools.count()
-        self._backlog: list[EngineEvent] = []  # other requests' events seen by `generate`
-        self._last_done: TaskDone | None = None  # how the last `generate` ended
+        self._alone = RequestAlone(lambda: self._running().step(), self.cancel)
         self._speculation = NO_SPECULATION  # what requests that do not choose get
         self._joined_us: dict[TaskId, int] = {}  # when each traced request was submitted
 
@@ -134,12 +131,8 @@ class MlxEngine:
         started = time.monotonic()
         params = GenerationParams(model_id=ModelId("warm-up"), max_tokens=2, temperature=0.0,
                                   messages=[ChatMessage(role="user", content="Hi")])
-        stream = self._generate_as(WARM_UP_TASK, params)
-        for _ in stream:
+        for _ in self._generate_as(WARM_UP_TASK, params):  # raises if it fails
             pass
-        if self._last_done is None or self._last_done.status != "complete":
-            why = "" if self._last_done is None else f": {self._last_done.error}"
-            raise RuntimeError(f"the warm-up generation did not complete{why}")
         logger.info("mlx engine warmed up in {:.2f} s", time.monotonic() - started)
 
     def embed(self, texts: list[str]) -> tuple[list[list[float]], int]:
@@ -166,10 +159,10 @@ class MlxEngine:
 
     @property
     def has_work(self) -> bool:
-        return bool(self._backlog) or (self._loop is not None and self._loop.has_work)
+        return self._alone.holding or (self._loop is not None and self._loop.has_work)
 
     def step(self) -> list[EngineEvent]:
-        events, self._backlog = self._backlog, []
+        events = self._alone.take_held()
         if self._running().has_work or not events:
             events += self._running().step()
         return [self._with_hops(event) for event in events]
@@ -186,8 +179,8 @@ class MlxEngine:
         return dataclasses.replace(event, spans=event.spans + group.hops.spans_since(joined))
 
     def generate(self, params: GenerationParams) -> Iterator[TokenChunk]:
-        """One request on its own (the Engine protocol); refusals raise before any chunk."""
-        return self._generate_as(TaskId(f"generate-{next(self._generate_ids)}"), params)
+        """One request on its own; refusals raise here, before any chunk."""
+        return self._generate_as(self._alone.new_task_id(), params)
 
     def _generate_as(self, task_id: TaskId, params: GenerationParams) -> Iterator[TokenChunk]:
         assert self._tokenizer is not None, "generate before load"
@@ -199,19 +192,4 @@ class MlxEngine:
                 raise ContextOverflow(len(request.prompt), self._config.context_token_limit)
             raise InvalidRequest(request.refusal.message)
         self._running().submit(request)
-        return self._stream(task_id)
-
-    def _stream(self, task_id: TaskId) -> Iterator[TokenChunk]:
-        done = False
-        try:
-            while not done:
-                for event in self._running().step():
-                    if event.task_id != task_id:
-                        self._backlog.append(event)
-                    elif isinstance(event, TaskOutput) and isinstance(event.chunk, TokenChunk):
-                        yield event.chunk
-                    elif isinstance(event, TaskDone):
-                        done, self._last_done = True, event
-        finally:
-            if not done:  # closed early: the request leaves at the next step
-                self.cancel(task_id)
+        return self._alone.stream(task_id)

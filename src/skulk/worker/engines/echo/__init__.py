@@ -1,1 +1,0 @@
-"""The echo engine: a weightless test double for the runner path."""
