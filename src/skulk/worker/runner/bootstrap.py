@@ -42,7 +42,7 @@ from skulk.worker.engines.protocol import (
 )
 from skulk.worker.engines.registry import create_engine
 from skulk.worker.runner import messages
-from skulk.worker.runner.messages import FromRunner, ToRunner
+from skulk.worker.runner.messages import TO_RUNNER, FromRunner, ToRunner
 from skulk.worker.runner.pipe_frames import FrameWriter
 from skulk.worker.runner.runner_stdout import point_stdout_at
 
@@ -69,7 +69,7 @@ def _install_parent_death_watch(parent_pid: int) -> None:
 
 class Runner:
     def __init__(self, engine_name: str, config: EngineConfig, inbox: "Queue[ToRunner]",
-                 outbox: FrameWriter) -> None:
+                 outbox: FrameWriter[FromRunner]) -> None:
         self._engine_name = engine_name
         self._config = config
         self._inbox = inbox
@@ -90,7 +90,7 @@ class Runner:
                     self._step(self._engine)
                 continue
             try:
-                message = self._inbox.get(timeout=self._idle_wait())
+                message = TO_RUNNER(self._inbox.get(timeout=self._idle_wait()))
             except queue.Empty:
                 continue
             self._dispatch(message)
@@ -164,7 +164,7 @@ class Runner:
         warm-up (its peers may be warming up), so lifecycle messages come this way too."""
         while not self._shutdown:
             try:
-                message = self._inbox.get_nowait()
+                message = TO_RUNNER(self._inbox.get_nowait())
             except queue.Empty:
                 return
             self._dispatch(message)
@@ -244,5 +244,6 @@ def entrypoint(engine_name: str, config: EngineConfig, inbox: "Queue[ToRunner]",
     # The supervisor stops us with a Shutdown message or SIGTERM; Ctrl-C in the terminal
     # reaches the whole process group, and the node decides, not the runner.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    code = Runner(engine_name, config, inbox, FrameWriter(outbox.fileno())).serve()
+    writer: FrameWriter[FromRunner] = FrameWriter(outbox.fileno())
+    code = Runner(engine_name, config, inbox, writer).serve()
     sys.exit(code)

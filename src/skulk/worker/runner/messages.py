@@ -15,6 +15,7 @@ from skulk.shared.types.ids import CommandId, TaskId
 from skulk.shared.types.runners import RunnerStatus
 from skulk.shared.types.tasks import TerminalTaskStatus, TextGenerationTask
 from skulk.shared.types.traces import Span
+from skulk.worker.runner.message_check import MessageCheck
 
 
 class LoadModelRequest(WireModel):
@@ -74,3 +75,9 @@ class TaskEnded(WireModel):
 
 FromRunner = Annotated[StatusReport | TaskAcknowledged | ChunkProduced | TaskEnded,
                        Field(discriminator="kind")]
+
+
+TO_RUNNER: MessageCheck[ToRunner] = MessageCheck(ToRunner, "worker → runner")
+"""What a runner takes from its inbox is checked with this."""
+FROM_RUNNER: MessageCheck[FromRunner] = MessageCheck(FromRunner, "runner → worker")
+"""What the supervisor reads from its runner's pipe is checked with this."""

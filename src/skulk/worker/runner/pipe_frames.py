@@ -5,17 +5,28 @@ step: no feeder thread wakes up while the compute threads run, as it did under
 `multiprocessing.Queue`. The supervisor reads whatever is there in one `os.read` on the
 event loop and splits it here, with no lock and no selector per message; end of file
 means the runner's process is gone.
+
+Both ends are typed by the messages they carry (`FrameWriter[FromRunner]`,
+`FrameReader[FromRunner]`), and the reader checks each frame it unpickles against that
+type (`MessageCheck`): a frame of anything else stops the reader with `bad_frame` naming
+what arrived, instead of travelling on as a message.
 """
 
 import os
 import pickle
 import struct
-from typing import Any
+from collections.abc import Sequence
+from typing import Generic, TypeVar, cast
+
+from skulk.worker.runner.message_check import BadFrame, MessageCheck
 
 _HEADER = struct.Struct("!I")
 
+SendT = TypeVar("SendT")
+RecvT = TypeVar("RecvT")
 
-def encode(messages: list[Any]) -> bytes:
+
+def encode(messages: Sequence[object]) -> bytes:
     """The frames of `messages`, in order, as one buffer."""
     parts: list[bytes] = []
     for message in messages:
@@ -24,24 +35,46 @@ def encode(messages: list[Any]) -> bytes:
     return b"".join(parts)
 
 
-class FrameReader:
-    """Bytes in as they arrive, whole messages out; a partial frame waits for the rest."""
+class FrameReader(Generic[RecvT]):
+    """Bytes in as they arrive, whole checked messages out; a partial frame waits for the
+    rest. After a bad frame it gives nothing more (`bad_frame` says what it was)."""
 
-    def __init__(self) -> None:
+    def __init__(self, check: MessageCheck[RecvT]) -> None:
+        self._check = check
         self._pending = bytearray()
+        self.bad_frame: str | None = None
 
-    def feed(self, data: bytes) -> list[Any]:
-        self._pending += data
-        messages: list[Any] = []
+    def feed(self, data: bytes) -> list[RecvT]:
+        """The messages whole in what has arrived, up to a bad frame if one came."""
+        if self.bad_frame is not None:
+            return []
+        pending = self._pending
+        pending += data
+        messages: list[RecvT] = []
         start = 0
-        while len(self._pending) - start >= _HEADER.size:
-            (length,) = _HEADER.unpack_from(self._pending, start)
-            end = start + _HEADER.size + length
-            if end > len(self._pending):
-                break
-            messages.append(pickle.loads(self._pending[start + _HEADER.size:end]))
-            start = end
-        del self._pending[:start]
+        members = self._check.members  # checked inline: this runs once per token
+        try:
+            while len(pending) - start >= _HEADER.size:
+                (length,) = _HEADER.unpack_from(pending, start)
+                end = start + _HEADER.size + length
+                if end > len(pending):
+                    break
+                message = pickle.loads(pending[start + _HEADER.size:end])
+                if not isinstance(message, members):
+                    raise self._check.refusal(message)
+                messages.append(cast(RecvT, message))
+                start = end
+        except BadFrame as error:
+            return self._stopped(messages, str(error))
+        except Exception as error:  # whatever the bytes made the unpickler raise
+            return self._stopped(messages, f"a frame of {end - start - _HEADER.size} bytes "
+                                 f"did not unpickle: {type(error).__name__}: {error}")
+        del pending[:start]
+        return messages
+
+    def _stopped(self, messages: list[RecvT], why: str) -> list[RecvT]:
+        self.bad_frame = why
+        self._pending.clear()
         return messages
 
     @property
@@ -50,15 +83,15 @@ class FrameReader:
         return bool(self._pending)
 
 
-class FrameWriter:
+class FrameWriter(Generic[SendT]):
     """The runner's end: blocking writes of whole buffers (a full pipe waits for the
     supervisor to read, which it does on every wake-up of its event loop)."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
-        self._held: list[Any] | None = None
+        self._held: list[SendT] | None = None
 
-    def send(self, message: Any) -> None:
+    def send(self, message: SendT) -> None:
         if self._held is not None:
             self._held.append(message)
         else:
@@ -80,13 +113,14 @@ class FrameWriter:
             view = view[os.write(self._fd, view):]
 
 
-def read_available(fd: int, reader: FrameReader, chunk_size: int = 1 << 16) -> \
-        tuple[list[Any], bool]:
+def read_available(fd: int, reader: FrameReader[RecvT], chunk_size: int = 1 << 16) -> \
+        tuple[list[RecvT], bool]:
     """Every whole message readable now from non-blocking `fd`, and whether the writer
     is gone (end of file). A read shorter than `chunk_size` emptied the pipe, so it is
     not followed by one more that would only find it empty (one system call per token
-    less); end of file then shows as the next readable event."""
-    messages: list[Any] = []
+    less); end of file then shows as the next readable event. A bad frame ends the
+    reading as end of file would (the reader's `bad_frame` says why)."""
+    messages: list[RecvT] = []
     while True:
         try:
             data = os.read(fd, chunk_size)
@@ -95,5 +129,7 @@ def read_available(fd: int, reader: FrameReader, chunk_size: int = 1 << 16) -> \
         if not data:
             return messages, True
         messages += reader.feed(data)
+        if reader.bad_frame is not None:
+            return messages, True
         if len(data) < chunk_size:
             return messages, False

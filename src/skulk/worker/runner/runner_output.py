@@ -7,20 +7,21 @@ per token (see pipe_frames).
 
 import asyncio
 import os
-from typing import Any
 
+from skulk.worker.runner.messages import FROM_RUNNER, FromRunner
 from skulk.worker.runner.pipe_frames import FrameReader, read_available
 
 
 class RunnerOutput:
-    """Messages from one runner; `ended` once the runner's end of the pipe is closed
-    (the process exited or was killed) and everything before was taken."""
+    """Messages from one runner, each checked to be a `FromRunner`; `ended` once the
+    runner's end of the pipe is closed (the process exited or was killed), or it sent a
+    frame of anything else (`bad_frame`), and everything before was taken."""
 
     def __init__(self, fd: int) -> None:
         os.set_blocking(fd, False)
         self._fd = fd
-        self._frames = FrameReader()
-        self._messages: list[Any] = []
+        self._frames = FrameReader(FROM_RUNNER)
+        self._messages: list[FromRunner] = []
         self._eof = False
         self._ready = asyncio.Event()
         self._loop = asyncio.get_running_loop()
@@ -43,11 +44,16 @@ class RunnerOutput:
         return self._eof and not self._messages
 
     @property
+    def bad_frame(self) -> str | None:
+        """What the runner sent that is no message of its pipe (reading stopped there)."""
+        return self._frames.bad_frame
+
+    @property
     def torn(self) -> bool:
         """The pipe ended inside a message (the runner died while writing it)."""
-        return self._eof and self._frames.partial
+        return self._eof and self._frames.partial and self.bad_frame is None
 
-    async def take(self, patience: float) -> list[Any]:
+    async def take(self, patience: float) -> list[FromRunner]:
         """What arrived since the last call; waits up to `patience` seconds for
         something (an empty list then: the caller checks the process is alive)."""
         if not self._messages and not self._eof:

@@ -135,7 +135,7 @@ class RunnerSupervisor:
                     self._process.pid, self._engine_name)
         try:
             while not output.ended:
-                batch: list[FromRunner] = await output.take(_POLL_SECONDS)
+                batch = await output.take(_POLL_SECONDS)
                 await self._forward_batch(batch)
                 if not batch and not output.ended and not self._process.is_alive():
                     # Exited with its pipe still open elsewhere (a child of its own).
@@ -146,9 +146,12 @@ class RunnerSupervisor:
             printed.close()
         if output.torn:
             logger.warning("runner {} died while writing a message", self.runner_id)
+        bad_frame = output.bad_frame
+        if bad_frame is not None:  # nothing it says can be trusted any more
+            self._process.kill()
         await self._reaped(self._process)
         if not self._stopping:
-            await self._handle_death(self._process.exitcode)
+            await self._handle_death(self._process.exitcode, bad_frame)
 
     @staticmethod
     async def _reaped(process: BaseProcess) -> None:
@@ -278,8 +281,9 @@ class RunnerSupervisor:
         self.recorder.record("task_ended", f"{task_id} {status}" + (f": {error}" if error else ""))
         await self._on_event(TaskStatusUpdated(task_id=task_id, status=status, error=error))
 
-    async def _handle_death(self, exitcode: int | None) -> None:
-        reason = f"runner process exited with code {exitcode}"
+    async def _handle_death(self, exitcode: int | None, bad_frame: str | None = None) -> None:
+        reason = f"runner process exited with code {exitcode}" if bad_frame is None else \
+            f"runner process killed after a bad message: {bad_frame}"
         self.recorder.record("died", reason)
         logger.error("runner {} died: {}", self.runner_id, reason)
         if not isinstance(self._status, RunnerFailed):
