@@ -9,7 +9,7 @@ import pytest
 
 from skulk.cluster.cluster_test import MODEL, Cluster, cluster
 from skulk.cluster.failover_test import echo
-from skulk.master.placement.memory import shard_need_bytes, shard_share
+from skulk.fitting.memory import shard_need_bytes, shard_share
 from skulk.models.catalog import ModelCatalog
 from skulk.node import Node
 from skulk.testing import factories as f

@@ -10,12 +10,12 @@ import math
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from skulk.fitting.engines import engine_fit
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.instances import Instance
 from skulk.shared.types.state import State
 from skulk.shared.types.tasks import TERMINAL_TASK_STATUSES
 from skulk.shared.types.telemetry import NodeTelemetry
-from skulk.worker.engines.node_options import batch_size
 
 # Queued requests per slot when the request names no bound (`--max-queue`).
 DEFAULT_QUEUE_PER_SLOT = 16
@@ -34,7 +34,7 @@ def concurrency(instance: Instance, nodes: Readings = MappingProxyType({})) -> i
     head = min(instance.shards.values(), key=lambda shard: shard.rank).node_id
     reading = nodes.get(head)
     if reading is None or instance.engine not in reading.batch_sizes:
-        return batch_size(instance.engine)
+        return engine_fit(instance.engine).default_batch
     if len(instance.shards) == 1 and not reading.batching:
         return 1
     return reading.batch_sizes[instance.engine]

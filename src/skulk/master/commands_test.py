@@ -232,7 +232,7 @@ def test_a_placement_that_does_not_fit_evicts_the_least_recently_used_idle_insta
         ) -> None:
     from dataclasses import replace
 
-    from skulk.master.placement.memory import shard_need_bytes, shard_share
+    from skulk.fitting.memory import shard_need_bytes, shard_share
     catalog = ModelCatalog.builtin(Path("."))
     card = catalog.resolve(ModelId("smollm2-135m"))
     assert card is not None

@@ -3,7 +3,7 @@ first, and only those on the nodes the new instance lands on. Pure."""
 
 from collections.abc import Mapping, Sequence
 
-from skulk.master.placement.memory import shard_need_bytes, shard_share
+from skulk.fitting.memory import shard_need_bytes, shard_share
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.instances import Instance

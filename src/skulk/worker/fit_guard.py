@@ -5,18 +5,18 @@ old; a node that has since filled up refuses, and the master places one node wid
 The check is placement's own arithmetic with the GPU layers the master stamped, so a
 shard the master admitted is refused only when the node's memory changed since."""
 
-from skulk.master.placement.memory import gib, shard_share, usable_bytes
-from skulk.master.placement.offload import shard_need
+from skulk.fitting.engines import engine_fit
+from skulk.fitting.memory import gib, shard_share, usable_bytes
+from skulk.fitting.offload import shard_need
 from skulk.shared.types.instances import Instance, ShardAssignment
 from skulk.shared.types.model_cards import ModelCard
 from skulk.shared.types.telemetry import NodeTelemetry
-from skulk.worker.engines.registry import engine_description
 
 
 def refusal(card: ModelCard, instance: Instance, shard: ShardAssignment,
             reading: NodeTelemetry) -> str | None:
     """Why this node cannot hold `shard` now, or None when it can."""
-    if card.source_for(engine_description(instance.engine).weight_format) is None:
+    if card.source_for(engine_fit(instance.engine).weight_format) is None:
         return None  # nothing to size it by; the load itself will say what is missing
     need = shard_need(card, instance.engine, shard_share(card, instance.sharding, shard),
                       reading, gpu_layers=shard.gpu_layers)

@@ -13,8 +13,8 @@ from pydantic import BaseModel, Field
 
 from skulk.api.context import ApiContext, Context
 from skulk.api.serving import resolve_card
+from skulk.fitting.memory import usable_bytes
 from skulk.master.placement.engines import engines_of, runs_engine
-from skulk.master.placement.memory import usable_bytes
 from skulk.master.placement.plans import plan_for
 from skulk.shared.types.ids import ModelId, NodeId
 from skulk.shared.types.model_cards import EngineName, ModelCard

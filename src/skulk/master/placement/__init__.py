@@ -1,21 +1,21 @@
 """Placement: a pure choice of where an instance runs, or a typed reason it cannot.
 
-Modules: `memory` (admission), `offload` (layers on a GPU), `layers` (splits), `engines`
-(which engines a card and a node allow; the engines themselves are in
-`worker/engines/registry.py`), `plans` (one shape over given nodes), `select` (the
-narrowest fitting shape), `ring` (ports), `place` (the Instance), `previews` (every shape,
-for the API), `widen` (refusal -> one node wider).
+Modules: `layers` (splits), `engines` (which engines a card and a node allow), `plans`
+(one shape over given nodes), `select` (the narrowest fitting shape), `ring` (ports),
+`place` (the Instance), `previews` (every shape, for the API), `widen` (refusal -> one
+node wider). What a shard needs of a node's memory and GPUs, and the engines as placement
+sees them, are `skulk/fitting/`'s, which the worker's fit guard reads too.
 """
 
-from skulk.master.placement.cluster import ClusterView
-from skulk.master.placement.errors import PlacementError
-from skulk.master.placement.memory import (
+from skulk.fitting.memory import (
     KV_CONTEXT_BUDGET_TOKENS,
     context_token_limit,
     shard_need_bytes,
     usable_bytes,
     whole_model,
 )
+from skulk.master.placement.cluster import ClusterView
+from skulk.master.placement.errors import PlacementError
 from skulk.master.placement.place import place
 from skulk.master.placement.previews import PlacementPreview, previews
 from skulk.master.placement.ring import DEFAULT_RING_PORTS

@@ -3,14 +3,14 @@
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from skulk.fitting.engines import engine_fit
+from skulk.fitting.offload import capacity_bytes
 from skulk.master.placement.engines import runs_engine
-from skulk.master.placement.offload import capacity_bytes
 from skulk.master.placement.ring import DEFAULT_RING_PORTS
 from skulk.shared.types.ids import InstanceId, NodeId
 from skulk.shared.types.instances import Instance
 from skulk.shared.types.model_cards import EngineName, ModelCard
 from skulk.shared.types.telemetry import NodeTelemetry
-from skulk.worker.engines.registry import engine_description
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ def holders_first(nodes: list[NodeTelemetry], card: ModelCard, engine: EngineNam
     """The nodes whose store holds a whole copy of `card`'s weights for `engine` (its own
     format, or the GGUF an importing engine converts), roomiest first: a whole instance
     placed on one of them starts without copying anything."""
-    description = engine_description(engine)
+    description = engine_fit(engine)
     formats = {description.weight_format} | ({"gguf"} if description.imports_weights else set())
     holding = [n for n in nodes if runs_engine(n, engine) and any(
         held.model_id == card.model_id and held.format in formats and held.layers is None
@@ -77,7 +77,7 @@ def roomiest(nodes: list[NodeTelemetry], engine: EngineName, width: int
         return None
     chosen = sorted(able, key=lambda n: (-capacity_bytes(n, engine), n.node_id))[:width]
     ranked = sorted(chosen, key=lambda n: n.node_id)
-    if width > 1 and engine_description(engine).head_runs_model:
+    if width > 1 and engine_fit(engine).head_runs_model:
         ranked.remove(chosen[0])
         ranked.insert(0, chosen[0])
     return ranked

@@ -1,14 +1,14 @@
-"""The engines placement can choose between (from the engine registry), and which nodes
-can run each one."""
+"""The engines placement can choose between (`fitting/engines.py`) for a card, and which
+nodes can run each one."""
 
+from skulk.fitting.engines import ENGINE_PREFERENCE, engine_fit
 from skulk.shared.types.model_cards import EngineName, ModelCard, ModelSource
 from skulk.shared.types.telemetry import NodeTelemetry
-from skulk.worker.engines.registry import ENGINE_PREFERENCE, engine_description
 
 
 def source_for_engine(card: ModelCard, engine: EngineName) -> ModelSource | None:
     """The card's weights in the format `engine` loads, if the card has them."""
-    return card.source_for(engine_description(engine).weight_format)
+    return card.source_for(engine_fit(engine).weight_format)
 
 
 def engines_of(card: ModelCard) -> list[EngineName]:

@@ -2,10 +2,11 @@
 
 from collections.abc import Callable
 
+from skulk.fitting.engines import engine_fit
+from skulk.fitting.memory import context_token_limit
 from skulk.master.placement.cluster import ClusterView
 from skulk.master.placement.drafter import choose_drafter_node
 from skulk.master.placement.errors import PlacementError
-from skulk.master.placement.memory import context_token_limit
 from skulk.master.placement.plans import Plan
 from skulk.master.placement.ring import assign_ring_port
 from skulk.master.placement.select import choose_plan
@@ -14,7 +15,6 @@ from skulk.shared.types.commands import PlaceInstance
 from skulk.shared.types.ids import InstanceId, RunnerId
 from skulk.shared.types.instances import Instance, ShardAssignment
 from skulk.shared.types.model_cards import ModelCard
-from skulk.worker.engines.registry import engine_description
 
 
 def instance_from_plan(instance_id: InstanceId, card: ModelCard, plan: Plan,
@@ -22,7 +22,7 @@ def instance_from_plan(instance_id: InstanceId, card: ModelCard, plan: Plan,
                        ) -> Instance | PlacementError:
     """Stamp the plan (with each rank's GPU layers), the engine, the context ceiling and a
     ring port onto an Instance."""
-    engine = engine_description(plan.engine)
+    engine = engine_fit(plan.engine)
     ring_port = None
     if plan.width > 1 and engine.splits:
         ring_port = assign_ring_port(instance_id, plan.width, cluster.instances.values(),

@@ -3,19 +3,19 @@
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from skulk.fitting.engines import engine_fit
+from skulk.fitting.memory import ShardShare, admits, gib, usable_bytes
+from skulk.fitting.offload import capacity_bytes, shard_need
 from skulk.master.placement.layers import (
     layer_ranges,
     pipeline_split_problem,
     proportional_layer_counts,
     tensor_split_problem,
 )
-from skulk.master.placement.memory import ShardShare, admits, gib, usable_bytes
-from skulk.master.placement.offload import capacity_bytes, shard_need
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.instances import Sharding
 from skulk.shared.types.model_cards import EngineName, ModelCard
 from skulk.shared.types.telemetry import NodeTelemetry
-from skulk.worker.engines.registry import engine_description
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ def plan_for(card: ModelCard, engine: EngineName, sharding: Sharding,
              nodes: Sequence[NodeTelemetry]) -> Plan | str:
     """The plan over `nodes` (in rank order), or why this shape cannot exist at all."""
     width = len(nodes)
-    refuse_type = engine_description(engine).split_refusal
+    refuse_type = engine_fit(engine).split_refusal
     refusal = refuse_type(card.model_type or card.family, sharding, width) if refuse_type \
         else None
     if refusal is not None:

@@ -3,6 +3,7 @@
 from dataclasses import dataclass
 from typing import get_args
 
+from skulk.fitting.engines import engine_fit
 from skulk.master.placement.cluster import ClusterView, roomiest, workers
 from skulk.master.placement.engines import engines_of, runs_engine
 from skulk.master.placement.plans import Plan, plan_for
@@ -10,7 +11,6 @@ from skulk.shared.types.ids import NodeId
 from skulk.shared.types.instances import Sharding
 from skulk.shared.types.model_cards import EngineName, ModelCard
 from skulk.shared.types.telemetry import NodeTelemetry
-from skulk.worker.engines.registry import engine_description
 
 SHARDINGS: tuple[Sharding, ...] = get_args(Sharding)
 
@@ -29,7 +29,7 @@ class PlacementPreview:
 
 def _preview(card: ModelCard, engine: EngineName, sharding: Sharding,
              nodes: list[NodeTelemetry], width: int) -> PlacementPreview:
-    refusal = engine_description(engine).shape_refusal(sharding, width)
+    refusal = engine_fit(engine).shape_refusal(sharding, width)
     if refusal is not None:
         return PlacementPreview(engine, sharding, width, None, refusal)
     chosen = roomiest(nodes, engine, width)

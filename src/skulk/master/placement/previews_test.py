@@ -48,7 +48,7 @@ def test_excluded_nodes_leave_no_previews() -> None:
 
 
 def test_a_preview_on_a_gpu_node_shows_the_layers_and_gpu_memory_it_would_use() -> None:
-    from skulk.master.placement.offload import GPU_RESERVE_BYTES
+    from skulk.fitting.offload import GPU_RESERVE_BYTES
     from skulk.testing.placement import cuda_node, gguf_card
 
     cluster = ClusterView(nodes=nodes(cuda_node("a", vram_free=4 * GIB)))

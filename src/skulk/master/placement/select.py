@@ -4,6 +4,7 @@ whole instance goes to a node that already holds the weights when one fits."""
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from skulk.fitting.engines import PLACEABLE, EngineFit, engine_fit
 from skulk.master.placement.cluster import ClusterView, holders_first, roomiest, workers
 from skulk.master.placement.engines import engines_of, runs_engine
 from skulk.master.placement.errors import PlacementError
@@ -12,8 +13,6 @@ from skulk.shared.types.commands import PlaceInstance
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.model_cards import EngineName, ModelCard
 from skulk.shared.types.telemetry import NodeTelemetry
-from skulk.worker.engines.description import EngineDescription
-from skulk.worker.engines.registry import PLACEABLE, engine_description
 
 
 @dataclass
@@ -60,7 +59,7 @@ def _attempts(engines: list[EngineName], command: PlaceInstance, low: int, high:
     for width in range(low, high + 1):
         able = [e for e in PLACEABLE if e.runs_as(command.sharding, width)]
         for engine in engines:
-            refusal = engine_description(engine).shape_refusal(command.sharding, width)
+            refusal = engine_fit(engine).shape_refusal(command.sharding, width)
             if refusal is None:
                 yield width, engine
             elif not any(e.name in engines for e in able):
@@ -68,7 +67,7 @@ def _attempts(engines: list[EngineName], command: PlaceInstance, low: int, high:
                 misses.shape(_shape_miss(refusal, command, able))
 
 
-def _shape_miss(refusal: str, command: PlaceInstance, able: list[EngineDescription]) -> str:
+def _shape_miss(refusal: str, command: PlaceInstance, able: list[EngineFit]) -> str:
     how = "tensor sharding" if command.sharding == "tensor" else "splitting"
     names = " or ".join(e.name for e in able)
     formats = " or ".join(e.weight_format for e in able)

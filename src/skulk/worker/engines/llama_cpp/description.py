@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from skulk.fitting.engines import LLAMA_CPP_FIT
 from skulk.shared.types.telemetry import GpuBackend, GpuDevice
 from skulk.worker.engines.description import CommaSeparated, EngineDescription, EngineOptions
 
@@ -83,7 +84,7 @@ class LlamaCppOptions(EngineOptions):
     runs the model on its head (rank 0), which offloads the later layers to the other
     ranks' devices, each served over ggml RPC behind the nodes' relays."""
 
-    max_batch: int = Field(default=4, ge=1, le=64)
+    max_batch: int = Field(default=LLAMA_CPP_FIT.default_batch, ge=1, le=64)
     """Requests decoded together in one context (llama.cpp sequences); 1 serves one
     request at a time. The instance's concurrency bound."""
     shared_kv: bool = True

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from skulk.fitting.engines import MLX_FIT
 from skulk.worker.engines.description import CommaSeparated, EngineOptions
 
 DEFAULT_MAX_DRAFT = 16
@@ -17,7 +18,7 @@ class MlxOptions(EngineOptions):
 
     openblas: Literal["auto", "off"] = "auto"
     """`off`: keep the wheel's reference BLAS even where Debian's OpenBLAS is installed."""
-    max_batch: int = Field(default=8, ge=1)
+    max_batch: int = Field(default=MLX_FIT.default_batch, ge=1)
     """Requests decoded together."""
     prefill_chunk: int = Field(default=256, ge=1)
     """Prompt tokens prefilled per step."""

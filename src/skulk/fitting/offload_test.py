@@ -3,14 +3,14 @@ memory; nothing changes on nodes without a GPU or for engines that do not offloa
 
 from math import ceil
 
-from skulk.master.placement.memory import (
+from skulk.fitting.memory import (
     HOST_MEMORY,
     MIB,
     kv_reservation_bytes,
     shard_need_bytes,
     whole_model,
 )
-from skulk.master.placement.offload import (
+from skulk.fitting.offload import (
     GPU_RESERVE_BYTES,
     capacity_bytes,
     offload_gpus,

@@ -1,4 +1,4 @@
-from skulk.master.placement.memory import (
+from skulk.fitting.memory import (
     HOST_MEMORY,
     ShardShare,
     context_token_limit,

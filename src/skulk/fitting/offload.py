@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from math import ceil
 
-from skulk.master.placement.memory import (
+from skulk.fitting.engines import engine_fit
+from skulk.fitting.memory import (
     GIB,
     UNIFIED_MEMORY_COMPUTE,
     ShardShare,
@@ -26,7 +27,6 @@ from skulk.master.placement.memory import (
 )
 from skulk.shared.types.model_cards import EngineName, ModelCard
 from skulk.shared.types.telemetry import GpuDevice, NodeTelemetry
-from skulk.worker.engines.registry import engine_description
 
 # Per GPU used: the driver's context (CUDA's is ~300-500 MB) and llama.cpp's compute
 # buffer at the context ceiling (a few hundred MB for mid-size models).
@@ -51,7 +51,7 @@ class ShardNeed:
 def offload_gpus(node: NodeTelemetry, engine: EngineName) -> list[GpuDevice]:
     """The node's GPUs `engine` offloads to: those of the compute its backend tag names
     (`llama_cpp-cuda` -> the CUDA devices); none for an engine that does not offload."""
-    if not engine_description(engine).offloads_layers:
+    if not engine_fit(engine).offloads_layers:
         return []
     computes = {compute for tag in node.backends
                 for name, _, compute in [tag.partition("-")] if name == engine}

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from math import ceil
 from typing import Literal
 
+from skulk.fitting.engines import engine_fit
 from skulk.shared.types.instances import ShardAssignment
 from skulk.shared.types.model_cards import EngineName, ModelCard
 from skulk.shared.types.telemetry import NodeTelemetry
-from skulk.worker.engines.registry import engine_description
 
 MIB = 1024**2
 GIB = 1024**3
@@ -101,7 +101,7 @@ def kv_reservation_bytes(card: ModelCard, engine: EngineName, share: ShardShare,
     """KV cache for the context ceiling, `contexts` times (see `kv_contexts_on`): keys and
     values, per layer, per KV head."""
     head_dim = card.attention_head_dim
-    kv_bytes = engine_description(engine).kv_bytes_per_value
+    kv_bytes = engine_fit(engine).kv_bytes_per_value
     per_token = 2 * share.layers * share.kv_heads * head_dim * kv_bytes
     return per_token * context_token_limit(card) * contexts
 
@@ -116,7 +116,7 @@ def kv_contexts_on(node: NodeTelemetry, engine: EngineName, share: ShardShare) -
 
 def resident_weights_bytes(card: ModelCard, engine: EngineName, share: ShardShare) -> int:
     """The share's weights as the engine holds them: size on disk x its overhead."""
-    description = engine_description(engine)
+    description = engine_fit(engine)
     source = card.source_for(description.weight_format)
     if source is None:
         raise ValueError(f"{card.model_id} has no {description.weight_format} weights for "
