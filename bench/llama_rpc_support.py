@@ -33,6 +33,7 @@ from skulk.shared.types.tasks import ChatMessage, GenerationParams
 from skulk.testing.cluster_trust import make_member
 from skulk.trust.files import TrustFiles
 from skulk.worker.engines.llama_cpp import rpc_lib
+from skulk.worker.engines.llama_cpp.description import LlamaCppOptions
 from skulk.worker.engines.llama_cpp.device_server import LlamaDeviceServer
 from skulk.worker.engines.llama_cpp.engine import LlamaCppEngine
 from skulk.worker.engines.protocol import EngineConfig
@@ -93,8 +94,9 @@ def run_head(model: str, rpc_server: str | None, watched: dict[str, int]) -> Non
         half = LAYERS // 2
         config = EngineConfig(model_path=model, context_token_limit=CONTEXT_TOKENS,
                               n_threads=1, world_size=2, rank=0, end_layer=half,
-                              options={"rpc_servers": rpc_server,
-                                       "rpc_layers": f"{half},{LAYERS - half}"})
+                              options=LlamaCppOptions.parse({
+                                  "rpc_servers": rpc_server,
+                                  "rpc_layers": f"{half},{LAYERS - half}"}))
     started = time.perf_counter()
     engine = LlamaCppEngine(config)
     engine.load()
@@ -138,7 +140,8 @@ def run_device(listen: str, cache_dir: str) -> None:
     if host == "127.0.0.1":  # the production class, which only listens on loopback
         LlamaDeviceServer(EngineConfig(
             model_path="", context_token_limit=CONTEXT_TOKENS, n_threads=1, world_size=2,
-            rank=1, options={"rpc_listen": listen, "rpc_cache_dir": cache_dir})).load()
+            rank=1, options=LlamaCppOptions.parse({"rpc_listen": listen,
+                                                   "rpc_cache_dir": cache_dir}))).load()
     else:
         threading.Thread(target=rpc_lib.serve_device, args=(listen, cache_dir, 1),
                          daemon=True).start()

@@ -27,6 +27,7 @@ from skulk.shared.types.chunks import TokenChunk  # noqa: E402
 from skulk.shared.types.ids import ModelId, TaskId  # noqa: E402
 from skulk.shared.types.tasks import ChatMessage, GenerationParams  # noqa: E402
 from skulk.worker.engines.mlx.engine import MlxEngine  # noqa: E402
+from skulk.worker.engines.mlx.options import MlxOptions
 from skulk.worker.engines.protocol import EngineConfig, TaskDone, TaskOutput  # noqa: E402
 
 PROMPTS = ["Explain why the sky is blue.", "Write a short poem about the sea.",
@@ -134,7 +135,7 @@ def main() -> None:
         options["pipeline_micro_batches"] = "true" if spec["micro_batches"] else "false"
     engine = MlxEngine(EngineConfig(
         model_path=spec["model"], context_token_limit=2048, n_threads=1, start_layer=start,
-        end_layer=end, world_size=len(hosts), rank=rank, options=options))
+        end_layer=end, world_size=len(hosts), rank=rank, options=MlxOptions.parse(options)))
     engine.load()
     engine.warm_up()
     tokens = int(spec["tokens"])

@@ -31,6 +31,7 @@ import mlx.core as mx
 import numpy as np
 
 from skulk.worker.engines.mlx.collectives import Group, connect_ring
+from skulk.worker.engines.mlx.options import MlxOptions
 from skulk.worker.engines.mlx.shard import ModelShard
 from skulk.worker.engines.mlx.shard_loader import load_shard
 
@@ -101,8 +102,8 @@ def run_engine(spec: dict[str, Any]) -> None:
     engine = MlxEngine(EngineConfig(
         model_path=spec["model_dir"], context_token_limit=512, start_layer=start_layer,
         end_layer=end_layer, world_size=len(hosts), rank=rank,
-        options={"ring_hosts": ",".join(hosts), "ring_connect_seconds": "30",
-                 **spec.get("options", {})}))
+        options=MlxOptions.parse({"ring_hosts": ",".join(hosts), "ring_connect_seconds": "30",
+                                  **spec.get("options", {})})))
     engine.load()
     engine.warm_up()
     texts = spec["texts"] if "texts" in spec else [spec["text"]]
@@ -136,8 +137,8 @@ def run_staggered(spec: dict[str, Any]) -> None:
     engine = MlxEngine(EngineConfig(
         model_path=spec["model_dir"], context_token_limit=512, start_layer=start_layer,
         end_layer=end_layer, world_size=len(hosts), rank=rank,
-        options={"ring_hosts": ",".join(hosts), "ring_connect_seconds": "30",
-                 **spec.get("options", {})}))
+        options=MlxOptions.parse({"ring_hosts": ",".join(hosts), "ring_connect_seconds": "30",
+                                  **spec.get("options", {})})))
     engine.load()
     engine.warm_up()
     requests = spec["requests"]  # [text, max_tokens, {rank: arrival step}]

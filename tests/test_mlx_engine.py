@@ -21,6 +21,7 @@ from skulk.testing.runners import Recorder, supervised_runner, wait_until
 from skulk.testing.tiny_model import write_tiny_model
 from skulk.worker.engines.mlx.cpu import OPENBLAS
 from skulk.worker.engines.mlx.engine import MlxEngine
+from skulk.worker.engines.mlx.options import MlxOptions
 from skulk.worker.engines.protocol import EngineConfig
 from skulk.worker.runner import messages
 from skulk.worker.runner.supervisor import RunnerSupervisor
@@ -149,7 +150,8 @@ async def test_two_pipeline_runners_agree_and_only_rank_zero_speaks(
         on_chunk=recorders[rank].on_chunk,
         config=EngineConfig(model_path=str(model_dir), context_token_limit=512, n_threads=1,
                             start_layer=rank, end_layer=rank + 1, world_size=2, rank=rank,
-                            options={"ring_hosts": hosts, "sharding": "pipeline"}))
+                            options=MlxOptions.parse({"ring_hosts": hosts,
+                                                      "sharding": "pipeline"})))
         for rank in range(2)]
     solo = MlxEngine(EngineConfig(model_path=str(model_dir), context_token_limit=512))
     solo.load()
@@ -201,8 +203,8 @@ async def test_two_ranks_holding_different_weights_refuse_to_load(tmp_path: Path
         engine_name="mlx", on_event=Recorder().on_event, on_chunk=Recorder().on_chunk,
         config=EngineConfig(model_path=str(model_dir), context_token_limit=512, n_threads=1,
                             start_layer=rank, end_layer=rank + 1, world_size=2, rank=rank,
-                            options={"ring_hosts": hosts, "sharding": "pipeline",
-                                     "weights_sha256": digests[rank]}))
+                            options=MlxOptions.parse({"ring_hosts": hosts, "sharding": "pipeline",
+                                                      "weights_sha256": digests[rank]})))
         for rank in range(2)]
     async with anyio.create_task_group() as tasks:
         for supervisor in supervisors:

@@ -22,6 +22,7 @@ from skulk.testing.family_checkpoint import write_family_checkpoint
 from skulk.testing.random_family import FAMILIES, tiny_config, write_random_model
 from skulk.worker.engines.mlx.collectives import SoloGroup
 from skulk.worker.engines.mlx.engine import MlxEngine
+from skulk.worker.engines.mlx.options import MlxOptions
 from skulk.worker.engines.mlx.shard_loader import load_shard
 from skulk.worker.engines.protocol import EngineConfig
 from tests.mlx_rank_helper import greedy
@@ -165,7 +166,7 @@ def test_a_full_pipeline_answers_like_one_engine_through_joins_and_a_cancel(
     source = write_family_checkpoint(tmp_path / "published", "qwen2", n_layers=3, seed=1)
     model_dir = import_to_store(source, tmp_path / "models", "qwen2-mlx", "qwen2", None).path
     alone = MlxEngine(EngineConfig(model_path=str(model_dir), context_token_limit=512,
-                                   options={"speculation": "false"}))
+                                   options=MlxOptions.parse({"speculation": "false"})))
     alone.load()
     # The cancelled request stops long before its 200 tokens: its first 48 are enough.
     want = [[t for c in alone.generate(chat(text, 48 if i == CANCELLED else n))

@@ -4,14 +4,18 @@ from skulk.shared.types.ids import NodeId, RunnerId
 from skulk.shared.types.instances import Instance, ShardAssignment
 from skulk.shared.types.telemetry import NodeTelemetry
 from skulk.testing import factories as f
-from skulk.worker.engines.node_options import EngineLimits, parse_node_engine_options
+from skulk.worker.engines.node_options import (
+    EngineLimits,
+    NodeEngineOptions,
+    parse_node_engine_options,
+)
 
 
-def node_batch_sizes(options: dict[str, dict[str, str]]) -> dict[str, int]:
+def node_batch_sizes(options: NodeEngineOptions) -> dict[str, int]:
     return EngineLimits.of(options, batching=True).batch_sizes
 
 
-def node_kv_contexts(options: dict[str, dict[str, str]]) -> dict[str, int]:
+def node_kv_contexts(options: NodeEngineOptions) -> dict[str, int]:
     return EngineLimits.of(options, batching=True).kv_contexts
 
 OTHER = NodeId("node-b")

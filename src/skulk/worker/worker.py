@@ -26,7 +26,8 @@ from skulk.shared.types.ids import (
 from skulk.shared.types.instances import Instance
 from skulk.shared.types.runners import RunnerFailed, is_serving
 from skulk.shared.types.telemetry import WarmModel
-from skulk.worker.engines.description import EngineDescription, EngineOptionError
+from skulk.worker.engines.description import EngineDescription
+from skulk.worker.engines.options import EngineOptionError
 from skulk.worker.engines.protocol import EngineConfig
 from skulk.worker.engines.registry import engine_description
 from skulk.worker.fit_guard import refusal
@@ -248,24 +249,22 @@ class Worker:
         drafting = await drafting_options(self._catalog, card, instance, engine,
                                           self._reach.remote_drafting)
         settings = self._settings
-        config = EngineConfig(model_path=model_path,
-                              context_token_limit=instance.context_token_limit,
-                              n_threads=settings.engine_threads, start_layer=shard.start_layer,
-                              end_layer=shard.end_layer, world_size=shard.world_size,
-                              rank=shard.rank,
-                              options={**drafting,
-                                       **settings.node_engine_options.get(instance.engine, {}),
-                                       **engine_options(instance, batching=settings.batching),
-                                       **shard_options(shard),
-                                       **links,
-                                       **(await agreement_options(instance, model_path)
-                                          if runs_model else {})})
-        try:
-            engine.options.parse(config.options)
+        node_options = settings.node_engine_options.get(instance.engine)
+        try:  # the one parse of this runner's options: the engine gets them typed
+            options = engine.options.parse({
+                **drafting, **(node_options.given() if node_options else {}),
+                **engine_options(instance, batching=settings.batching),
+                **shard_options(shard), **links,
+                **(await agreement_options(instance, model_path) if runs_model else {})})
         except EngineOptionError as error:
             self._close_links(runner_id)
             await self._give_up(instance.instance_id, runner_id, str(error))
             return
+        config = EngineConfig(model_path=model_path,
+                              context_token_limit=instance.context_token_limit,
+                              n_threads=settings.engine_threads, start_layer=shard.start_layer,
+                              end_layer=shard.end_layer, world_size=shard.world_size,
+                              rank=shard.rank, options=options)
         supervisor = self._supervisor_factory(
             runner_id=runner_id, instance_id=instance.instance_id, node_id=self._node_id,
             engine_name=instance.engine, config=config,

@@ -31,6 +31,8 @@ from skulk.shared.types.state import State
 from skulk.shared.types.tasks import TextGenerationTask
 from skulk.shared.types.telemetry import NodeTelemetry
 from skulk.testing import factories as f
+from skulk.worker.engines.mlx.options import MlxOptions
+from skulk.worker.engines.node_options import parse_node_engine_options
 from skulk.worker.runner import messages
 from skulk.worker.runner.deadlines import Progress
 from skulk.worker.runner.flight_recorder import FlightRecorder
@@ -260,9 +262,9 @@ def test_engine_options_carry_the_ring_every_rank_dials() -> None:
                      sharding="pipeline", shards=shards, context_token_limit=8192,
                      ring_port=53000)
     assert engine_options(split) == {"sharding": "pipeline",
-                                     "ring_hosts": "10.0.0.1:53000,10.0.0.2:53001"}
+                                     "ring_hosts": ["10.0.0.1:53000", "10.0.0.2:53001"]}
     assert engine_options(f.instance()) == {}
-    assert engine_options(f.instance(), batching=False) == {"batching": "off"}
+    assert engine_options(f.instance(), batching=False) == {"batching": False}
     assert "batching" not in engine_options(split, batching=False), \
         "a node's --no-batching cannot give one rank of a split another batch shape"
 
@@ -277,7 +279,7 @@ def test_shard_options_carry_the_gpu_layers_the_master_stamped() -> None:
                             end_layer=32)
     assert shard_options(shard) == {}  # no GPU: engines without the option never see it
     offloading = shard_options(shard.model_copy(update={"gpu_layers": 12}))
-    assert offloading == {"gpu_layers": "12"}
+    assert offloading == {"gpu_layers": 12}
     assert LlamaCppOptions.parse(offloading).gpu_layers == 12
 
 
@@ -288,8 +290,8 @@ async def test_the_nodes_engine_options_reach_its_runners_under_the_masters(
         return Path("/weights")
     monkeypatch.setattr("skulk.worker.worker.loadable_weights", weights)
     cluster = Cluster()
-    node_options = {"mlx": {"draft_adaptive": "off", "drafter": "none"},
-                    "llama_cpp": {"max_draft": "3"}}
+    node_options = parse_node_engine_options(
+        ["mlx.draft_adaptive=off", "mlx.drafter=none", "llama_cpp.max_batch=3"])
     split = f.instance().model_copy(update={"engine": "mlx", "ring_port": 50100})
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(Worker(
@@ -302,10 +304,11 @@ async def test_the_nodes_engine_options_reach_its_runners_under_the_masters(
                 await anyio.sleep(0.01)
         tasks.cancel_scope.cancel()
     options = FakeSupervisor.created[0].kwargs["config"].options
-    assert options["draft_adaptive"] == "off"
-    assert options["drafter"] == "none"  # over the card's default drafter
-    assert options["ring_hosts"] == "127.0.0.1:50100"  # stamped by the master
-    assert "max_draft" not in options  # another engine's
+    assert isinstance(options, MlxOptions)  # parsed once, by the worker, and carried typed
+    assert options.draft_adaptive is False
+    assert options.drafter == "none"  # over the card's default drafter
+    assert options.ring_hosts == ["127.0.0.1:50100"]  # stamped by the master
+    assert options.max_batch == MlxOptions().max_batch  # llama.cpp's is another engine's
 
 
 class StuckSupervisor(FakeSupervisor):

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from pydantic import Field
 
 from skulk.shared.types.telemetry import GpuDevice
-from skulk.worker.engines.description import EngineDescription, EngineOptions
+from skulk.worker.engines.description import EngineDescription
+from skulk.worker.engines.options import EngineOptions
 from skulk.worker.engines.registry import EXTRA_ENGINES_VARIABLE
 
 
@@ -24,6 +25,9 @@ class EchoOptions(EngineOptions):
     """Fail on load."""
     ignore_sigterm: bool = False
     """Ignore SIGTERM, so teardown must escalate."""
+
+    def batch_size(self) -> int:
+        return self.max_batch if self.batching else 1
 
 
 def never_advertised(_platform: str, _gpus: Sequence[GpuDevice]) -> None:

@@ -57,8 +57,8 @@ class EchoEngine:
 
     def __init__(self, config: EngineConfig) -> None:
         self._config = config
-        self._options = EchoOptions.parse(config.options)
-        self._slots = self._options.max_batch if self._options.batching else 1
+        self._options = EchoOptions.of(config.options)
+        self._slots = self._options.batch_size()
         self._waiting: deque[tuple[TaskId, GenerationParams]] = deque()
         self._running: dict[TaskId, _Echoing] = {}
         self._cancelled: list[TaskId] = []

@@ -6,64 +6,14 @@ it): it names its engine class as `module:Class` and never imports the engine it
 """
 
 import importlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Self
-
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
-from pydantic_core import ErrorDetails
 
 from skulk.shared.types.instances import Sharding
 from skulk.shared.types.model_cards import ModelFormat
 from skulk.shared.types.telemetry import GpuDevice
-from skulk.worker.engines.protocol import Engine, EngineConfig, InvalidRequest
-
-
-class EngineOptionError(InvalidRequest):
-    """An engine option has a value the engine cannot take; the message names it."""
-
-
-def _comma_separated(value: object) -> object:
-    if isinstance(value, str):
-        return [part for part in value.split(",") if part]
-    return value
-
-
-CommaSeparated = Annotated[list[str], BeforeValidator(_comma_separated)]
-
-
-class EngineOptions(BaseModel):
-    """Options every engine takes from the worker. They cross into the runner as strings
-    (`EngineConfig.options`); `parse` is the one way from those strings to this model."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
-
-    batching: bool = True
-    """Off: run concurrent requests one at a time (`--no-batching`, whole instances)."""
-    sharding: Sharding = "pipeline"
-    """How a split instance divides the model (stamped by the master)."""
-    ring_hosts: CommaSeparated = Field(default_factory=list)
-    """`ip:port` where each rank of a split instance listens, in rank order."""
-    weights_sha256: str | None = Field(default=None, pattern="^[0-9a-f]{64}$")
-    """The digest of the files this rank loads (the worker's, for split instances): the
-    ranks check they agree before they serve."""
-
-    @classmethod
-    def parse(cls, raw: Mapping[str, str]) -> Self:
-        """The typed options, or an `EngineOptionError` naming each bad value."""
-        try:
-            return cls.model_validate(dict(raw))
-        except ValidationError as error:
-            known = ", ".join(sorted(cls.model_fields))
-            problems = "; ".join(_problem(detail, raw, known) for detail in error.errors())
-            raise EngineOptionError(problems) from error
-
-
-def _problem(detail: ErrorDetails, raw: Mapping[str, str], known: str) -> str:
-    name = str(detail["loc"][0]) if detail["loc"] else ""
-    if detail["type"] == "extra_forbidden":
-        return f"unknown engine option {name!r} (this engine takes {known})"
-    return f"engine option {name}={raw.get(name)!r}: {detail['msg']}"
+from skulk.worker.engines.options import EngineOptions
+from skulk.worker.engines.protocol import Engine, EngineConfig
 
 
 def no_environment(_config: EngineConfig) -> dict[str, str]:
@@ -79,8 +29,8 @@ class EngineDescription:
     engine_class: str
     """`module:Class`, a class taking an `EngineConfig`; only a runner imports it."""
     options: type[EngineOptions]
-    """The engine's options model: the worker checks the options it built against it
-    before it starts a runner, and the engine parses `EngineConfig.options` with it."""
+    """The engine's options model: the node parses its flags with it, the worker the
+    options it builds for a runner, which the engine reads typed (`EngineConfig.options`)."""
     weight_format: ModelFormat
     """The format of the weights it loads."""
     overhead_factor: float

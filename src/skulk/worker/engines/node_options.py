@@ -1,6 +1,6 @@
 """Engine options an operator sets for every runner of one node (`--engine-option
-ENGINE.NAME=VALUE`), checked when the node starts so that a typo stops `skulk run` with a
-message instead of failing each runner later.
+ENGINE.NAME=VALUE`), parsed once into each engine's options model when the node starts,
+so that a typo stops `skulk run` with a message instead of failing each runner later.
 
 Options the master stamps on an instance (how it is split, where its ranks listen) and
 `batching` (every rank of a split instance must run the same batch shape: `--no-batching`
@@ -10,18 +10,20 @@ is its flag) are not the node's to set.
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from skulk.worker.engines.description import EngineOptionError
+from skulk.worker.engines.options import EngineOptionError, EngineOptions
 from skulk.worker.engines.registry import ENGINES, engine_description
 
-NodeEngineOptions = dict[str, dict[str, str]]  # engine name -> option name -> raw value
+NodeEngineOptions = dict[str, EngineOptions]
+"""Engine name -> the options this node set for it, typed (only those set count as set:
+`EngineOptions.given`)."""
 
 NOT_PER_NODE = frozenset({"sharding", "ring_hosts", "batching", "weights_sha256"})
 
 
 def parse_node_engine_options(entries: Iterable[str]) -> NodeEngineOptions:
-    """`mlx.draft_adaptive=off`-style entries, by engine; a ValueError names what is wrong
-    with the first bad one and what would be right."""
-    options: NodeEngineOptions = {}
+    """`mlx.draft_adaptive=off`-style entries, by engine, each engine's parsed once; a
+    ValueError names what is wrong with the first bad one and what would be right."""
+    raw: dict[str, dict[str, str]] = {}
     for entry in entries:
         target, equals, value = entry.partition("=")
         engine_name, dot, name = target.partition(".")
@@ -36,24 +38,9 @@ def parse_node_engine_options(entries: Iterable[str]) -> NodeEngineOptions:
             engine.options.parse({name: value})
         except EngineOptionError as error:
             raise ValueError(f"--engine-option {entry!r}: {error}") from error
-        options.setdefault(engine_name, {})[name] = value
-    return options
-
-
-def batch_size(engine_name: str, raw: dict[str, str] | None = None) -> int:
-    """Requests a runner of the engine decodes at once with these options: its
-    `max_batch` when it batches (an engine that declares none runs one at a time)."""
-    options = engine_description(engine_name).options.parse(raw or {})
-    max_batch = getattr(options, "max_batch", 1)
-    return max(int(max_batch), 1) if options.batching else 1
-
-
-def kv_contexts(engine_name: str, raw: dict[str, str] | None = None) -> int:
-    """Whole contexts of KV cells a batching runner of the engine holds with these
-    options: 1 when its sequences share one context's cells, its batch size when each has
-    its own (`llama_cpp.shared_kv=off`)."""
-    options = engine_description(engine_name).options.parse(raw or {})
-    return 1 if getattr(options, "shared_kv", True) else batch_size(engine_name, raw)
+        raw.setdefault(engine_name, {})[name] = value
+    return {name: engine_description(name).options.parse(values)
+            for name, values in raw.items()}
 
 
 @dataclass(frozen=True)
@@ -68,6 +55,7 @@ class EngineLimits:
 
     @classmethod
     def of(cls, options: NodeEngineOptions, batching: bool) -> "EngineLimits":
-        return cls(batch_sizes={name: batch_size(name, options.get(name)) for name in ENGINES},
-                   kv_contexts={name: kv_contexts(name, options.get(name)) for name in ENGINES},
+        typed = {name: options.get(name) or engine.options() for name, engine in ENGINES.items()}
+        return cls(batch_sizes={name: max(o.batch_size(), 1) for name, o in typed.items()},
+                   kv_contexts={name: o.kv_contexts() for name, o in typed.items()},
                    batching=batching)

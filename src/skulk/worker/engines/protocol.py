@@ -7,6 +7,7 @@ from skulk.shared.types.chunks import ErrorChunk, TokenChunk
 from skulk.shared.types.ids import TaskId
 from skulk.shared.types.tasks import GenerationParams, TerminalTaskStatus
 from skulk.shared.types.traces import Span
+from skulk.worker.engines.options import EngineOptions
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,8 @@ class EngineConfig:
     end_layer: int = 0
     world_size: int = 1
     rank: int = 0
-    options: dict[str, str] = field(default_factory=dict)
+    options: EngineOptions = field(default_factory=EngineOptions)
+    """The engine's options model, parsed by the worker (the engine reads it with `of`)."""
 
 
 class ContextOverflow(Exception):

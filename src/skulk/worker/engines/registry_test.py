@@ -10,8 +10,8 @@ import pytest
 
 from skulk.shared.types.model_cards import EngineName
 from skulk.testing.echo.description import EchoOptions
-from skulk.worker.engines.description import EngineOptionError
 from skulk.worker.engines.mlx.options import MlxOptions
+from skulk.worker.engines.options import EngineOptionError
 from skulk.worker.engines.registry import (
     ENGINE_PREFERENCE,
     ENGINES,

@@ -7,6 +7,7 @@ import pytest
 from skulk.shared.types.chunks import TokenChunk
 from skulk.shared.types.ids import ModelId, TaskId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams
+from skulk.testing.echo.description import EchoOptions
 from skulk.testing.echo.engine import EchoEngine
 from skulk.worker.engines.protocol import EngineConfig, TaskDone, TaskOutput
 from skulk.worker.engines.request_alone import RequestAlone, RequestFailed
@@ -19,7 +20,7 @@ def params(text: str) -> GenerationParams:
 
 def engine(max_batch: int = 2, limit: int = 100) -> tuple[EchoEngine, RequestAlone]:
     echo = EchoEngine(EngineConfig(model_path="", context_token_limit=limit,
-                                   options={"max_batch": str(max_batch)}))
+                                   options=EchoOptions(max_batch=max_batch)))
     echo.load()
     return echo, RequestAlone(echo.step, echo.cancel)
 

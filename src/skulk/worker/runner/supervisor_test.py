@@ -20,6 +20,7 @@ from skulk.shared.types.ids import InstanceId, RunnerId, TaskId
 from skulk.shared.types.runners import RunnerFailed, RunnerShutdown
 from skulk.shared.types.tasks import TextGenerationTask
 from skulk.testing import factories as f
+from skulk.testing.echo.description import EchoOptions
 from skulk.testing.runners import Recorder, supervised_runner, wait_until
 from skulk.worker.engines.protocol import EngineConfig
 from skulk.worker.runner import messages
@@ -41,7 +42,7 @@ async def ready_runner() -> AsyncIterator[tuple[RunnerSupervisor, Recorder]]:
 def echo_runner(options: dict[str, str], limit: int = 1000
             ) -> contextlib.AbstractAsyncContextManager[tuple[RunnerSupervisor, Recorder]]:
     return supervised_runner(engine_name="echo", config=EngineConfig(
-        model_path="unused", context_token_limit=limit, options=options))
+        model_path="unused", context_token_limit=limit, options=EchoOptions.parse(options)))
 
 
 @pytest.mark.anyio
@@ -117,7 +118,7 @@ async def test_a_failed_load_is_reported_once_and_the_process_exits() -> None:
     supervisor = RunnerSupervisor(
         runner_id=RunnerId("run-1"), instance_id=InstanceId("inst-1"), engine_name="echo",
         config=EngineConfig(model_path="x", context_token_limit=10,
-                            options={"fail_load": "1"}),
+                            options=EchoOptions.parse({"fail_load": "1"})),
         on_event=recorder.on_event, on_chunk=recorder.on_chunk)
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(supervisor.run)

@@ -10,6 +10,7 @@ import pytest
 from skulk.shared.types.chunks import ErrorChunk, TokenChunk
 from skulk.shared.types.ids import ConversationId, ModelId, TaskId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams
+from skulk.worker.engines.llama_cpp.description import LlamaCppOptions
 from skulk.worker.engines.llama_cpp.engine import LlamaCppEngine
 from skulk.worker.engines.llama_cpp.engine_test import model_path
 from skulk.worker.engines.protocol import EngineConfig, TaskDone, TaskJoined, TaskOutput
@@ -24,7 +25,7 @@ QUESTIONS = ["What is the capital of France?", "Write a haiku about rain.",
 
 def engine(**options: str) -> LlamaCppEngine:
     loaded = LlamaCppEngine(EngineConfig(model_path=model_path(), context_token_limit=2048,
-                                         n_threads=2, options=options))
+                                         n_threads=2, options=LlamaCppOptions.parse(options)))
     loaded.load()
     return loaded
 
@@ -130,7 +131,8 @@ def test_shared_cells_that_run_short_pause_the_youngest_and_lose_nothing() -> No
     # (raw prompts the model goes on counting): younger requests give up their cells,
     # are fed them again later, and finish.
     short = LlamaCppEngine(EngineConfig(model_path=model_path(), context_token_limit=256,
-                                        n_threads=2, options={"max_batch": "4"}))
+                                        n_threads=2,
+                                        options=LlamaCppOptions.parse({"max_batch": "4"})))
     short.load()
     run = Run(short)
     counting = [", ".join(str(n) for n in range(i * 10, i * 10 + 12)) + "," for i in range(4)]

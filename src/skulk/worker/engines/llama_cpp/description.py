@@ -10,7 +10,8 @@ from pydantic import Field
 
 from skulk.fitting.engines import LLAMA_CPP_FIT
 from skulk.shared.types.telemetry import GpuBackend, GpuDevice
-from skulk.worker.engines.description import CommaSeparated, EngineDescription, EngineOptions
+from skulk.worker.engines.description import EngineDescription
+from skulk.worker.engines.options import CommaSeparated, EngineOptions
 
 # The GPU backends llama.cpp may be built with, best first when a build has several.
 GPU_BACKENDS: tuple[GpuBackend, ...] = ("cuda", "metal", "vulkan")
@@ -118,6 +119,13 @@ class LlamaCppOptions(EngineOptions):
     rpc_cache_dir: str | None = None
     """A device server's: where it keeps the tensors the head sends by hash, so a reload
     sends only hashes."""
+
+    def batch_size(self) -> int:
+        return self.max_batch if self.batching else 1
+
+    def kv_contexts(self) -> int:
+        """Each sequence holds a whole context's cells of its own when `shared_kv` is off."""
+        return 1 if self.shared_kv else self.batch_size()
 
 
 # llama.cpp maps the GGUF as it is on disk; its compute buffers and the small C++ runtime

@@ -7,7 +7,6 @@ from typing import get_args
 import pytest
 
 from skulk.shared.types.telemetry import GpuBackend, GpuDevice
-from skulk.worker.engines.description import EngineOptionError
 from skulk.worker.engines.llama_cpp.description import (
     GPU_BACKENDS,
     LlamaCppOptions,
@@ -15,6 +14,7 @@ from skulk.worker.engines.llama_cpp.description import (
     built_ggml_version,
     gpu_backends_in,
 )
+from skulk.worker.engines.options import EngineOptionError
 
 
 def gpu(backend: GpuBackend) -> GpuDevice:

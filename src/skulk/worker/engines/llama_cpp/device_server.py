@@ -35,7 +35,7 @@ class LlamaDeviceServer:
 
     def __init__(self, config: EngineConfig) -> None:
         self._config = config
-        self._options = LlamaCppOptions.parse(config.options)
+        self._options = LlamaCppOptions.of(config.options)
         self._thread: threading.Thread | None = None
         self._refused: list[TaskId] = []
 

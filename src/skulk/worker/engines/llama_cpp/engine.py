@@ -69,7 +69,7 @@ class LlamaCppEngine:
 
     def __init__(self, config: EngineConfig) -> None:
         self._config = config
-        self._options = LlamaCppOptions.parse(config.options)
+        self._options = LlamaCppOptions.of(config.options)
         self._model: SequenceModel | None = None
         self._template: ChatTemplate | None = None
         self._batch: ContinuousBatch | None = None
@@ -82,7 +82,7 @@ class LlamaCppEngine:
     def max_batch(self) -> int:
         """How many requests decode together (`--no-batching`: one): the instance's
         concurrency bound."""
-        return self._options.max_batch if self._options.batching else 1
+        return self._options.batch_size()
 
     def load(self) -> None:
         self._offload = self._split()

@@ -5,6 +5,7 @@ import pytest
 
 from skulk.testing.tiny_model import write_tiny_model
 from skulk.worker.engines.mlx.engine import MlxEngine
+from skulk.worker.engines.mlx.options import MlxOptions
 from skulk.worker.engines.protocol import EngineConfig
 
 EngineFactory = Callable[..., MlxEngine]
@@ -21,7 +22,8 @@ def make_engine(tiny_model_dir: Path) -> EngineFactory:
 
     def make(limit: int = 512, **options: str) -> MlxEngine:
         engine = MlxEngine(EngineConfig(model_path=str(tiny_model_dir),
-                                        context_token_limit=limit, options=options))
+                                        context_token_limit=limit,
+                                        options=MlxOptions.parse(options)))
         engine.load()
         return engine
 

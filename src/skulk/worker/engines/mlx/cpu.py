@@ -25,7 +25,7 @@ def runner_environment(config: EngineConfig, openblas: Path = OPENBLAS) -> dict[
     and its thread count pinned to the configured number of threads."""
     global _absence_logged
     environment: dict[str, str] = {}
-    if MlxOptions.parse(config.options).openblas == "off":
+    if MlxOptions.of(config.options).openblas == "off":
         return environment
     if sys.platform.startswith("linux") and openblas.exists():
         preload = [p for p in os.environ.get("LD_PRELOAD", "").split(":") if p]

@@ -11,12 +11,13 @@ import pytest
 from skulk.testing.echo.description import ECHO
 from skulk.worker.engines import registry
 from skulk.worker.engines.mlx.cpu import runner_environment
+from skulk.worker.engines.mlx.options import MlxOptions
 from skulk.worker.engines.protocol import EngineConfig
 
 
 def config(threads: int | None = None, **options: str) -> EngineConfig:
     return EngineConfig(model_path="m", context_token_limit=8, n_threads=threads,
-                        options=options)
+                        options=MlxOptions.parse(options))
 
 
 def test_openblas_is_preloaded_when_present_and_threads_are_pinned(tmp_path: Path) -> None:

@@ -50,7 +50,7 @@ class MlxEngine:
 
     def __init__(self, config: EngineConfig) -> None:
         self._config = config
-        self._options = MlxOptions.parse(config.options)
+        self._options = MlxOptions.of(config.options)
         self._model_dir = Path(config.model_path)
         self._tokenizer: mlx_api.Tokenizer | None = None
         self._loop: GenerationLoop | None = None
@@ -81,7 +81,7 @@ class MlxEngine:
         prefix = PrefixCache(max_entries=options.prefix_cache_entries,
                              max_tokens=budget // shape.kv_bytes_per_token)
         settings = LoopSettings(
-            slots=options.max_batch if options.batching else 1,
+            slots=options.batch_size(),
             prefill_chunk=options.prefill_chunk,
             join_wait_seconds=options.join_wait_seconds,
             speculation=options.speculation,

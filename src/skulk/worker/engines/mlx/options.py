@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from skulk.fitting.engines import MLX_FIT
-from skulk.worker.engines.description import CommaSeparated, EngineOptions
+from skulk.worker.engines.options import CommaSeparated, EngineOptions
 
 DEFAULT_MAX_DRAFT = 16
 DEFAULT_REMOTE_DRAFT_TIMEOUT_MS = 100.0
@@ -54,3 +54,6 @@ class MlxOptions(EngineOptions):
     """On a secure cluster: the node data directory whose certificate opens the link."""
     remote_draft_timeout_ms: float = Field(default=DEFAULT_REMOTE_DRAFT_TIMEOUT_MS, gt=0)
     """How long a round waits for the drafting node's answer."""
+
+    def batch_size(self) -> int:
+        return self.max_batch if self.batching else 1

@@ -19,6 +19,7 @@ from skulk.testing.tiny_model import write_tiny_model
 from skulk.worker.engines.mlx import mlx_api
 from skulk.worker.engines.mlx.engine import MlxEngine
 from skulk.worker.engines.mlx.generation_loop import GenerationLoop, LoopSettings
+from skulk.worker.engines.mlx.options import MlxOptions
 from skulk.worker.engines.mlx.output import StreamedText
 from skulk.worker.engines.mlx.prefix_cache import PrefixCache
 from skulk.worker.engines.mlx.requests import Request, build_request
@@ -103,7 +104,8 @@ def test_three_ranks_overlap_and_agree(model_dir: Path) -> None:
         if isinstance(event, TaskOutput) and isinstance(event.chunk, TokenChunk):
             got[event.task_id].extend(event.chunk.token_ids)
     alone = MlxEngine(EngineConfig(model_path=str(model_dir), context_token_limit=512,
-                                   options={"speculation": "false", "prefix_cache_mb": "0"}))
+                                   options=MlxOptions.parse({"speculation": "false",
+                                                              "prefix_cache_mb": "0"})))
     alone.load()
     for task_id, params in REQUESTS.items():
         want = [t for c in alone.generate(params) for t in c.token_ids]
