@@ -4,7 +4,7 @@ status`, `skulk doctor` and `GET /cluster` show each node's real ports."""
 
 import ipaddress
 
-from skulk.cluster.reachability import ListensOnEndpoints
+from skulk.routing.transport import ListensOnEndpoints
 from skulk.shared.types.telemetry import NodeEndpoints
 
 

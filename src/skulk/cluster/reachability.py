@@ -10,11 +10,11 @@ import random
 import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol, runtime_checkable
 
 import anyio
 import psutil
 
+from skulk.routing.transport import ListensOnEndpoints
 from skulk.shared.topology import Interface, probe_targets, rank_addresses
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.telemetry import NodeTelemetry, PeerReachability, Reachability
@@ -63,13 +63,6 @@ def advertised_addresses(interfaces: Sequence[Interface]) -> list[str]:
     """Addresses to advertise: outward-facing ones first, loopback last."""
     ordered = sorted(interfaces, key=lambda i: (i.ip.is_loopback, i.ip.version, str(i.ip)))
     return list(dict.fromkeys(str(i.ip) for i in ordered))
-
-
-@runtime_checkable
-class ListensOnEndpoints(Protocol):
-    """A transport that can say which endpoints it actually bound (e.g. `tcp/IP:PORT`)."""
-
-    async def listen_endpoints(self) -> list[str]: ...
 
 
 def ports_of_endpoints(endpoints: Sequence[str]) -> list[int]:

@@ -2,7 +2,7 @@
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, Self
+from typing import Protocol, Self, runtime_checkable
 
 # Answers one query's payload (None: no answer). Called on a transport thread, so it must
 # be quick and thread-safe.
@@ -69,3 +69,10 @@ class Transport(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class ListensOnEndpoints(Protocol):
+    """A transport that can say which endpoints it actually bound (e.g. `tcp/IP:PORT`)."""
+
+    async def listen_endpoints(self) -> list[str]: ...

@@ -3,9 +3,8 @@ endpoint (loopback first), with this node's certificate on a secure cluster."""
 
 from pathlib import Path
 
-from skulk.cluster.reachability import ListensOnEndpoints
 from skulk.routing.router import Router
-from skulk.routing.transport import Transport
+from skulk.routing.transport import ListensOnEndpoints, Transport
 from skulk.shared.types.drafting import DRAFT_SERVICE
 from skulk.shared.types.ids import NodeId
 
