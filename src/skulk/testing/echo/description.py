@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from pydantic import Field
 
+from skulk.fitting.engines import EngineFit
 from skulk.shared.types.telemetry import GpuDevice
 from skulk.worker.engines.description import EngineDescription
 from skulk.worker.engines.options import EngineOptions
@@ -36,12 +37,11 @@ def never_advertised(_platform: str, _gpus: Sequence[GpuDevice]) -> None:
 
 
 ECHO = EngineDescription(
-    name="echo",
+    # It loads nothing; tests run it in place of llama.cpp. Never placed.
+    fit=EngineFit(name="echo", weight_format="gguf", overhead_factor=1.0,
+                  kv_bytes_per_value=0),
     engine_class="skulk.testing.echo.engine:EchoEngine",
     options=EchoOptions,
-    weight_format="gguf",  # it loads nothing; tests run it in place of llama.cpp
-    overhead_factor=1.0,
-    kv_bytes_per_value=0,
     probe_backend=never_advertised,
 )
 

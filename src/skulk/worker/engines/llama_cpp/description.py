@@ -128,19 +128,11 @@ class LlamaCppOptions(EngineOptions):
         return 1 if self.shared_kv else self.batch_size()
 
 
-# llama.cpp maps the GGUF as it is on disk; its compute buffers and the small C++ runtime
-# add about a tenth. Its KV cache is f16. Whole on one node, it offloads to a GPU the
-# layers that fit in its memory; split, the head runs the model and the other ranks serve
-# their device to it.
+# Its fit (formats, memory, shardings, the head running the model) is LLAMA_CPP_FIT.
 LLAMA_CPP = EngineDescription(
-    name="llama_cpp",
+    fit=LLAMA_CPP_FIT,
     engine_class="skulk.worker.engines.llama_cpp.engine:LlamaCppEngine",
     options=LlamaCppOptions,
-    weight_format="gguf",
-    overhead_factor=1.10,
-    kv_bytes_per_value=2,
     probe_backend=probe_backend,
-    offloads_layers=True,
-    shardings=frozenset({"pipeline"}),
     device_server_class="skulk.worker.engines.llama_cpp.device_server:LlamaDeviceServer",
 )

@@ -47,7 +47,8 @@ def _report(out: "multiprocessing.Queue[str | None]") -> None:
 def test_a_spawned_child_sees_the_environment_and_the_node_does_not_keep_it(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(registry.ENGINES, "env-probe", dataclasses.replace(
-        ECHO, name="env-probe", runner_environment=_probe_environment))
+        ECHO, fit=dataclasses.replace(ECHO.fit, name="env-probe"),
+        runner_environment=_probe_environment))
     context = multiprocessing.get_context("spawn")
     out: multiprocessing.Queue[str | None] = context.Queue()
     child = context.Process(target=_report, args=(out,))

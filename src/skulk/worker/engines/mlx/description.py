@@ -4,7 +4,7 @@ import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
 
-from skulk.model_families.registry import split_refusal
+from skulk.fitting.engines import MLX_FIT
 from skulk.shared.types.telemetry import GpuDevice
 from skulk.worker.engines.description import EngineDescription
 from skulk.worker.engines.mlx.cpu import runner_environment
@@ -30,20 +30,11 @@ def _mlx_installed(platform: str) -> bool:
     return has_core and any(any((f / "lib").glob("libmlx.so*")) for f in folders)
 
 
-# MLX holds the converted weights resident (fp32 on CPU, the only fast dtype there) and
-# adds activation scratch plus its allocator's buffer cache, which grows with prompt
-# length; the KV cache takes the model's dtype, fp32 for our conversions.
+# Its fit (formats, memory, shardings by model family, drafting) is MLX_FIT.
 MLX = EngineDescription(
-    name="mlx",
+    fit=MLX_FIT,
     engine_class="skulk.worker.engines.mlx.engine:MlxEngine",
     options=MlxOptions,
-    weight_format="mlx",
-    overhead_factor=1.30,
-    kv_bytes_per_value=4,
     probe_backend=probe_backend,
-    shardings=frozenset({"pipeline", "tensor"}),
-    split_refusal=split_refusal,
     runner_environment=runner_environment,
-    drafts=True,
-    imports_weights=True,
 )
