@@ -1,15 +1,17 @@
 import anyio
 import pytest
 
-from skulk.api.data_plane import DataPlaneReceiver
+from skulk.api.data_plane import ChunkSender, DataPlaneReceiver
 from skulk.api.streams import CommandStream, StreamRegistry
 from skulk.api.tracing import TraceStore
 from skulk.routing.dropped import DroppedMessages
 from skulk.routing.router import Received
+from skulk.shared.replica import StateReplica
 from skulk.shared.types.chunks import DataChunk, TokenChunk
 from skulk.shared.types.events import InstanceCreated, InstanceDeleted, TaskCreated
-from skulk.shared.types.ids import CommandId, InstanceId, NodeId
+from skulk.shared.types.ids import CommandId, InstanceId, NodeId, SessionId
 from skulk.shared.types.state import State
+from skulk.testing.channels import Collected
 from skulk.testing.factories import NODE, instance, state_with, task
 
 COMMAND = CommandId("cmd-1")
@@ -97,3 +99,18 @@ async def test_chunks_of_a_request_not_open_here_are_ignored() -> None:
     plane, _, dropped = receiver()
     plane.take_chunk(Received(NODE, chunk(0, "a")), served())
     assert dropped.total() == 0
+
+
+@pytest.mark.anyio
+async def test_the_chunk_sender_keeps_a_request_taken_here_off_the_data_plane() -> None:
+    plane, streams, _ = receiver()
+    stream = streams.open(COMMAND)
+    replica = StateReplica()
+    replica.restore(served(), SessionId("s"), NODE)
+    remote: Collected[DataChunk] = Collected()
+    sender = ChunkSender(node_id=NODE, receiver=plane, replica=replica, remote=remote)
+    await sender.send(chunk(0, "here"))
+    elsewhere = chunk(1, "there").model_copy(update={"owner_node": STRANGER})
+    await sender.send(elsewhere)
+    assert await texts(stream, 1) == ["here"]
+    assert remote.items == [elsewhere], "a chunk for another node's request goes out"
