@@ -136,10 +136,6 @@ class Worker:
                 "flight_recorder_dropped": supervisor.recorder.dropped})
         return report
 
-    def runner_pid(self, runner_id: RunnerId) -> int | None:
-        runner = self._runners.get(runner_id)
-        return None if runner is None else runner.supervisor.pid
-
     async def run(self) -> None:
         try:
             async with anyio.create_task_group() as tasks:
