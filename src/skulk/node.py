@@ -11,7 +11,6 @@ import secrets
 from functools import partial
 
 import anyio
-from anyio.abc import TaskGroup
 
 from skulk.api.data_plane import DataPlaneReceiver
 from skulk.api.log_buffer import LogBuffer
@@ -30,7 +29,7 @@ from skulk.master.event_log import DiskEventLog
 from skulk.master.event_log_restore import restore_from_log
 from skulk.models.catalog import ModelCatalog
 from skulk.node_api import NodeParts, serve_node_api
-from skulk.node_channels import NodeChannels
+from skulk.node_channels import NodeChannels, receive_planes
 from skulk.node_config import NodeConfig
 from skulk.node_identity import load_or_create_identity
 from skulk.node_links import NodeLinks
@@ -144,7 +143,8 @@ class Node:
             async with anyio.create_task_group() as tasks:
                 await admit_with_token(tasks, trust, config.listen, config.admit_port,
                                        config.data_dir)
-                await self._receive(tasks, router, data_plane)
+                await receive_planes(tasks, router, replica=replica, telemetry=self.telemetry,
+                                     data_plane=data_plane)
                 tasks.start_soon(partial(
                     react_to_applied_events, replica=replica, local_events=local_events,
                     streams=self.streams, data_plane=data_plane, members=members,
@@ -193,16 +193,3 @@ class Node:
                 self.ready.set()
         finally:
             event_log.close()
-
-    async def _receive(self, tasks: TaskGroup, router: Router,
-                       data_plane: DataPlaneReceiver) -> None:
-        """The topics every node reads: indexed events into the replica, readings into
-        the telemetry view, chunks and rank spans into the data plane."""
-        indexed = await open_in(tasks, router.subscribe(topics.GLOBAL_EVENTS))
-        tasks.start_soon(self.replica.run, indexed)
-        readings = await open_in(tasks, router.subscribe(topics.TELEMETRY))
-        tasks.start_soon(self.telemetry.follow, readings)
-        chunks = await open_in(tasks, router.subscribe_with_origin(topics.DATA))
-        tasks.start_soon(data_plane.receive_chunks, chunks, self.replica)
-        spans = await open_in(tasks, router.subscribe_with_origin(topics.TRACE_SPANS))
-        tasks.start_soon(data_plane.receive_spans, spans, self.replica)

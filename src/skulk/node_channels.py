@@ -1,4 +1,5 @@
-"""The ends a node's components send on, each bound to a router topic.
+"""The ends a node's components send on, each bound to a router topic, and the topics
+every node reads.
 
 docs/architecture.md ("How a node is wired") lists who sends on each end and who receives
 what it carries.
@@ -7,10 +8,15 @@ what it carries.
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from anyio.abc import TaskGroup
 from pydantic import BaseModel
 
+from skulk.api.data_plane import DataPlaneReceiver
 from skulk.routing import topics
+from skulk.routing.held_open import open_in
 from skulk.routing.router import Router
+from skulk.shared.replica import StateReplica
+from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.chunks import DataChunk
 from skulk.shared.types.commands import Command, CommandEnvelope
 from skulk.shared.types.election import ElectionMessage, StateSyncMessage
@@ -70,3 +76,17 @@ class NodeChannels:
                    readings=TopicSender(router, topics.TELEMETRY),
                    chunks=TopicSender(router, topics.DATA),
                    spans=TopicSender(router, topics.TRACE_SPANS))
+
+
+async def receive_planes(tasks: TaskGroup, router: Router, *, replica: StateReplica,
+                         telemetry: TelemetryView, data_plane: DataPlaneReceiver) -> None:
+    """Start reading the topics every node reads: indexed events into the replica,
+    readings into the telemetry view, chunks and rank spans into the data plane."""
+    indexed = await open_in(tasks, router.subscribe(topics.GLOBAL_EVENTS))
+    tasks.start_soon(replica.run, indexed)
+    readings = await open_in(tasks, router.subscribe(topics.TELEMETRY))
+    tasks.start_soon(telemetry.follow, readings)
+    chunks = await open_in(tasks, router.subscribe_with_origin(topics.DATA))
+    tasks.start_soon(data_plane.receive_chunks, chunks, replica)
+    spans = await open_in(tasks, router.subscribe_with_origin(topics.TRACE_SPANS))
+    tasks.start_soon(data_plane.receive_spans, spans, replica)
