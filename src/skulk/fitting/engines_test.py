@@ -1,3 +1,5 @@
+import subprocess
+import sys
 from typing import get_args
 
 import pytest
@@ -47,3 +49,16 @@ def test_shapes_an_engine_runs() -> None:
     assert MLX_FIT.runs_model(1, 2)
     assert MLX_FIT.split_refusal is not None
     assert MLX_FIT.split_refusal("phi3", "tensor", 2) is not None
+
+
+def test_placement_reads_the_engines_and_families_without_loading_an_engine() -> None:
+    # The master places in the node process: neither MLX nor llama.cpp may load there.
+    code = ("import sys\n"
+            "import skulk.master.placement\n"
+            "from skulk.fitting.engines import MLX_FIT\n"
+            "assert MLX_FIT.split_refusal is not None\n"
+            "assert MLX_FIT.split_refusal('qwen3', 'tensor', 2) is None\n"
+            "loaded = sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('mlx', 'mlx_lm', 'llama_cpp'))\n"
+            "assert not loaded, loaded\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
