@@ -20,6 +20,7 @@ from skulk.testing.ports import free_port
 from skulk.testing.runners import Recorder, supervised_runner, wait_until
 from skulk.testing.tiny_model import write_tiny_model
 from skulk.worker.engines.mlx.cpu import OPENBLAS
+from skulk.worker.engines.mlx.description import MLX
 from skulk.worker.engines.mlx.engine import MlxEngine
 from skulk.worker.engines.mlx.options import MlxOptions
 from skulk.worker.engines.protocol import EngineConfig
@@ -47,7 +48,7 @@ def anyio_backend() -> str:
 async def runner(mlx_models: Path) -> AsyncIterator[tuple[RunnerSupervisor, Recorder]]:
     model_dir = smollm2_dir(mlx_models)
     async with supervised_runner(
-            engine_name="mlx", runner_id=RunnerId("mlx-1"), instance_id=InstanceId("inst-mlx"),
+            engine=MLX, runner_id=RunnerId("mlx-1"), instance_id=InstanceId("inst-mlx"),
             config=EngineConfig(model_path=str(model_dir), context_token_limit=2048,
                                 n_threads=2),
             ready_timeout=SECONDS, shutdown_timeout=5.0) as pair:
@@ -146,7 +147,7 @@ async def test_two_pipeline_runners_agree_and_only_rank_zero_speaks(
     recorders = [Recorder(), Recorder()]
     supervisors = [RunnerSupervisor(
         runner_id=RunnerId(f"rank-{rank}"), instance_id=InstanceId("inst-pipe"),
-        engine_name="mlx", on_event=recorders[rank].on_event,
+        engine=MLX, on_event=recorders[rank].on_event,
         on_chunk=recorders[rank].on_chunk,
         config=EngineConfig(model_path=str(model_dir), context_token_limit=512, n_threads=1,
                             start_layer=rank, end_layer=rank + 1, world_size=2, rank=rank,
@@ -200,7 +201,7 @@ async def test_two_ranks_holding_different_weights_refuse_to_load(tmp_path: Path
                hashlib.sha256(b"another copy").hexdigest()]
     supervisors = [RunnerSupervisor(
         runner_id=RunnerId(f"rank-{rank}"), instance_id=InstanceId("inst-odd"),
-        engine_name="mlx", on_event=Recorder().on_event, on_chunk=Recorder().on_chunk,
+        engine=MLX, on_event=Recorder().on_event, on_chunk=Recorder().on_chunk,
         config=EngineConfig(model_path=str(model_dir), context_token_limit=512, n_threads=1,
                             start_layer=rank, end_layer=rank + 1, world_size=2, rank=rank,
                             options=MlxOptions.parse({"ring_hosts": hosts, "sharding": "pipeline",

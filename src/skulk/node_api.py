@@ -35,7 +35,7 @@ from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.commands import Command
 from skulk.shared.types.ids import NodeId
 from skulk.versions import versions
-from skulk.worker.engines.llama_cpp.description import built_ggml_version
+from skulk.worker.engines.registry import native_versions
 from skulk.worker.worker import Worker
 
 
@@ -94,7 +94,7 @@ def api_context(parts: NodeParts, config: NodeConfig, router: Router) -> ApiCont
             logs=parts.logs,
             runners_report=worker.runners_report if worker is not None else lambda: [],
             ask_peer=partial(router.ask, PEER_READ_SERVICE),
-            versions=lambda: versions(built_ggml_version()),
+            versions=lambda: versions(native_versions()),
             request_stop=parts.stop_requested.set))
 
 

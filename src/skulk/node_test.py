@@ -18,16 +18,9 @@ from skulk.node_config import NodeConfig
 from skulk.routing.memory import MemoryBus, MemoryTransport
 from skulk.shared.types.ids import ModelId
 from skulk.testing.ports import free_port
-from skulk.worker.runner.supervisor import RunnerSupervisor
+from skulk.testing.runners import echo_instead
 
-
-def echo_supervisor(**kwargs: Any) -> RunnerSupervisor:
-    """Runs the echo test engine whatever engine the instance names."""
-    config = kwargs["config"]
-    options = {**config.options, "delay": "0.01"}
-    return RunnerSupervisor(**{**kwargs, "engine_name": "echo",
-                               "config": type(config)(**{**config.__dict__,
-                                                          "options": options})})
+echo_supervisor = echo_instead(delay=0.01)
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ engines' versions, read from package metadata without importing the engines
 
 import subprocess
 import sys
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 
@@ -55,9 +56,11 @@ def git_commit(checkout: Path = _CHECKOUT) -> str | None:
     return commit.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
-def versions(ggml: str | None = None) -> Versions:
-    """This process's versions; `ggml` is what the llama.cpp engine's description found
-    (the caller asks it, so this module stays below the worker)."""
+def versions(native: Mapping[str, str | None] | None = None) -> Versions:
+    """This process's versions; `native` is what the engines' descriptions found of the
+    native libraries they carry (`ggml`; the caller asks them, so this module stays below
+    the worker)."""
+    ggml = (native or {}).get("ggml")
     return Versions(skulk=skulk.__version__, git_commit=git_commit(),
                     python=sys.version.split()[0],
                     llama_cpp_python=installed_version("llama_cpp_python"),

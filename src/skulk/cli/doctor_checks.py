@@ -1,43 +1,27 @@
 """`skulk doctor`'s checks of this machine: each one looks at one thing that would slow
 or break a node here and, when it is wrong, says how to fix it."""
 
-import importlib.util
 import platform as host_platform
 import shutil
 import socket
 import struct
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import psutil
 
 from skulk.cli.ports import port_holder, port_in_use
-from skulk.cli.preflight import REBUILD_ENGINE
 from skulk.worker.engine_threads import threads_explained
-from skulk.worker.engines.llama_cpp.description import (
-    built_gpu_backends,
-    libllama_present,
-    library_folders,
-)
-from skulk.worker.engines.mlx.cpu import OPENBLAS
-from skulk.worker.gpus import probe_gpus
+from skulk.worker.engines.machine_check import Level
+from skulk.worker.engines.machine_check import MachineCheck as Check
+from skulk.worker.engines.registry import PLACEABLE
 
-Level = Literal["OK", "WARN", "FAIL"]
+__all__ = ["Check", "Level", "machine_checks"]
+
 GIB = 1024**3
 # Zenoh's scouting group: discovery of peers on the LAN joins it.
 SCOUTING_GROUP = "224.0.0.224"
-REBUILD_LLAMA = "tools/llama-cpp-backends.sh .venv/bin/python"
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    level: Level
-    detail: str
-    fix: str = ""
 
 
 def python_version(version: tuple[int, int] = sys.version_info[:2]) -> Check:
@@ -46,34 +30,6 @@ def python_version(version: tuple[int, int] = sys.version_info[:2]) -> Check:
         return Check("Python", "OK", text)
     return Check("Python", "FAIL", f"{text}: Skulk needs 3.11 or newer",
                  "install Python 3.11+ and run `make install` with it")
-
-
-def llama_cpp_build() -> list[Check]:
-    """Installed with its library, with ggml RPC, and with this machine's GPU backend."""
-    if importlib.util.find_spec("llama_cpp") is None:
-        return [Check("llama.cpp", "WARN", "llama-cpp-python is not installed: no GGUF models",
-                      REBUILD_ENGINE.replace("rebuild it", "install it"))]
-    if not libllama_present():
-        return [Check("llama.cpp", "FAIL", "llama-cpp-python has no libllama (failed build?)",
-                      REBUILD_ENGINE)]
-    checks = [Check("llama.cpp", "OK", f"libraries in {library_folders()[0]}")]
-    rpc = any((folder / name).exists() for folder in library_folders()
-              for name in ("libggml-rpc.so", "libggml-rpc.dylib"))
-    checks.append(Check("llama.cpp RPC", "OK", "built: models split over nodes") if rpc else
-                  Check("llama.cpp RPC", "WARN", "built without ggml RPC: a GGUF model cannot "
-                        "be split over several nodes", f"rebuild with `{REBUILD_LLAMA}`"))
-    built = built_gpu_backends()
-    present = {gpu.backend for gpu in probe_gpus()}
-    usable = built & present
-    if usable:
-        checks.append(Check("llama.cpp GPU", "OK", f"{', '.join(sorted(usable))}"))
-    elif present:
-        checks.append(Check("llama.cpp GPU", "WARN", f"this machine has a "
-                            f"{'/'.join(sorted(present))} GPU but the build lacks its backend",
-                            f"rebuild with `{REBUILD_LLAMA}`"))
-    else:
-        checks.append(Check("llama.cpp GPU", "OK", "no GPU found: models run on the CPU"))
-    return checks
 
 
 def cpu_features(cpuinfo: Path = Path("/proc/cpuinfo"), machine: str | None = None) -> Check:
@@ -89,20 +45,6 @@ def cpu_features(cpuinfo: Path = Path("/proc/cpuinfo"), machine: str | None = No
         return Check("CPU", "WARN", detail + ": llama.cpp runs several times slower",
                      "use a machine with AVX2 for serving, or keep this one --no-worker")
     return Check("CPU", "OK", detail)
-
-
-def mlx_install(platform: str = sys.platform, openblas: Path = OPENBLAS) -> Check:
-    """MLX, and on Linux the OpenBLAS its runners are preloaded with."""
-    if importlib.util.find_spec("mlx") is None or importlib.util.find_spec("mlx_lm") is None:
-        return Check("MLX", "WARN" if platform == "darwin" else "OK",
-                     "not installed: no MLX models here", "`make install`"
-                     if platform == "darwin" else "")
-    if platform == "darwin":
-        return Check("MLX", "OK", "Metal")
-    if openblas.exists():
-        return Check("MLX", "OK", f"CPU, OpenBLAS at {openblas}")
-    return Check("MLX", "WARN", "CPU with the wheel's reference BLAS: fp32 prefill ~20x slower",
-                 "apt-get install libopenblas0-pthread")
 
 
 def free_memory(available: int | None = None) -> Check:
@@ -167,9 +109,14 @@ def engine_threads() -> Check:
                  "(--threads N sets it; a --no-api node keeps every physical core)")
 
 
+def engine_checks() -> list[Check]:
+    """Each engine's own checks, as its description declares them."""
+    return [check for engine in PLACEABLE for check in engine.machine_checks()]
+
+
 def machine_checks(data_dir_path: Path, ports: list[tuple[int, str, str]]) -> list[Check]:
     """Every check of this machine; `ports`: (port, what, flag) to find free."""
-    return [python_version(), *llama_cpp_build(), cpu_features(), engine_threads(),
-            mlx_install(), free_memory(), *data_dir(data_dir_path),
+    return [python_version(), *engine_checks(), cpu_features(), engine_threads(),
+            free_memory(), *data_dir(data_dir_path),
             *(port_free(port, what, flag) for port, what, flag in ports),
             multicast_discovery()]

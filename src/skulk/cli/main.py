@@ -23,7 +23,6 @@ from skulk.cli.run_arguments import add_run_arguments
 from skulk.cli.service import add_service_arguments, run_service
 from skulk.paths import default_data_dir
 from skulk.versions import version_text, versions
-from skulk.worker.engines.llama_cpp.description import built_ggml_version
 
 DEFAULT_URL = "http://127.0.0.1:52415"
 # What a process killed by SIGPIPE reports: the reader of its output went away.
@@ -49,7 +48,8 @@ class _PrintVersions(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: object, option_string: str | None = None) -> None:
-        print(version_text(versions(built_ggml_version())))
+        from skulk.worker.engines.registry import native_versions  # only --version reads it
+        print(version_text(versions(native_versions())))
         parser.exit()
 
 

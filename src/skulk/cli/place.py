@@ -10,17 +10,19 @@ master's reason once it is removed (following a replacement the master placed in
 import argparse
 import sys
 import time
-from typing import Any
+from typing import Any, get_args
 
 from skulk.cli.argument_types import positive_int
 from skulk.cli.node_http import print_error, request_node
 from skulk.cli.units import layers_text, size_text
+from skulk.shared.types.instances import Sharding
+from skulk.shared.types.model_cards import EngineName
 
 POLL_SECONDS = 0.5
 # Fetch progress is shown in steps of this fraction, not on every poll.
 FETCH_STEP = 0.1
-ENGINES = ("llama_cpp", "mlx")
-SHARDINGS = ("pipeline", "tensor")
+ENGINES: tuple[EngineName, ...] = get_args(EngineName)  # the engines placement may pin
+SHARDINGS: tuple[Sharding, ...] = get_args(Sharding)
 INTERRUPTED = 130
 
 

@@ -11,6 +11,7 @@ from skulk.cluster.failover_test import echo
 from skulk.master.admission import concurrency
 from skulk.node import Node
 from skulk.testing import factories as f
+from skulk.worker.engines.node_options import parse_node_engine_options
 
 __all__ = ["cluster"]  # the fixture
 
@@ -76,9 +77,8 @@ async def test_the_master_sees_what_each_nodes_runners_batch(cluster: Cluster) -
     `--no-batching`, reach the master in its readings, where admission and placement read
     them."""
     a = await cluster.start("a", force_master=True)
-    b = await cluster.start("b", engine_options={"llama_cpp": {"max_batch": "8",
-                                                               "shared_kv": "off"}},
-                            batching=False)
+    b = await cluster.start("b", engine_options=parse_node_engine_options(
+        ["llama_cpp.max_batch=8", "llama_cpp.shared_kv=off"]), batching=False)
     await cluster.converged()
     with anyio.fail_after(20):
         while b.node_id not in a.telemetry.live():

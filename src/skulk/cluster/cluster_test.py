@@ -16,14 +16,14 @@ from skulk.routing.memory import MemoryBus, MemoryTransport
 from skulk.shared.types.ids import ModelId, NodeId, RunnerId
 from skulk.testing.cluster_trust import make_member
 from skulk.testing.ports import free_port
+from skulk.testing.runners import echo_instead
 from skulk.worker.runner.supervisor import RunnerSupervisor
 
 MODEL = ModelId("smollm2-135m")
 
 
 
-def echo_supervisor(**kwargs: Any) -> RunnerSupervisor:
-    return RunnerSupervisor(**{**kwargs, "engine_name": "echo"})
+echo_supervisor = echo_instead()
 
 
 def api(node: Node) -> httpx.AsyncClient:

@@ -13,7 +13,7 @@ import pytest
 
 from skulk.cluster.cluster_test import MODEL, Cluster, cluster, place
 from skulk.node import Node
-from skulk.worker.runner.supervisor import RunnerSupervisor
+from skulk.testing.runners import echo_instead
 
 __all__ = ["cluster"]  # the fixture
 
@@ -22,13 +22,7 @@ WORDS = " ".join(f"w{index}" for index in range(40))
 
 def echo(crash_at: int) -> Any:
     """Echo runners that answer a word every 20 ms and, with `crash_at`, die on that word."""
-    def supervisor(**kwargs: Any) -> RunnerSupervisor:
-        config = kwargs["config"]
-        options = {**config.options, "delay": "0.02",
-                   **({"crash_at": str(crash_at)} if crash_at else {})}
-        return RunnerSupervisor(**{**kwargs, "engine_name": "echo", "config": type(config)(
-            **{**config.__dict__, "options": options})})
-    return supervisor
+    return echo_instead(delay=0.02, crash_at=crash_at)
 
 
 async def served_by_a_runner_that_dies(cluster: Cluster) -> Node:

@@ -2,7 +2,9 @@
 warmed up, and a recorder of everything it reports."""
 
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import anyio
 
@@ -10,6 +12,8 @@ from skulk.shared.types.chunks import DataChunk
 from skulk.shared.types.events import Event, RunnerStatusUpdated, TaskStatusUpdated
 from skulk.shared.types.ids import InstanceId, RunnerId
 from skulk.shared.types.runners import RunnerReady
+from skulk.testing.echo.description import ECHO, EchoOptions
+from skulk.worker.engines.description import EngineDescription
 from skulk.worker.engines.protocol import EngineConfig
 from skulk.worker.runner import messages
 from skulk.worker.runner.supervisor import RunnerSupervisor
@@ -52,14 +56,14 @@ async def wait_until(predicate: Callable[[], bool], timeout: float = 15.0) -> No
 
 @contextlib.asynccontextmanager
 async def supervised_runner(
-    *, engine_name: str, config: EngineConfig, runner_id: RunnerId = RUNNER,
+    *, engine: EngineDescription, config: EngineConfig, runner_id: RunnerId = RUNNER,
     instance_id: InstanceId = INSTANCE, ready_timeout: float = 15.0,
     shutdown_timeout: float = 1.0,
 ) -> AsyncIterator[tuple[RunnerSupervisor, Recorder]]:
     """A runner told to load and warm up, yielded once ready; shut down on exit."""
     recorder = Recorder()
     supervisor = RunnerSupervisor(
-        runner_id=runner_id, instance_id=instance_id, engine_name=engine_name, config=config,
+        runner_id=runner_id, instance_id=instance_id, engine=engine, config=config,
         on_event=recorder.on_event, on_chunk=recorder.on_chunk)
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(supervisor.run)
@@ -71,3 +75,17 @@ async def supervised_runner(
         yield supervisor, recorder
         await supervisor.shutdown(timeout=shutdown_timeout)
         tasks.cancel_scope.cancel()
+
+
+def echo_instead(**knobs: object) -> Callable[..., RunnerSupervisor]:
+    """A supervisor factory for a node under test: its runners run the echo test engine
+    whatever engine the instance names, with the options the worker gave that the echo
+    engine takes (how it is split, batching) and these knobs (`delay`, `crash_at`)."""
+    def supervisor(**kwargs: Any) -> RunnerSupervisor:
+        config: EngineConfig = kwargs["config"]
+        given = {name: value for name, value in config.options.given().items()
+                 if name in EchoOptions.model_fields}
+        options = EchoOptions.parse({**given, **knobs})
+        return RunnerSupervisor(**{**kwargs, "engine": ECHO,
+                                   "config": dataclasses.replace(config, options=options)})
+    return supervisor

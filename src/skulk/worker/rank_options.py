@@ -8,7 +8,6 @@ import anyio
 from loguru import logger
 
 from skulk.models.catalog import ModelCatalog
-from skulk.models.mlx_import import ensure_mlx_model
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.instances import Instance, ShardAssignment
 from skulk.shared.types.model_cards import ModelCard
@@ -47,15 +46,15 @@ async def drafting_options(catalog: ModelCatalog, card: ModelCard | None, instan
                            remote_drafting: Callable[[NodeId], Awaitable[dict[str, str]]] | None
                            ) -> OptionValues:
     """Speculative decoding options from the model card: the default drafter, the
-    quantized copy that drafts for the model (imported on first use) and, when the
-    master placed one, how to reach the remote drafting node."""
+    quantized copy that drafts for the model (the engine imports it on first use) and,
+    when the master placed one, how to reach the remote drafting node."""
     if card is None or not engine.drafts:
         return {}
     options: OptionValues = {"drafter": card.drafters[0] if card.drafters else "none"}
-    if "draft_model" in card.drafters and card.draft_model_q_bits is not None:
+    build, q_bits = engine.import_weights, card.draft_model_q_bits
+    if "draft_model" in card.drafters and q_bits is not None and build is not None:
         try:
-            draft: Path = await anyio.to_thread.run_sync(
-                lambda: ensure_mlx_model(catalog, card, q_bits=card.draft_model_q_bits))
+            draft: Path = await anyio.to_thread.run_sync(build, catalog, card, q_bits)
             options["draft_model_path"] = draft
         except (OSError, ValueError) as error:
             logger.warning("no draft model for {}: {}", card.model_id, error)

@@ -124,7 +124,7 @@ async def test_a_pipeline_rank_fetches_only_its_layers_files_and_loads_its_stage
     entry = read_entry(stage_dir)
     assert entry is not None and entry.layers == (0, 2)
     # The ranks compare the whole model's digest, whichever part each holds.
-    assert config.options["weights_sha256"] == files_digest(entry)
+    assert config.options.weights_sha256 == files_digest(entry)
     [ready] = [e for e in seen if isinstance(e, WeightsReady)]
     assert ready.files_sha256 == files_digest(entry)
     assert ready.total_bytes == entry.size_bytes

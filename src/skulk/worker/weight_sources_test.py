@@ -1,6 +1,8 @@
 from pathlib import Path
 
 from skulk.models.catalog import ModelCatalog, builtin_cards_dir, load_cards
+from skulk.worker.engines.llama_cpp.description import LLAMA_CPP
+from skulk.worker.engines.mlx.description import MLX
 from skulk.worker.weight_sources import HubSource, hub_sources
 from skulk.worker.weights_fetch import needed_format
 
@@ -30,7 +32,7 @@ def test_mlx_fetches_a_hub_mlx_copy_rather_than_importing_a_gguf(tmp_path: Path)
     qwen = catalog.resolve("qwen2.5-0.5b-instruct")
     smollm2 = catalog.resolve("smollm2-135m")
     assert qwen is not None and smollm2 is not None
-    assert needed_format(catalog, qwen, "mlx") == "mlx"
-    assert needed_format(catalog, qwen, "llama_cpp") == "gguf"
+    assert needed_format(catalog, qwen, MLX) == "mlx"
+    assert needed_format(catalog, qwen, LLAMA_CPP) == "gguf"
     # The bundled model's MLX copy is still imported from its GGUF, which is here.
-    assert needed_format(catalog, smollm2, "mlx") is None
+    assert needed_format(catalog, smollm2, MLX) is None

@@ -7,9 +7,10 @@ is checked against its sha256 before the store lists it, so a runner never loads
 unverified bytes. The plan loop never waits on a fetch: `fetching` tells `plan()` which
 ranks are under way.
 
-A rank of a pipeline split of an MLX instance needs only its layers: it loads a whole
-copy when the store has one, else a stage copy covering its layers, and fetches a stage
-copy (`stage_layers`). Tensor-parallel ranks and whole instances need the whole model.
+A rank of a pipeline split of an engine that stores stage copies (its description's
+`stage_copies`: MLX) needs only its layers: it loads a whole copy when the store has one,
+else a stage copy covering its layers, and fetches a stage copy (`stage_layers`).
+Tensor-parallel ranks and whole instances need the whole model.
 """
 
 from collections.abc import Awaitable, Callable, Set
@@ -19,7 +20,6 @@ import anyio
 from loguru import logger
 
 from skulk.models.catalog import ModelCatalog
-from skulk.models.mlx_import import ensure_mlx_model
 from skulk.models.store.card_hub import hub_source
 from skulk.models.store.layer_files import Layers
 from skulk.models.store.manifest import StoreEntry
@@ -45,26 +45,26 @@ class NoWeights(RuntimeError):
 
 def stage_layers(instance: Instance, shard: ShardAssignment) -> Layers | None:
     """The layers [start, end) a rank loads when it needs only those files: a rank of a
-    pipeline split of an engine loading safetensors (MLX). None: the whole model."""
+    pipeline split of an engine that stores stage copies. None: the whole model."""
     if (shard.world_size > 1 and instance.sharding == "pipeline"
-            and engine_description(instance.engine).weight_format == "mlx"):
+            and engine_description(instance.engine).stage_copies):
         return shard.start_layer, shard.end_layer
     return None
 
 
-def needed_format(catalog: ModelCatalog, card: ModelCard, engine_name: str,
+def needed_format(catalog: ModelCatalog, card: ModelCard, engine: EngineDescription,
                   layers: Layers | None = None) -> ModelFormat | None:
-    """The format to fetch for `engine_name` to load `card` (a pipeline stage's `layers`
-    of it) here, or None when nothing need be fetched (the weights are here, or the
-    engine imports them from a GGUF here)."""
-    engine = engine_description(engine_name)
+    """The format to fetch for `engine` to load `card` (a pipeline stage's `layers` of it)
+    here, or None when nothing need be fetched (the weights are here, or the engine
+    imports them from what is here)."""
     if catalog.stage_path(card, engine.weight_format, layers) is not None:
         return None
-    # An engine that imports its weights from a GGUF does so only when its own format is
+    # An engine that imports its weights (from a GGUF) does so only when its own format is
     # not on the hub: a quantized hub copy beats converting a quantized GGUF.
-    if (engine.imports_weights and card.source_for("gguf") is not None
+    source = engine.imports_from
+    if (source is not None and card.source_for(source) is not None
             and hub_source(card, engine.weight_format) is None):
-        return None if catalog.local_path(card, "gguf") is not None else "gguf"
+        return None if catalog.local_path(card, source) is not None else source
     return engine.weight_format if card.source_for(engine.weight_format) else None
 
 
@@ -75,12 +75,13 @@ async def loadable_weights(catalog: ModelCatalog, card: ModelCard,
     an engine that imports its weights gets them from the node's GGUF on first use (in a
     thread: it takes seconds)."""
     local = catalog.stage_path(card, engine.weight_format, layers)
-    if (local is not None or not engine.imports_weights
-            or catalog.local_path(card, "gguf") is None):
+    source, build = engine.imports_from, engine.import_weights
+    if (local is not None or source is None or build is None
+            or catalog.local_path(card, source) is None):
         return local
     logger.info("importing {} for {} into the model store", card.model_id, engine.name)
     try:
-        imported: Path = await anyio.to_thread.run_sync(ensure_mlx_model, catalog, card)
+        imported: Path = await anyio.to_thread.run_sync(build, catalog, card, None)
     except (OSError, ValueError) as error:
         logger.error("could not import {} for {}: {}", card.model_id, engine.name, error)
         return None
@@ -112,7 +113,8 @@ class WeightsFetcher:
                 if not runs_model(shard.rank, shard.world_size):
                     continue  # a device server gets its layers from its head
                 if shard.node_id == self._node_id and card is not None and needed_format(
-                        self._catalog, card, instance.engine, stage_layers(instance, shard)):
+                        self._catalog, card, engine_description(instance.engine),
+                        stage_layers(instance, shard)):
                     missing.add(runner_id)
         return missing
 
@@ -120,8 +122,8 @@ class WeightsFetcher:
         """Bring the rank's weights here; raises NoWeights when every source failed."""
         card = self._catalog.resolve(instance.model_id)
         layers = stage_layers(instance, instance.shards[runner_id])
-        format = None if card is None else needed_format(self._catalog, card,
-                                                         instance.engine, layers)
+        format = None if card is None else needed_format(
+            self._catalog, card, engine_description(instance.engine), layers)
         if card is None or format is None:
             return
         sources = self._sources_for(card, format, layers)

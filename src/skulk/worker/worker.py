@@ -263,7 +263,7 @@ class Worker:
                               rank=shard.rank, options=options)
         supervisor = self._supervisor_factory(
             runner_id=runner_id, instance_id=instance.instance_id, node_id=self._node_id,
-            engine_name=instance.engine, config=config,
+            engine=engine, config=config,
             on_event=self._on_runner_event, on_chunk=self._outbox.chunks.send,
             on_spans=None if self._outbox.spans is None else self._outbox.spans.send)
         self._runners[runner_id] = LocalRunnerHandle(

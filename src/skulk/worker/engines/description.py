@@ -9,12 +9,29 @@ runner): it names its engine class as `module:Class` and never imports the engin
 import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from skulk.fitting.engines import EngineFit
-from skulk.shared.types.model_cards import ModelFormat
+from skulk.models.catalog import ModelCatalog
+from skulk.shared.types.model_cards import ModelCard, ModelFormat
 from skulk.shared.types.telemetry import GpuDevice
+from skulk.worker.engines.machine_check import MachineCheck
 from skulk.worker.engines.options import EngineOptions
 from skulk.worker.engines.protocol import Engine, EngineConfig
+
+WeightsImporter = Callable[[ModelCatalog, ModelCard, int | None], Path]
+"""Builds an engine's weights of a card from another format the node holds (q_bits: a
+quantized copy, None: as the source is) and returns where they are."""
+
+
+def no_versions() -> dict[str, str | None]:
+    """For engines that report no native library version of their own."""
+    return {}
+
+
+def no_checks() -> list[MachineCheck]:
+    """For engines `skulk doctor` has nothing to check of."""
+    return []
 
 
 def no_environment(_config: EngineConfig) -> dict[str, str]:
@@ -48,11 +65,30 @@ class EngineDescription:
     side channel goes through the node's members-only relay, and the head loads once they
     serve. None: every rank runs `engine_class` (MLX's ring). Given exactly when the fit
     says `head_runs_model`."""
+    stage_copies: bool = False
+    """Whether a rank of a pipeline split loads only its layers' files (a stage copy of
+    the weights, fetched and stored apart) rather than the whole model's."""
+    imports_from: ModelFormat | None = None
+    """The format its weights are built from on first use when the node lacks them
+    (`import_weights`); None: it loads only its own format. Given exactly when the fit
+    says `imports_weights`."""
+    import_weights: WeightsImporter | None = None
+    """How they are built (must not import the engine: it runs in the node)."""
+    native_versions: Callable[[], dict[str, str | None]] = no_versions
+    """The versions of the native libraries this build carries, by `Versions` field
+    (llama.cpp: `ggml`), found without importing the engine."""
+    machine_checks: Callable[[], list[MachineCheck]] = no_checks
+    """`skulk doctor`'s checks of this engine on this machine (installed, built with what
+    the machine could use); must not import the engine."""
 
     def __post_init__(self) -> None:
         if self.fit.head_runs_model != (self.device_server_class is not None):
             raise TypeError(f"engine {self.fit.name!r}: a device server class is given "
                             "exactly when its fit says the head runs the model")
+        imports = self.imports_from is not None and self.import_weights is not None
+        if self.fit.imports_weights != imports:
+            raise TypeError(f"engine {self.fit.name!r}: imports_from and import_weights are "
+                            "given exactly when its fit says it imports its weights")
 
     @property
     def name(self) -> str:

@@ -20,7 +20,7 @@ from skulk.shared.types.model_cards import EngineName
 from skulk.worker.engines.description import EngineDescription
 from skulk.worker.engines.llama_cpp.description import LLAMA_CPP
 from skulk.worker.engines.mlx.description import MLX
-from skulk.worker.engines.protocol import Engine, EngineConfig
+from skulk.worker.engines.protocol import EngineConfig
 
 # The engines placement may choose, in the order unpinned placements try them: llama.cpp
 # decodes ~10x faster than MLX on CPU, so it wins whenever the model fits whole on one node.
@@ -74,24 +74,25 @@ def engine_description(name: str) -> EngineDescription:
     return engine
 
 
-def create_engine(name: str, config: EngineConfig) -> Engine:
-    """The engine itself, imported now (only a runner calls this)."""
-    return engine_description(name).create(config)
-
-
 def runner_environment(name: str, config: EngineConfig) -> dict[str, str]:
     """Environment variables a runner of this engine must start with (often none)."""
     return engine_description(name).runner_environment(config)
+
+
+def native_versions() -> dict[str, str | None]:
+    """The native library versions the installed engines carry (`Versions` fields)."""
+    return {name: version for engine in PLACEABLE
+            for name, version in engine.native_versions().items()}
 
 
 _environment_lock = threading.Lock()
 
 
 @contextmanager
-def spawn_environment(name: str, config: EngineConfig) -> Iterator[None]:
+def spawn_environment(engine: EngineDescription, config: EngineConfig) -> Iterator[None]:
     """Within this block, processes started (spawned) inherit the engine's runner
     environment; the node's own environment is restored after."""
-    extra = runner_environment(name, config)
+    extra = engine.runner_environment(config)
     if not extra:
         yield
         return

@@ -31,6 +31,7 @@ from skulk.shared.types.runners import (
     RunnerWarmingUp,
 )
 from skulk.shared.types.tasks import TextGenerationTask
+from skulk.worker.engines.description import EngineDescription
 from skulk.worker.engines.protocol import (
     Engine,
     EngineConfig,
@@ -40,7 +41,6 @@ from skulk.worker.engines.protocol import (
     TaskJoined,
     TaskOutput,
 )
-from skulk.worker.engines.registry import create_engine
 from skulk.worker.runner import messages
 from skulk.worker.runner.messages import TO_RUNNER, FromRunner, ToRunner
 from skulk.worker.runner.pipe_frames import FrameWriter
@@ -68,9 +68,10 @@ def _install_parent_death_watch(parent_pid: int) -> None:
 
 
 class Runner:
-    def __init__(self, engine_name: str, config: EngineConfig, inbox: "Queue[ToRunner]",
+    def __init__(self, engine: EngineDescription, config: EngineConfig,
+                 inbox: "Queue[ToRunner]",
                  outbox: FrameWriter[FromRunner]) -> None:
-        self._engine_name = engine_name
+        self._description = engine
         self._config = config
         self._inbox = inbox
         self._outbox = outbox
@@ -120,7 +121,7 @@ class Runner:
         return True
 
     def _load(self) -> None:
-        engine = create_engine(self._engine_name, self._config)
+        engine = self._description.create(self._config)
         engine.load()
         self._engine = engine
         while self._queued:  # tasks that came before the engine: it takes them now
@@ -232,7 +233,7 @@ class Runner:
         self._outbox.send(message)
 
 
-def entrypoint(engine_name: str, config: EngineConfig, inbox: "Queue[ToRunner]",
+def entrypoint(engine: EngineDescription, config: EngineConfig, inbox: "Queue[ToRunner]",
                outbox: Connection, parent_pid: int, stdout: Connection | None = None) -> None:
     """`outbox`: the write end of the pipe to the supervisor (written as pipe_frames; every
     message is out when `_send` returns, so nothing is left to flush at exit). `stdout`:
@@ -245,5 +246,5 @@ def entrypoint(engine_name: str, config: EngineConfig, inbox: "Queue[ToRunner]",
     # reaches the whole process group, and the node decides, not the runner.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     writer: FrameWriter[FromRunner] = FrameWriter(outbox.fileno())
-    code = Runner(engine_name, config, inbox, writer).serve()
+    code = Runner(engine, config, inbox, writer).serve()
     sys.exit(code)

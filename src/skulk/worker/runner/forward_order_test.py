@@ -9,6 +9,7 @@ from skulk.shared.types.chunks import DataChunk, TokenChunk
 from skulk.shared.types.events import Event, TaskStatusUpdated
 from skulk.shared.types.ids import InstanceId, RunnerId, TaskId
 from skulk.testing import factories as f
+from skulk.testing.echo.description import ECHO
 from skulk.worker.engines.protocol import EngineConfig
 from skulk.worker.runner import messages
 from skulk.worker.runner.supervisor import RunnerSupervisor
@@ -26,7 +27,7 @@ def supervisor_logging(log: list[str], rank: int = 0) -> RunnerSupervisor:
         log.append(f"chunk {chunk.sequence} {chunk.chunk.text}")
 
     return RunnerSupervisor(runner_id=RunnerId("r"), instance_id=InstanceId("i"),
-                            engine_name="echo", on_event=on_event, on_chunk=on_chunk,
+                            engine=ECHO, on_event=on_event, on_chunk=on_chunk,
                             config=EngineConfig(model_path="unused", context_token_limit=64,
                                                 rank=rank))
 

@@ -22,6 +22,7 @@ from skulk.shared.types.ids import InstanceId, NodeId, RunnerId, TaskId
 from skulk.shared.types.runners import RunnerFailed, RunnerShutdown, RunnerStatus
 from skulk.shared.types.tasks import TerminalTaskStatus, TextGenerationTask
 from skulk.shared.types.traces import RankSpans, Span
+from skulk.worker.engines.description import EngineDescription
 from skulk.worker.engines.protocol import EngineConfig
 from skulk.worker.engines.registry import spawn_environment
 from skulk.worker.runner import messages
@@ -58,7 +59,7 @@ class RunnerSupervisor:
         *,
         runner_id: RunnerId,
         instance_id: InstanceId,
-        engine_name: str,
+        engine: EngineDescription,
         config: EngineConfig,
         on_event: Callable[[Event], Awaitable[None]],
         on_chunk: Callable[[DataChunk], Awaitable[None]],
@@ -68,7 +69,7 @@ class RunnerSupervisor:
         self.runner_id = runner_id
         self.node_id = node_id
         self.instance_id = instance_id
-        self._engine_name = engine_name
+        self._engine = engine
         self._config = config
         self._on_event = on_event
         self._on_chunk = on_chunk
@@ -120,9 +121,9 @@ class RunnerSupervisor:
         stdout_end, runner_stdout = context.Pipe(duplex=False)
         self._process = context.Process(
             target=entrypoint, name=f"skulk-runner-{self.runner_id}", daemon=True,
-            args=(self._engine_name, self._config, self._inbox, runner_end, os.getpid(),
+            args=(self._engine, self._config, self._inbox, runner_end, os.getpid(),
                   runner_stdout))
-        with spawn_environment(self._engine_name, self._config):  # e.g. OpenBLAS preloaded
+        with spawn_environment(self._engine, self._config):  # e.g. OpenBLAS preloaded
             self._process.start()
         runner_end.close()  # the runner holds the only write end: its exit is end of file
         runner_stdout.close()
@@ -130,9 +131,9 @@ class RunnerSupervisor:
         output_end.close()
         printed = RunnerStdout(os.dup(stdout_end.fileno()), str(self.runner_id))
         stdout_end.close()
-        self.recorder.record("spawned", f"pid {self._process.pid}, engine {self._engine_name}")
+        self.recorder.record("spawned", f"pid {self._process.pid}, engine {self._engine.name}")
         logger.info("runner {} started (pid {}, engine {})", self.runner_id,
-                    self._process.pid, self._engine_name)
+                    self._process.pid, self._engine.name)
         try:
             while not output.ended:
                 batch = await output.take(_POLL_SECONDS)

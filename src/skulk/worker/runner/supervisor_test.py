@@ -20,7 +20,7 @@ from skulk.shared.types.ids import InstanceId, RunnerId, TaskId
 from skulk.shared.types.runners import RunnerFailed, RunnerShutdown
 from skulk.shared.types.tasks import TextGenerationTask
 from skulk.testing import factories as f
-from skulk.testing.echo.description import EchoOptions
+from skulk.testing.echo.description import ECHO, EchoOptions
 from skulk.testing.runners import Recorder, supervised_runner, wait_until
 from skulk.worker.engines.protocol import EngineConfig
 from skulk.worker.runner import messages
@@ -41,7 +41,7 @@ async def ready_runner() -> AsyncIterator[tuple[RunnerSupervisor, Recorder]]:
 
 def echo_runner(options: dict[str, str], limit: int = 1000
             ) -> contextlib.AbstractAsyncContextManager[tuple[RunnerSupervisor, Recorder]]:
-    return supervised_runner(engine_name="echo", config=EngineConfig(
+    return supervised_runner(engine=ECHO, config=EngineConfig(
         model_path="unused", context_token_limit=limit, options=EchoOptions.parse(options)))
 
 
@@ -116,7 +116,7 @@ async def test_a_killed_runner_fails_and_errors_every_in_flight_request(
 async def test_a_failed_load_is_reported_once_and_the_process_exits() -> None:
     recorder = Recorder()
     supervisor = RunnerSupervisor(
-        runner_id=RunnerId("run-1"), instance_id=InstanceId("inst-1"), engine_name="echo",
+        runner_id=RunnerId("run-1"), instance_id=InstanceId("inst-1"), engine=ECHO,
         config=EngineConfig(model_path="x", context_token_limit=10,
                             options=EchoOptions.parse({"fail_load": "1"})),
         on_event=recorder.on_event, on_chunk=recorder.on_chunk)
@@ -150,12 +150,13 @@ def test_the_runner_exits_when_its_parent_dies() -> None:
         import multiprocessing, os, sys, time
         from skulk.worker.engines.protocol import EngineConfig
         from skulk.worker.runner.bootstrap import entrypoint
+        from skulk.testing.echo.description import ECHO
         if __name__ == "__main__":
             ctx = multiprocessing.get_context("spawn")
             config = EngineConfig(model_path="x", context_token_limit=10)
             output = ctx.Pipe(duplex=False)[1]
             child = ctx.Process(target=entrypoint, daemon=False,
-                                args=("echo", config, ctx.Queue(), output, os.getpid()))
+                                args=(ECHO, config, ctx.Queue(), output, os.getpid()))
             child.start()
             print(child.pid, flush=True)
             time.sleep(60)

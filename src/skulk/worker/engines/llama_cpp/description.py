@@ -11,6 +11,7 @@ from pydantic import Field
 from skulk.fitting.engines import LLAMA_CPP_FIT
 from skulk.shared.types.telemetry import GpuBackend, GpuDevice
 from skulk.worker.engines.description import EngineDescription
+from skulk.worker.engines.machine_check import MachineCheck
 from skulk.worker.engines.options import CommaSeparated, EngineOptions
 
 # The GPU backends llama.cpp may be built with, best first when a build has several.
@@ -55,6 +56,17 @@ def built_ggml_version(folders: list[Path] | None = None) -> str | None:
                 if found:
                     return found.group(1)
     return None
+
+
+def native_versions() -> dict[str, str | None]:
+    """The ggml this llama-cpp-python build carries (`Versions.ggml`)."""
+    return {"ggml": built_ggml_version()}
+
+
+def machine_checks() -> list[MachineCheck]:
+    """`skulk doctor`'s checks of llama.cpp here (its build, RPC, GPU backend)."""
+    from skulk.worker.engines.llama_cpp.doctor import llama_cpp_build
+    return llama_cpp_build()
 
 
 def built_gpu_backends() -> set[GpuBackend]:
@@ -135,4 +147,6 @@ LLAMA_CPP = EngineDescription(
     options=LlamaCppOptions,
     probe_backend=probe_backend,
     device_server_class="skulk.worker.engines.llama_cpp.device_server:LlamaDeviceServer",
+    native_versions=native_versions,
+    machine_checks=machine_checks,
 )

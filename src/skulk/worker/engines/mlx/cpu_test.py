@@ -6,8 +6,6 @@ import multiprocessing
 import os
 from pathlib import Path
 
-import pytest
-
 from skulk.testing.echo.description import ECHO
 from skulk.worker.engines import registry
 from skulk.worker.engines.mlx.cpu import runner_environment
@@ -44,15 +42,13 @@ def _report(out: "multiprocessing.Queue[str | None]") -> None:
     out.put(os.environ.get("SKULK_ENV_PROBE"))
 
 
-def test_a_spawned_child_sees_the_environment_and_the_node_does_not_keep_it(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(registry.ENGINES, "env-probe", dataclasses.replace(
-        ECHO, fit=dataclasses.replace(ECHO.fit, name="env-probe"),
-        runner_environment=_probe_environment))
+def test_a_spawned_child_sees_the_environment_and_the_node_does_not_keep_it() -> None:
+    probe = dataclasses.replace(ECHO, fit=dataclasses.replace(ECHO.fit, name="env-probe"),
+                                runner_environment=_probe_environment)
     context = multiprocessing.get_context("spawn")
     out: multiprocessing.Queue[str | None] = context.Queue()
     child = context.Process(target=_report, args=(out,))
-    with registry.spawn_environment("env-probe", config()):
+    with registry.spawn_environment(probe, config()):
         child.start()
     assert out.get(timeout=30) == "yes"
     child.join(10)

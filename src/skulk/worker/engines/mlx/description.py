@@ -5,8 +5,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from skulk.fitting.engines import MLX_FIT
+from skulk.models.mlx_import import ensure_mlx_model
 from skulk.shared.types.telemetry import GpuDevice
 from skulk.worker.engines.description import EngineDescription
+from skulk.worker.engines.machine_check import MachineCheck
 from skulk.worker.engines.mlx.cpu import runner_environment
 from skulk.worker.engines.mlx.options import MlxOptions
 
@@ -30,11 +32,22 @@ def _mlx_installed(platform: str) -> bool:
     return has_core and any(any((f / "lib").glob("libmlx.so*")) for f in folders)
 
 
-# Its fit (formats, memory, shardings by model family, drafting) is MLX_FIT.
+def machine_checks() -> list[MachineCheck]:
+    """`skulk doctor`'s check of MLX here (installed; OpenBLAS on Linux)."""
+    from skulk.worker.engines.mlx.doctor import mlx_install
+    return mlx_install()
+
+
+# Its fit (formats, memory, shardings by model family, drafting) is MLX_FIT. A missing
+# MLX copy is imported from the node's GGUF; a pipeline rank stores only its stage.
 MLX = EngineDescription(
     fit=MLX_FIT,
     engine_class="skulk.worker.engines.mlx.engine:MlxEngine",
     options=MlxOptions,
     probe_backend=probe_backend,
     runner_environment=runner_environment,
+    stage_copies=True,
+    imports_from="gguf",
+    import_weights=ensure_mlx_model,
+    machine_checks=machine_checks,
 )

@@ -14,6 +14,7 @@ from skulk.shared.types.tasks import ChatMessage, TextGenerationTask
 from skulk.testing import factories as f
 from skulk.testing.runners import supervised_runner, wait_until
 from skulk.worker.engines.mlx.cpu import OPENBLAS
+from skulk.worker.engines.mlx.description import MLX
 from skulk.worker.engines.protocol import EngineConfig
 
 
@@ -34,7 +35,7 @@ async def test_concurrent_tasks_stream_end_once_and_one_can_be_cancelled(
         tiny_model_dir: Path) -> None:
     config = EngineConfig(model_path=str(tiny_model_dir), context_token_limit=1024,
                           n_threads=1)
-    async with supervised_runner(engine_name="mlx", config=config, ready_timeout=60,
+    async with supervised_runner(engine=MLX, config=config, ready_timeout=60,
                                  shutdown_timeout=2.0) as (supervisor, recorder):
         if OPENBLAS.exists():
             maps = Path(f"/proc/{supervisor.pid}/maps").read_text()
