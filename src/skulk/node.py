@@ -120,7 +120,7 @@ class Node:
             replica.restore(restored.state, restored.session, restored.master_node)
         elected, election_results = channel(NodeId)
         election = self.election = Election(
-            node_id=node_id, on_result=elected.send, publish=out.election.send,
+            node_id=node_id, votes=out.election, results=elected,
             commands_seen=replica.next_index, force_master=config.force_master,
             timeout=config.election_timeout,
             on_rejected=partial(self.dropped.count, "election", size=0))

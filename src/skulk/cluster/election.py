@@ -21,11 +21,12 @@ is decided, so a vote alone still does not make its sender a member).
 
 import math
 from collections import Counter
-from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Set
+from collections.abc import AsyncIterable, Callable, Iterable, Set
 
 import anyio
 from loguru import logger
 
+from skulk.shared.channels import Sender
 from skulk.shared.types.election import ElectionMessage
 from skulk.shared.types.ids import NodeId
 
@@ -76,14 +77,15 @@ def winner(votes: Iterable[ElectionMessage], members: Set[NodeId]) -> NodeId | N
 
 
 class Election:
-    """One node's side of the election; reports each result through `on_result`."""
+    """One node's side of the election: sends its votes on `votes` and each round's result
+    on `results`."""
 
     def __init__(
         self,
         *,
         node_id: NodeId,
-        publish: Callable[[ElectionMessage], Awaitable[None]],
-        on_result: Callable[[NodeId], Awaitable[None]],
+        votes: Sender[ElectionMessage],
+        results: Sender[NodeId],
         commands_seen: Callable[[], int],
         force_master: bool = False,
         timeout: float = DEFAULT_ELECTION_TIMEOUT_SECONDS,
@@ -91,8 +93,8 @@ class Election:
         on_rejected: Callable[[str], None] = lambda reason: None,
     ) -> None:
         self.node_id = node_id
-        self._publish = publish
-        self._on_result = on_result
+        self._votes_out = votes
+        self._results = results
         self._commands_seen = commands_seen
         self._forced = force_master
         self._timeout = timeout
@@ -167,7 +169,7 @@ class Election:
             self.request_campaign(f"{message.node_id} campaigns in round {message.clock}")
             if self._campaigning:
                 self._votes[self.node_id] = self._my_vote()
-                await self._publish(self._votes[self.node_id])
+                await self._votes_out.send(self._votes[self.node_id])
         elif message.clock == self.clock:
             late = not self._campaigning and message.node_id not in self._votes
             self._votes[message.node_id] = message
@@ -197,7 +199,7 @@ class Election:
             logger.info("election round {} started ({} member(s))", self.clock,
                         len(self.members))
             self._votes[self.node_id] = self._my_vote()
-            await self._publish(self._votes[self.node_id])
+            await self._votes_out.send(self._votes[self.node_id])
             round_started = self.clock
             with anyio.move_on_after(self._timeout):
                 await anyio.sleep(math.inf)
@@ -226,4 +228,4 @@ class Election:
                            for v in self._votes.values())
         logger.info("election round {} finished: master is {}{} (votes {})", self.clock,
                     chosen, "" if changed else " (unchanged)", ballot)
-        await self._on_result(chosen)
+        await self._results.send(chosen)

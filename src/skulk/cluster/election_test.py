@@ -20,6 +20,7 @@ from skulk.cluster.election import (
 )
 from skulk.shared.types.election import ElectionMessage
 from skulk.shared.types.ids import NodeId
+from skulk.testing.channels import SendThrough
 
 
 def vote(node: str, clock: int = 1, seniority: int = 0, seen: int = 0) -> ElectionMessage:
@@ -62,7 +63,8 @@ class Harness:
         async def on_result(master: NodeId) -> None:
             self.results[node].append(master)
 
-        election = Election(node_id=node, publish=publish, on_result=on_result,
+        election = Election(node_id=node, votes=SendThrough(publish),
+                            results=SendThrough(on_result),
                             commands_seen=lambda: 0, force_master=force, timeout=0.2,
                             coalesce=0.02)
         self.elections[node] = election
@@ -225,7 +227,8 @@ async def test_a_vote_before_its_senders_token_counts_once_it_is_a_member() -> N
     async def on_result(master: NodeId) -> None:
         results.append(master)
 
-    election = Election(node_id=NodeId("a"), publish=publish, on_result=on_result,
+    election = Election(node_id=NodeId("a"), votes=SendThrough(publish),
+                        results=SendThrough(on_result),
                         commands_seen=lambda: 0, on_rejected=rejected.append, timeout=0.05,
                         coalesce=0.01)
     await election.receive(vote("b", clock=2, seniority=FORCED_SENIORITY + 1))
@@ -259,7 +262,8 @@ async def test_a_round_remembers_whom_it_heard_from() -> None:
     async def on_result(master: NodeId) -> None:
         pass
 
-    election = Election(node_id=NodeId("a"), publish=publish, on_result=on_result,
+    election = Election(node_id=NodeId("a"), votes=SendThrough(publish),
+                        results=SendThrough(on_result),
                         commands_seen=lambda: 0, timeout=0.05, coalesce=0.01)
     for member in ("b", "c"):
         election.membership_changed(NodeId(member), True)

@@ -24,7 +24,7 @@ def election() -> Election:
     async def publish(message: ElectionMessage) -> None:
         pass
 
-    return Election(node_id=A, publish=publish, on_result=_ignore, commands_seen=lambda: 0)
+    return Election(node_id=A, votes=Collected(), results=Collected(), commands_seen=lambda: 0)
 
 
 async def changes(*items: tuple[NodeId, bool]) -> AsyncIterator[tuple[NodeId, bool]]:

@@ -21,6 +21,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 from skulk.cluster.election import Election
 from skulk.shared.types.election import ElectionMessage
 from skulk.shared.types.ids import NodeId
+from skulk.testing.channels import SendThrough
 from skulk.testing.virtual_clock import VirtualClockLoop
 
 _TICK = 1e-6
@@ -82,7 +83,8 @@ class ElectionNetwork:
         async def on_result(master: NodeId) -> None:
             masters.append(master)
 
-        election = Election(node_id=node, publish=publish, on_result=on_result,
+        election = Election(node_id=node, votes=SendThrough(publish),
+                            results=SendThrough(on_result),
                             commands_seen=lambda: 0, force_master=force,
                             timeout=self.timeout, coalesce=self.coalesce)
         task = self.loop.create_task(election.run(members, inbox))
