@@ -9,6 +9,9 @@ from skulk.shared.types.ids import ModelId
 
 ModelFormat = Literal["gguf", "mlx"]
 Capability = Literal["text", "chat", "vision", "thinking", "embedding"]
+# The engines placement may choose, as instances and cards name them on the wire. Test
+# engines (skulk.testing's echo) are never on the wire: runners are handed their
+# description, not this name.
 EngineName = Literal["llama_cpp", "mlx"]
 CardDrafter = Literal["ngram", "draft_model", "remote", "none"]
 
