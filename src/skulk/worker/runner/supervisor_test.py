@@ -8,6 +8,7 @@ import sys
 import textwrap
 import time
 from collections.abc import AsyncIterator
+from multiprocessing.connection import Connection
 from typing import cast
 
 import anyio
@@ -17,13 +18,14 @@ import pytest
 from skulk.shared.types.chunks import ErrorChunk, TokenChunk
 from skulk.shared.types.events import RunnerStatusUpdated
 from skulk.shared.types.ids import InstanceId, RunnerId, TaskId
-from skulk.shared.types.runners import RunnerFailed, RunnerShutdown
+from skulk.shared.types.runners import RunnerCreated, RunnerFailed, RunnerShutdown
 from skulk.shared.types.tasks import TextGenerationTask
 from skulk.testing import factories as f
 from skulk.testing.echo.description import ECHO, EchoOptions
 from skulk.testing.runners import Recorder, supervised_runner, wait_until
 from skulk.worker.engines.protocol import EngineConfig
 from skulk.worker.runner import messages
+from skulk.worker.runner.pipe_frames import encode
 from skulk.worker.runner.supervisor import RunnerSupervisor
 
 
@@ -172,3 +174,32 @@ def test_the_runner_exits_when_its_parent_dies() -> None:
     while psutil.pid_exists(runner_pid) and psutil.Process(runner_pid).status() != "zombie":
         assert time.monotonic() < deadline, "the orphaned runner kept running"
         time.sleep(0.05)
+
+
+def _runner_sending_a_bad_frame(_engine: object, _config: object, _inbox: object,
+                                outbox: Connection, *_: object) -> None:
+    """Stands in for the runner's entrypoint (spawned, so module level): a status, then a
+    frame that is no runner message, then it waits to be killed."""
+    os.write(outbox.fileno(), encode([messages.StatusReport(status=RunnerCreated()),
+                                      {"not": "a message"}]))
+    time.sleep(60)
+
+
+@pytest.mark.anyio
+async def test_a_runner_sending_a_bad_frame_is_killed_and_failed_naming_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("skulk.worker.runner.supervisor.entrypoint",
+                        _runner_sending_a_bad_frame)
+    recorder = Recorder()
+    supervisor = RunnerSupervisor(
+        runner_id=RunnerId("run-1"), instance_id=InstanceId("inst-1"), engine=ECHO,
+        config=EngineConfig(model_path="x", context_token_limit=10),
+        on_event=recorder.on_event, on_chunk=recorder.on_chunk)
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(supervisor.run)
+        await wait_until(lambda: supervisor.exited)
+    assert recorder.runner_statuses() == ["created", "failed"]
+    error = cast(RunnerFailed, supervisor.status).error
+    assert "bad message" in error and "carried a dict ({'not': 'a message'})" in error
+    assert supervisor.pid is not None and (not psutil.pid_exists(supervisor.pid)
+                                           or psutil.Process(supervisor.pid).status() == "zombie")
