@@ -1,5 +1,6 @@
-"""Engines by name: one line per engine, each described in its own folder. Placement, the
-worker, telemetry and the runner all read this; only a runner imports an engine itself.
+"""Engines by name: one line per engine, each described in its own folder. The worker,
+telemetry, the node and the runner read this (placement reads only the engines' fits,
+`skulk/fitting/engines.py`); only a runner imports an engine itself.
 
 Engines for tests only (the echo engine in `skulk.testing`) are never imported from here:
 a test names their descriptions in `$SKULK_EXTRA_ENGINES` (`module:ATTRIBUTE`, comma
@@ -14,36 +15,23 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import get_args
 
-from skulk.shared.types.model_cards import EngineName
+from skulk.fitting import engines as fitting_engines
 from skulk.worker.engines.description import EngineDescription
 from skulk.worker.engines.llama_cpp.description import LLAMA_CPP
 from skulk.worker.engines.mlx.description import MLX
 from skulk.worker.engines.protocol import EngineConfig
 
-# The engines placement may choose, in the order unpinned placements try them: llama.cpp
-# decodes ~10x faster than MLX on CPU, so it wins whenever the model fits whole on one node.
-PLACEABLE: tuple[EngineDescription, ...] = (LLAMA_CPP, MLX)
+_DESCRIBED: dict[str, EngineDescription] = {engine.name: engine for engine in (LLAMA_CPP, MLX)}
+
+PLACEABLE: tuple[EngineDescription, ...] = tuple(
+    _DESCRIBED[fit.name] for fit in fitting_engines.PLACEABLE)
+"""The placeable engines' descriptions, in placement's preference order (the fits' order
+in `fitting/engines.py`, which also names the engines the wire type does)."""
 
 ENGINES: dict[str, EngineDescription] = {engine.name: engine for engine in PLACEABLE}
 
 EXTRA_ENGINES_VARIABLE = "SKULK_EXTRA_ENGINES"
-
-
-_WIRE_NAMES: tuple[EngineName, ...] = get_args(EngineName)
-
-
-def _wire_name(engine: EngineDescription) -> EngineName:
-    """The engine's name as the wire type spells it; placement stamps it on instances."""
-    for name in _WIRE_NAMES:
-        if name == engine.name:
-            return name
-    raise TypeError(f"engine {engine.name!r} is placeable but the wire type EngineName "
-                    "(shared/types/model_cards.py) does not name it; add it there")
-
-
-ENGINE_PREFERENCE: tuple[EngineName, ...] = tuple(_wire_name(e) for e in PLACEABLE)
 
 
 @functools.cache

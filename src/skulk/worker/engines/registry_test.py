@@ -8,12 +8,12 @@ from typing import get_args
 
 import pytest
 
+from skulk.fitting.engines import ENGINE_PREFERENCE
 from skulk.shared.types.model_cards import EngineName
 from skulk.testing.echo.description import EchoOptions
 from skulk.worker.engines.mlx.options import MlxOptions
 from skulk.worker.engines.options import EngineOptionError
 from skulk.worker.engines.registry import (
-    ENGINE_PREFERENCE,
     ENGINES,
     EXTRA_ENGINES_VARIABLE,
     PLACEABLE,
