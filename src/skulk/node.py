@@ -54,7 +54,7 @@ from skulk.trust.setup import NodeTrust, admit_with_token, trust_at_start
 from skulk.worker.gpus import probe_gpus
 from skulk.worker.local_runner import SupervisorFactory
 from skulk.worker.runner.supervisor import RunnerSupervisor
-from skulk.worker.telemetry import probe_backends, publish_readings_forever
+from skulk.worker.telemetry import probe_backends
 
 
 class Node:
@@ -177,8 +177,7 @@ class Node:
                 ) if config.run_worker else (None, None)
                 readings = OwnReadings(machine, prober=prober, links=links, worker=worker,
                                        weights=weights)
-                tasks.start_soon(publish_readings_forever, readings.reading, self.telemetry,
-                                 out.readings.send)
+                tasks.start_soon(readings.publish_forever, self.telemetry, out.readings)
                 if config.run_api:
                     tasks.start_soon(serve_node_api, NodeParts(
                         node_id=node_id, public_key=self.public_key, secure=trust.secure,

@@ -1,20 +1,26 @@
 """This node's readings: what the machine has (memory, engines, GPUs) and what the node's
 parts add (warm models, the weights port, reachability, endpoints and links).
 
-`NodeMachine` is what the worker's fit guard reads; `OwnReadings` is the reading the node
-publishes on the telemetry plane every few seconds.
+`NodeMachine` is what the worker's fit guard reads; `OwnReadings` assembles the reading
+the node sends on the telemetry plane every few seconds.
 """
+
+import anyio
 
 from skulk.cluster.reachability import ReachabilityProber
 from skulk.node_config import NodeConfig
 from skulk.node_links import NodeLinks
 from skulk.node_weights import NodeWeights
+from skulk.shared.channels import Sender
+from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.telemetry import GpuDevice, NodeTelemetry
 from skulk.worker.draft_service import ADVERTISED_DRAFTERS
 from skulk.worker.engines.node_options import EngineLimits
 from skulk.worker.telemetry import read_telemetry
 from skulk.worker.worker import Worker
+
+READING_INTERVAL_SECONDS = 2.0
 
 
 class NodeMachine:
@@ -66,3 +72,12 @@ class OwnReadings:
             reachability=self._prober.reachability(),
             limits=machine.limits if worker else None)
         return self._links.stamp(reading)
+
+    async def publish_forever(self, view: TelemetryView, readings: Sender[NodeTelemetry],
+                              interval: float = READING_INTERVAL_SECONDS) -> None:
+        """Every `interval` seconds: take this node's reading, keep it, and send it."""
+        while True:
+            reading = self.reading()
+            view.update(reading, gossip=False)  # ours needs no round trip
+            await readings.send(reading)
+            await anyio.sleep(interval)

@@ -5,16 +5,14 @@ import shutil
 import socket
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-import anyio
 import psutil
 
 from skulk.models.store.manifest import stored_entries
 from skulk.models.store.pull import PARTIAL_DIR
 from skulk.models.store.pull_progress import pulls_under_way
-from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.telemetry import (
     GpuDevice,
@@ -105,17 +103,3 @@ def _runners_rss() -> int:
         except psutil.Error:
             continue  # it ended as we looked
     return resident
-
-
-TELEMETRY_INTERVAL_SECONDS = 2.0
-
-
-async def publish_readings_forever(read: Callable[[], NodeTelemetry], view: TelemetryView,
-                                   publish: Callable[[NodeTelemetry], Awaitable[None]],
-                                   interval: float = TELEMETRY_INTERVAL_SECONDS) -> None:
-    """Every `interval` seconds: take this node's reading, keep it, and publish it."""
-    while True:
-        reading = read()
-        view.update(reading, gossip=False)  # ours needs no round trip
-        await publish(reading)
-        await anyio.sleep(interval)
