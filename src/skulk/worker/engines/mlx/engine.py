@@ -39,7 +39,7 @@ from skulk.worker.engines.protocol import (
     InvalidRequest,
     TaskDone,
 )
-from skulk.worker.engines.request_alone import RequestAlone
+from skulk.worker.engines.request_alone import RequestAlone, RequestFailed
 
 WARM_UP_TASK = TaskId("skulk-warm-up")
 
@@ -131,8 +131,11 @@ class MlxEngine:
         started = time.monotonic()
         params = GenerationParams(model_id=ModelId("warm-up"), max_tokens=2, temperature=0.0,
                                   messages=[ChatMessage(role="user", content="Hi")])
-        for _ in self._generate_as(WARM_UP_TASK, params):  # raises if it fails
-            pass
+        try:
+            for _ in self._generate_as(WARM_UP_TASK, params):
+                pass
+        except RequestFailed as error:
+            raise RuntimeError(f"the warm-up generation did not complete: {error}") from error
         logger.info("mlx engine warmed up in {:.2f} s", time.monotonic() - started)
 
     def embed(self, texts: list[str]) -> tuple[list[list[float]], int]:
