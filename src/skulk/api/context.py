@@ -10,7 +10,7 @@ generations takes the whole `Context`.
 import time
 from collections.abc import Awaitable, Callable, Set
 from dataclasses import dataclass, field
-from typing import Annotated, Protocol
+from typing import Annotated
 
 import anyio
 from fastapi import Depends, Request
@@ -27,21 +27,8 @@ from skulk.shared.replica import StateReplica
 from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.commands import Command
 from skulk.shared.types.ids import CommandId, ModelId, NodeId
+from skulk.shared.views import ElectedMaster, LiveMembers
 from skulk.versions import Versions, versions
-
-
-class LiveMembers(Protocol):
-    """Members live by their liveliness tokens, read-only."""
-
-    @property
-    def live(self) -> Set[NodeId]: ...
-
-
-class ElectedMaster(Protocol):
-    """Whom the election chose, read-only (None: no master yet)."""
-
-    @property
-    def master(self) -> NodeId | None: ...
 
 
 @dataclass

@@ -2,8 +2,6 @@
 new master, for a replay when an index went missing, and resend local events the master
 has not indexed yet."""
 
-from typing import Protocol
-
 import anyio
 
 from skulk.cluster.local_events import LocalEventSender
@@ -11,15 +9,9 @@ from skulk.shared.channels import Sender
 from skulk.shared.replica import StateReplica
 from skulk.shared.types.election import StateSyncMessage
 from skulk.shared.types.ids import NodeId
+from skulk.shared.views import ElectedMaster
 
 SYNC_INTERVAL_SECONDS = 0.5
-
-
-class ElectedMaster(Protocol):
-    """Whom the election chose, read-only (None: no master yet)."""
-
-    @property
-    def master(self) -> NodeId | None: ...
 
 
 class ReplicaSync:

@@ -10,7 +10,6 @@ was down, is put right without any bookkeeping of what was sent.
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
 
 import anyio
 from loguru import logger
@@ -19,9 +18,10 @@ from skulk.models.catalog import ModelCatalog
 from skulk.models.store.manifest import MANIFEST_FILE, StoreEntry
 from skulk.shared.channels import Sender
 from skulk.shared.types.commands import AddModelCard, Command, RemoveModelCard
-from skulk.shared.types.ids import ModelId, NodeId, SessionId, new_command_id
+from skulk.shared.types.ids import ModelId, NodeId, new_command_id
 from skulk.shared.types.model_cards import ModelCard
 from skulk.shared.types.state import State
+from skulk.shared.views import ReplicaView
 
 POLL_SECONDS = 1.0
 # A command the State does not reflect yet is sent again after this long (the master may
@@ -83,17 +83,6 @@ def _key(command: Command) -> tuple[str, str]:
         return command.kind, command.card.model_dump_json()
     assert isinstance(command, RemoveModelCard)
     return command.kind, command.model_id
-
-
-class ReplicaView(Protocol):
-    """The replicated State, read-only, and its session (None: following no master yet,
-    so there is no one to tell)."""
-
-    @property
-    def state(self) -> State: ...
-
-    @property
-    def session(self) -> SessionId | None: ...
 
 
 class StoreWatcher:

@@ -11,6 +11,7 @@ from skulk.shared.types.commands import CommandEnvelope
 from skulk.shared.types.election import StateSyncMessage
 from skulk.shared.types.events import LocalEvent
 from skulk.shared.types.ids import NodeId
+from skulk.shared.views import LiveMembers
 
 # Every this many events the master snapshots its State into the log and compacts it.
 SNAPSHOT_EVERY_EVENTS = 10_000
@@ -39,11 +40,8 @@ class MasterInbox:
     sync_requests: AsyncIterable[StateSyncMessage] | None = None
 
 
-class MembersView(Protocol):
+class MembersView(LiveMembers, Protocol):
     """Membership as this node sees it, read-only: live by their tokens, and among them
     those the last election round heard from (a token can outlive a cut link)."""
-
-    @property
-    def live(self) -> Set[NodeId]: ...
 
     def heard(self) -> Set[NodeId]: ...
