@@ -7,7 +7,17 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# STAMP: the venv with Skulk and its native core current. INSTALLED: everything pip
+# installs; the native core (Cargo.toml, rust/) is rebuilt alone when only it changed, and a
+# change to Python sources needs nothing (the install is editable).
+STAMP := $(VENV)/.native
+INSTALLED := $(VENV)/.installed
+RUST_SOURCES := Cargo.toml Cargo.lock .cargo/config.toml $(shell find rust -path rust/target \
+	-prune -o -type f \( -name '*.rs' -o -name Cargo.toml \) -print 2>/dev/null)
+# cargo builds the native core; without it the install stops here, saying how to get it.
+NEED_CARGO = @command -v cargo >/dev/null || { echo "Skulk's native core needs a Rust \
+	toolchain: install it with rustup (https://rustup.rs) or your system's cargo package \
+	(apt install cargo), then run make again"; exit 1; }
 OPENBLAS := /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3
 # llama-cpp-python compiles from source (about 5 minutes on 2 cores); pip caches the wheel.
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
@@ -24,7 +34,7 @@ SITE := build/website
 # the dashboard.
 RUN_DASHBOARD := $(if $(shell command -v npm 2>/dev/null),$(DASHBOARD_INDEX))
 
-.PHONY: run install test test-dashboard test-netns test-fast typecheck lint bench clean \
+.PHONY: run install test test-rust test-dashboard test-netns test-fast typecheck lint bench clean \
 	dashboard chromium website website-check website-screenshots
 
 # `make run`'s node takes the cluster's usual port (7447, on loopback; the README names
@@ -36,10 +46,13 @@ run: $(STAMP) $(RUN_DASHBOARD)
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml tools/llama-cpp-backends.sh
+$(INSTALLED): pyproject.toml tools/llama-cpp-backends.sh
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Skulk needs Python 3.11 or newer"'
+	$(NEED_CARGO)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	# maturin builds skulk._native (into rust/target, which later builds reuse); the venv
+	# keeps a copy for the rebuilds of the native core alone below.
+	$(BIN)/python -m pip install --quiet --upgrade pip 'maturin>=1.9,<2'
 	# llama-cpp-python builds with ggml RPC and this machine's GPU backend (the script says
 	# which); a wheel pip cached without them is rebuilt once.
 	CMAKE_ARGS="$$(tools/llama-cpp-backends.sh --flags)" $(BIN)/python -m pip install --quiet -e '.[test]'
@@ -55,7 +68,14 @@ $(STAMP): pyproject.toml tools/llama-cpp-backends.sh
 		|| (apt-get update -q >/dev/null && apt-get install -y -q libopenblas0-pthread >/dev/null) \
 		|| echo "warning: could not install libopenblas0-pthread; MLX on CPU will be slower"; \
 	fi
-	touch $(STAMP)
+	touch $@
+
+# The native core again when only it changed (cargo rebuilds what changed, in rust/target).
+$(STAMP): $(INSTALLED) $(RUST_SOURCES)
+	$(NEED_CARGO)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pip install --quiet --no-deps \
+		--no-build-isolation -e .
+	touch $@
 
 # Tests that run MLX in the pytest process get Debian's OpenBLAS, as MLX runners do
 # (src/skulk/worker/engines/mlx/cpu.py): tests/test_mlx_import.py's fp32 test 28 s -> 12 s.
@@ -67,6 +87,7 @@ test: $(STAMP)
 	$(WITH_OPENBLAS) $(BIN)/python -m pytest -q
 	$(BIN)/python -m mypy
 	$(BIN)/python -m ruff check src tests bench website
+	$(MAKE) --no-print-directory test-rust
 	$(MAKE) --no-print-directory test-dashboard
 	$(MAKE) --no-print-directory website-check
 
@@ -113,6 +134,12 @@ website-check: website $(DASHBOARD_DEPS) chromium
 website-screenshots: website $(DASHBOARD_DEPS) chromium
 	CHROMIUM_PATH=$(CHROMIUM) node website/check-site.mjs $(SITE) docs/screenshots
 
+# The native core's own tests and checks (its behaviour seen from Python is in pytest's).
+test-rust: $(STAMP)
+	PYO3_PYTHON=$(CURDIR)/$(BIN)/python cargo test --quiet
+	PYO3_PYTHON=$(CURDIR)/$(BIN)/python cargo clippy --quiet --all-targets -- -D warnings
+	cargo fmt --check
+
 test-netns: $(STAMP)
 	$(BIN)/python -m pytest -q -m netns
 
@@ -131,4 +158,4 @@ bench: $(STAMP)
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(DASHBOARD)/node_modules \
 		$(DASHBOARD)/e2e-artifacts src/skulk/api/dashboard_dist build/website \
-		build/website-check
+		build/website-check rust/target src/skulk/_native*.so

@@ -307,7 +307,8 @@ def print_report(samples: dict[str, list[dict[str, Any]]], load_seconds: dict[st
     print_cpu(samples)
     write_result("llama_rpc", {"max_tokens": max_tokens, "rate": rate, "configurations": {
         name: {"ttft_ms": row["ttft_ms"], "decode_tps": row["decode"],
-               "load_s": load_seconds[name], "wire_bytes_per_token": row["wire_bytes_per_token"]}
+               "load_s": load_seconds[name], "wire_bytes_per_token": row["wire_bytes_per_token"],
+               "cpu_ms_per_token": cpu_per_token(samples[name])}
         for name, row in figures.items()}})
     differing = differing_texts(samples)
     print("greedy text identical across whole, direct and relayed in all "

@@ -32,12 +32,12 @@ from skulk.shared.types.ids import ModelId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams
 from skulk.testing.cluster_trust import make_member
 from skulk.trust.files import TrustFiles
+from skulk.worker import rpc_relay
 from skulk.worker.engines.llama_cpp import rpc_lib
 from skulk.worker.engines.llama_cpp.description import LlamaCppOptions
 from skulk.worker.engines.llama_cpp.device_server import LlamaDeviceServer
 from skulk.worker.engines.llama_cpp.engine import LlamaCppEngine
 from skulk.worker.engines.protocol import EngineConfig
-from skulk.worker.rpc_relay import RelayLoop
 
 MARK = "BENCH "
 LAYERS = 30
@@ -163,7 +163,7 @@ def wait_listening(host: str, port: int) -> None:
 
 def run_relay(listen: str, target: str, data_dir: Path) -> None:
     tls = TrustFiles(data_dir).tls_files()
-    relay = RelayLoop().serve(host_port(listen), host_port(target), tls, lambda node: False)
+    relay = rpc_relay.serve(host_port(listen), host_port(target), tls, frozenset())
     say({"ready": True, "port": relay.port})
     sys.stdin.read()
 
@@ -171,7 +171,7 @@ def run_relay(listen: str, target: str, data_dir: Path) -> None:
 def run_forward(remote: str, data_dir: Path, peer_dir: Path) -> None:
     tls = TrustFiles(data_dir).tls_files()
     peer = load_or_create_identity(peer_dir).node_id
-    forwarder = RelayLoop().forward(host_port(remote), tls, peer)
+    forwarder = rpc_relay.forward(host_port(remote), tls, peer)
     say({"ready": True, "endpoint": forwarder.endpoint})
     sys.stdin.read()
 

@@ -62,7 +62,8 @@ def findings(relative: str, text: str) -> list[str]:
 
 # What installs, builds and test runs make, for a tree that is not a git checkout.
 MADE_HERE = {".git", ".venv", "node_modules", "build", "dashboard_dist", "e2e-artifacts",
-             "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", "skulk.egg-info"}
+             "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", "skulk.egg-info",
+             "target"}  # cargo's, in rust/
 
 
 def tracked_files() -> list[str]:

@@ -6,6 +6,8 @@ from pathlib import Path
 
 from skulk.node_weights import NodeWeights
 from skulk.shared.endpoints import endpoint_host
+from skulk.shared.replica import StateReplica
+from skulk.shared.types.events import NodeRevoked, StateSnapshotHydrated
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.telemetry import NodeTelemetry
 from skulk.trust.files import TlsFiles
@@ -36,4 +38,13 @@ def device_links(data_dir: Path, listen: list[str], tls: TlsFiles | None,
                  revoked: Callable[[], Set[NodeId]]) -> DeviceLinks:
     return DeviceLinks(tls=tls, host=side_channel_host(listen),
                        cache_dir=data_dir / "cache" / "rpc",
-                       is_revoked=lambda node: node in revoked())
+                       revoked=revoked)
+
+
+async def relays_follow_revocations(replica: StateReplica, links: DeviceLinks) -> None:
+    """Each revocation the replica applies (or a snapshot, which may bring some) reaches
+    the device relays at once: they end the open links to and from the revoked node."""
+    async with replica.subscribe() as applied:
+        async for indexed in applied:
+            if isinstance(indexed.event, NodeRevoked | StateSnapshotHydrated):
+                links.revocations_changed()

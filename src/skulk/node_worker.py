@@ -12,7 +12,12 @@ from skulk.node_channels import NodeChannels
 from skulk.node_config import NodeConfig
 from skulk.node_readings import NodeMachine
 from skulk.node_settings import worker_settings
-from skulk.node_side_channels import device_links, node_weights, revoked_members
+from skulk.node_side_channels import (
+    device_links,
+    node_weights,
+    relays_follow_revocations,
+    revoked_members,
+)
 from skulk.node_weights import NodeWeights
 from skulk.routing.router import Router
 from skulk.routing.transport import Transport
@@ -39,6 +44,8 @@ async def start_worker(tasks: TaskGroup, *, config: NodeConfig, machine: NodeMac
     revoked = revoked_members(data_dir, lambda: replica.state.revoked_nodes)
     weights = node_weights(node_id, data_dir, config.listen, trust.tls, revoked, telemetry.live)
     await tasks.start(weights.serve)
+    links = device_links(data_dir, config.listen, trust.tls, revoked)
+    tasks.start_soon(relays_follow_revocations, replica, links)
     chunks = ChunkSender(node_id=node_id, receiver=data_plane, replica=replica,
                          remote=channels.chunks)
     worker = Worker(
@@ -48,7 +55,7 @@ async def start_worker(tasks: TaskGroup, *, config: NodeConfig, machine: NodeMac
         settings=worker_settings(config),
         reach=WorkerReach(
             memory=machine, weight_sources=weights.sources_for,
-            device_links=device_links(data_dir, config.listen, trust.tls, revoked),
+            device_links=links,
             remote_drafting=partial(remote_drafting_options, transport, router,
                                     data_dir=data_dir if trust.secure else None)),
         supervisor_factory=supervisor_factory)

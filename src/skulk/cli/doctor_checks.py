@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psutil
 
+from skulk.cli.doctor_native import native_core
 from skulk.cli.ports import port_holder, port_in_use
 from skulk.worker.engine_threads import threads_explained
 from skulk.worker.engines.machine_check import Level
@@ -116,7 +117,8 @@ def engine_checks() -> list[Check]:
 
 def machine_checks(data_dir_path: Path, ports: list[tuple[int, str, str]]) -> list[Check]:
     """Every check of this machine; `ports`: (port, what, flag) to find free."""
-    return [python_version(), *engine_checks(), cpu_features(), engine_threads(),
+    return [python_version(), *native_core(), *engine_checks(), cpu_features(),
+            engine_threads(),
             free_memory(), *data_dir(data_dir_path),
             *(port_free(port, what, flag) for port, what, flag in ports),
             multicast_discovery()]

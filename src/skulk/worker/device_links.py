@@ -5,9 +5,11 @@ options that say where they are.
 
 Rank r's relay listens on the instance's ring port + r (the master allocates those as for
 MLX rings) on this node's listening address; its device server on a free loopback port.
+The node says when the revocation list changes (`revocations_changed`): every relay then
+refuses the nodes on it and ends their open links.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from pathlib import Path
 
 import anyio
@@ -15,23 +17,30 @@ import anyio
 from skulk.shared.types.ids import NodeId, RunnerId
 from skulk.shared.types.instances import Instance
 from skulk.trust.files import TlsFiles
-from skulk.worker.rpc_relay import Relay, RelayLoop, free_loopback_port
+from skulk.worker import rpc_relay
+from skulk.worker.rpc_relay import Relay, free_loopback_port
 
 
 class DeviceLinks:
     def __init__(self, *, tls: TlsFiles | None, host: str, cache_dir: Path,
-                 is_revoked: Callable[[NodeId], bool]) -> None:
+                 revoked: Callable[[], Set[NodeId]]) -> None:
         self._tls = tls
         self._host = host
         self._cache_dir = cache_dir
-        self._is_revoked = is_revoked
-        self._loop: RelayLoop | None = None
+        self._revoked = revoked
         self._relays: dict[RunnerId, list[Relay]] = {}
+        self._last_revoked: frozenset[NodeId] = frozenset()
 
-    def _relay_loop(self) -> RelayLoop:
-        if self._loop is None:
-            self._loop = RelayLoop()
-        return self._loop
+    def revocations_changed(self) -> None:
+        """Hand the revocation list to every open relay, if it changed: they refuse the
+        nodes on it from now on and end the links open to them."""
+        revoked = frozenset(self._revoked())
+        if revoked == self._last_revoked:
+            return
+        self._last_revoked = revoked
+        for relays in self._relays.values():
+            for relay in relays:
+                relay.revoke(revoked)
 
     async def options_for(self, instance: Instance, runner_id: RunnerId) -> dict[str, str]:
         """Open this rank's relays and say where they are: a device server's loopback
@@ -44,8 +53,8 @@ class DeviceLinks:
         if shard.rank != 0:
             target = free_loopback_port()
             relay = await anyio.to_thread.run_sync(
-                self._relay_loop().serve, (self._host, instance.ring_port + shard.rank),
-                ("127.0.0.1", target), self._tls, self._is_revoked)
+                rpc_relay.serve, (self._host, instance.ring_port + shard.rank),
+                ("127.0.0.1", target), self._tls, frozenset(self._revoked()))
             self._relays.setdefault(runner_id, []).append(relay)
             return {"rpc_listen": f"127.0.0.1:{target}",
                     "rpc_cache_dir": str(self._cache_dir)}
@@ -53,8 +62,8 @@ class DeviceLinks:
         for other in ranks[1:]:
             remote = (other.ring_host or "127.0.0.1", instance.ring_port + other.rank)
             forwarder = await anyio.to_thread.run_sync(
-                self._relay_loop().forward, remote, self._tls,
-                other.node_id if self._tls is not None else None)
+                rpc_relay.forward, remote, self._tls,
+                other.node_id if self._tls is not None else None, frozenset(self._revoked()))
             forwarders.append(forwarder)
             self._relays.setdefault(runner_id, []).append(forwarder)
         return {"rpc_servers": ",".join(f.endpoint for f in forwarders),

@@ -1,10 +1,12 @@
-"""The device relays: bytes cross between members only, and a link whose far end is not
+"""The device relays (skulk._native, driven as the node drives them): bytes cross between
+members only, a revocation ends the links already open, and a link whose far end is not
 there is never passed on."""
 
 import socket
 import ssl
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import anyio
@@ -14,7 +16,7 @@ from skulk.node_identity import load_or_create_identity
 from skulk.shared.types.ids import NodeId
 from skulk.testing.cluster_trust import make_member
 from skulk.trust.files import TlsFiles, TrustFiles
-from skulk.worker.rpc_relay import READY, RelayLoop, free_loopback_port
+from skulk.worker.rpc_relay import READY, forward, free_loopback_port, serve
 
 
 def member(authority: Path, data_dir: Path) -> tuple[NodeId, TlsFiles]:
@@ -56,7 +58,10 @@ def round_trip(endpoint: str, payload: bytes) -> bytes:
         connection.sendall(payload)
         received = b""
         while len(received) < len(payload):
-            data = connection.recv(65536)
+            try:
+                data = connection.recv(65536)
+            except ConnectionResetError:  # ended before it read what we sent
+                break
             if not data:
                 break
             received += data
@@ -67,10 +72,8 @@ def test_a_member_reaches_the_device_server_through_both_relays(
         tmp_path: Path, echo: EchoServer) -> None:
     serving, serving_tls = member(tmp_path / "ca", tmp_path / "a")
     _head, head_tls = member(tmp_path / "ca", tmp_path / "b")
-    loop = RelayLoop()
-    relay = loop.serve(("127.0.0.1", 0), ("127.0.0.1", echo.port), serving_tls,
-                       lambda node: False)
-    forwarder = loop.forward(("127.0.0.1", relay.port), head_tls, serving)
+    relay = serve(("127.0.0.1", 0), ("127.0.0.1", echo.port), serving_tls, frozenset())
+    forwarder = forward(("127.0.0.1", relay.port), head_tls, serving)
     payload = bytes(range(256)) * 1000  # several TLS records each way
     assert round_trip(forwarder.endpoint, payload) == payload
     assert round_trip(forwarder.endpoint, b"again") == b"again"
@@ -82,9 +85,7 @@ def test_a_stranger_with_a_certificate_of_another_cluster_is_refused(
         tmp_path: Path, echo: EchoServer) -> None:
     _serving, serving_tls = member(tmp_path / "ca", tmp_path / "a")
     _stranger, stranger_tls = member(tmp_path / "other-ca", tmp_path / "x")
-    loop = RelayLoop()
-    relay = loop.serve(("127.0.0.1", 0), ("127.0.0.1", echo.port), serving_tls,
-                       lambda node: False)
+    relay = serve(("127.0.0.1", 0), ("127.0.0.1", echo.port), serving_tls, frozenset())
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
@@ -102,9 +103,7 @@ def test_a_stranger_with_a_certificate_of_another_cluster_is_refused(
 def test_plain_tcp_to_a_members_only_relay_never_reaches_the_server(
         tmp_path: Path, echo: EchoServer) -> None:
     _serving, serving_tls = member(tmp_path / "ca", tmp_path / "a")
-    loop = RelayLoop()
-    relay = loop.serve(("127.0.0.1", 0), ("127.0.0.1", echo.port), serving_tls,
-                       lambda node: False)
+    relay = serve(("127.0.0.1", 0), ("127.0.0.1", echo.port), serving_tls, frozenset())
     hello = b"\x0e" + bytes(64)  # a ggml RPC hello, in the clear
     with socket.create_connection(("127.0.0.1", relay.port), timeout=5) as raw:
         raw.sendall(hello)
@@ -120,10 +119,8 @@ def test_plain_tcp_to_a_members_only_relay_never_reaches_the_server(
 def test_a_revoked_member_is_refused(tmp_path: Path, echo: EchoServer) -> None:
     serving, serving_tls = member(tmp_path / "ca", tmp_path / "a")
     head, head_tls = member(tmp_path / "ca", tmp_path / "b")
-    loop = RelayLoop()
-    relay = loop.serve(("127.0.0.1", 0), ("127.0.0.1", echo.port), serving_tls,
-                       lambda node: node == head)
-    forwarder = loop.forward(("127.0.0.1", relay.port), head_tls, serving)
+    relay = serve(("127.0.0.1", 0), ("127.0.0.1", echo.port), serving_tls, {head})
+    forwarder = forward(("127.0.0.1", relay.port), head_tls, serving)
     assert round_trip(forwarder.endpoint, b"hello") == b""
     assert relay.refused == 1 and echo.accepted == 0
     relay.close()
@@ -133,19 +130,88 @@ def test_a_revoked_member_is_refused(tmp_path: Path, echo: EchoServer) -> None:
 def test_a_forwarder_to_a_relay_whose_server_is_gone_closes_the_link(tmp_path: Path) -> None:
     serving, serving_tls = member(tmp_path / "ca", tmp_path / "a")
     _head, head_tls = member(tmp_path / "ca", tmp_path / "b")
-    loop = RelayLoop()
-    relay = loop.serve(("127.0.0.1", 0), ("127.0.0.1", free_loopback_port()), serving_tls,
-                       lambda node: False)
-    forwarder = loop.forward(("127.0.0.1", relay.port), head_tls, serving)
+    relay = serve(("127.0.0.1", 0), ("127.0.0.1", free_loopback_port()), serving_tls, frozenset())
+    forwarder = forward(("127.0.0.1", relay.port), head_tls, serving)
     assert round_trip(forwarder.endpoint, b"hello") == b""
     relay.close()
     forwarder.close()
 
 
 def test_an_insecure_cluster_relays_plain_tcp(echo: EchoServer) -> None:
-    loop = RelayLoop()
-    relay = loop.serve(("127.0.0.1", 0), ("127.0.0.1", echo.port), None, lambda node: False)
-    forwarder = loop.forward(("127.0.0.1", relay.port), None, None)
+    relay = serve(("127.0.0.1", 0), ("127.0.0.1", echo.port), None, frozenset())
+    forwarder = forward(("127.0.0.1", relay.port), None, None)
     assert round_trip(forwarder.endpoint, b"hello") == b"hello"
     relay.close()
     forwarder.close()
+
+
+def wait_until(condition: Callable[[], bool], seconds: float = 5.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "not within 5 s"
+        time.sleep(0.02)
+
+
+def test_a_revocation_ends_a_members_open_link_and_refuses_it_after(
+        tmp_path: Path, echo: EchoServer) -> None:
+    serving, serving_tls = member(tmp_path / "ca", tmp_path / "a")
+    head, head_tls = member(tmp_path / "ca", tmp_path / "b")
+    other, _ = member(tmp_path / "ca", tmp_path / "c")
+    relay = serve(("127.0.0.1", 0), ("127.0.0.1", echo.port), serving_tls, frozenset())
+    forwarder = forward(("127.0.0.1", relay.port), head_tls, serving)
+    with socket.create_connection(("127.0.0.1", forwarder.port), timeout=5) as link:
+        link.sendall(b"open")
+        assert link.recv(64) == b"open"
+        assert relay.revoke({other}) == 0, "a revocation of another node ends nothing"
+        link.sendall(b"still")
+        assert link.recv(64) == b"still"
+        assert relay.revoke({other, head}) == 1
+        assert link.recv(64) == b"", "the revoked member's open link ends at once"
+    wait_until(lambda: relay.open_links == 0 and forwarder.open_links == 0)
+    assert round_trip(forwarder.endpoint, b"hello") == b""
+    assert relay.refused == 1 and echo.accepted == 1
+    relay.close()
+    forwarder.close()
+
+
+def test_a_forwarder_ends_its_links_to_a_relay_whose_node_is_revoked(
+        tmp_path: Path, echo: EchoServer) -> None:
+    serving, serving_tls = member(tmp_path / "ca", tmp_path / "a")
+    _head, head_tls = member(tmp_path / "ca", tmp_path / "b")
+    relay = serve(("127.0.0.1", 0), ("127.0.0.1", echo.port), serving_tls, frozenset())
+    forwarder = forward(("127.0.0.1", relay.port), head_tls, serving)
+    with socket.create_connection(("127.0.0.1", forwarder.port), timeout=5) as link:
+        link.sendall(b"open")
+        assert link.recv(64) == b"open"
+        assert forwarder.revoke({serving}) == 1
+        assert link.recv(64) == b""
+    assert round_trip(forwarder.endpoint, b"hello") == b""
+    assert forwarder.refused == 1
+    relay.close()
+    forwarder.close()
+
+
+def test_a_forwarder_refuses_a_relay_whose_certificate_names_another_node(
+        tmp_path: Path, echo: EchoServer) -> None:
+    _serving, serving_tls = member(tmp_path / "ca", tmp_path / "a")
+    _head, head_tls = member(tmp_path / "ca", tmp_path / "b")
+    placed, _ = member(tmp_path / "ca", tmp_path / "c")  # where the master placed the rank
+    relay = serve(("127.0.0.1", 0), ("127.0.0.1", echo.port), serving_tls, frozenset())
+    forwarder = forward(("127.0.0.1", relay.port), head_tls, placed)
+    assert round_trip(forwarder.endpoint, b"hello") == b""
+    assert echo.accepted == 0
+    relay.close()
+    forwarder.close()
+
+
+def test_closing_a_relay_frees_its_port_and_ends_its_links(echo: EchoServer) -> None:
+    relay = serve(("127.0.0.1", 0), ("127.0.0.1", echo.port), None, frozenset())
+    forwarder = forward(("127.0.0.1", relay.port), None, None)
+    with socket.create_connection(("127.0.0.1", forwarder.port), timeout=5) as link:
+        link.sendall(b"open")
+        assert link.recv(64) == b"open"
+        forwarder.close()
+        assert link.recv(64) == b""
+    relay.close()
+    with socket.create_server(("127.0.0.1", relay.port)):
+        pass  # the port is free again
