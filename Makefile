@@ -83,8 +83,16 @@ $(STAMP): $(INSTALLED) $(RUST_SOURCES)
 WITH_OPENBLAS = if [ -e $(OPENBLAS) ]; then \
 	export LD_PRELOAD="$${LD_PRELOAD:+$$LD_PRELOAD:}$(OPENBLAS)"; fi;
 
+# pytest runs on several workers (pytest-xdist): most tests wait on the processes they
+# start, so more workers than cores pays (bench/README.md, "Test time"). Each worker picks
+# test ports from its own slice (src/skulk/testing/ports.py). The network-namespace tests
+# (hosts pinned to cores, timings) run after, one at a time, with the machine to themselves.
+PYTEST_WORKERS ?= 4
+PYTEST_PARALLEL = -n $(PYTEST_WORKERS)
+
 test: $(STAMP)
-	$(WITH_OPENBLAS) $(BIN)/python -m pytest -q
+	$(WITH_OPENBLAS) $(BIN)/python -m pytest -q $(PYTEST_PARALLEL) -m 'not netns'
+	$(WITH_OPENBLAS) $(BIN)/python -m pytest -q -m netns
 	$(BIN)/python -m mypy
 	$(BIN)/python -m ruff check src tests bench website
 	$(MAKE) --no-print-directory test-rust
@@ -143,8 +151,9 @@ test-rust: $(STAMP)
 test-netns: $(STAMP)
 	$(BIN)/python -m pytest -q -m netns
 
+# The edit-and-test loop: everything but the integration tests.
 test-fast: $(STAMP)
-	$(WITH_OPENBLAS) $(BIN)/python -m pytest -q -m 'not integration'
+	$(WITH_OPENBLAS) $(BIN)/python -m pytest -q -m 'not integration' $(PYTEST_PARALLEL)
 
 typecheck: $(STAMP)
 	$(BIN)/python -m mypy
