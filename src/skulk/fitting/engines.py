@@ -35,9 +35,9 @@ class EngineFit:
     drafts: bool = False
     """Whether it decodes speculatively, so it wants the card's drafters and a drafting
     node."""
-    imports_weights: bool = False
-    """Whether a missing copy of its weights is converted from the node's GGUF on first
-    use."""
+    imports_from: ModelFormat | None = None
+    """The format a missing copy of its weights is converted from on first use (MLX: the
+    node's GGUF); None: it loads only its own format."""
     offloads_layers: bool = False
     """Whether it puts as many of a shard's layers as fit into a discrete GPU's memory and
     runs the rest from system memory (the master stamps how many: `gpu_layers`)."""
@@ -49,6 +49,18 @@ class EngineFit:
     def runs_model(self, rank: int, world_size: int) -> bool:
         """Whether this rank runs the model (takes requests, loads weights)."""
         return rank == 0 or world_size == 1 or not self.head_runs_model
+
+    @property
+    def imports_weights(self) -> bool:
+        """Whether a missing copy of its weights is converted on first use."""
+        return self.imports_from is not None
+
+    @property
+    def usable_formats(self) -> frozenset[ModelFormat]:
+        """The formats of a stored copy it can start from: its own, and the one it
+        imports from."""
+        return frozenset({self.weight_format} | ({self.imports_from} if self.imports_from
+                                                  else set()))
 
     @property
     def splits(self) -> bool:
@@ -96,7 +108,7 @@ MLX_FIT = EngineFit(
     shardings=frozenset({"pipeline", "tensor"}),
     split_refusal=mlx_split_refusal,
     drafts=True,
-    imports_weights=True,
+    imports_from="gguf",
 )
 
 # The engines placement may choose, in the order unpinned placements try them: llama.cpp

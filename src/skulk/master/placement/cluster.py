@@ -53,8 +53,7 @@ def holders_first(nodes: list[NodeTelemetry], card: ModelCard, engine: EngineNam
     """The nodes whose store holds a whole copy of `card`'s weights for `engine` (its own
     format, or the GGUF an importing engine converts), roomiest first: a whole instance
     placed on one of them starts without copying anything."""
-    description = engine_fit(engine)
-    formats = {description.weight_format} | ({"gguf"} if description.imports_weights else set())
+    formats = engine_fit(engine).usable_formats
     holding = [n for n in nodes if runs_engine(n, engine) and any(
         held.model_id == card.model_id and held.format in formats and held.layers is None
         for held in n.held_models)]

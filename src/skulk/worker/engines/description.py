@@ -68,12 +68,10 @@ class EngineDescription:
     stage_copies: bool = False
     """Whether a rank of a pipeline split loads only its layers' files (a stage copy of
     the weights, fetched and stored apart) rather than the whole model's."""
-    imports_from: ModelFormat | None = None
-    """The format its weights are built from on first use when the node lacks them
-    (`import_weights`); None: it loads only its own format. Given exactly when the fit
-    says `imports_weights`."""
     import_weights: WeightsImporter | None = None
-    """How they are built (must not import the engine: it runs in the node)."""
+    """How its weights are built from the fit's `imports_from` format on first use when
+    the node lacks them (must not import the engine: it runs in the node). Given exactly
+    when the fit says it imports its weights."""
     native_versions: Callable[[], dict[str, str | None]] = no_versions
     """The versions of the native libraries this build carries, by `Versions` field
     (llama.cpp: `ggml`), found without importing the engine."""
@@ -85,10 +83,9 @@ class EngineDescription:
         if self.fit.head_runs_model != (self.device_server_class is not None):
             raise TypeError(f"engine {self.fit.name!r}: a device server class is given "
                             "exactly when its fit says the head runs the model")
-        imports = self.imports_from is not None and self.import_weights is not None
-        if self.fit.imports_weights != imports:
-            raise TypeError(f"engine {self.fit.name!r}: imports_from and import_weights are "
-                            "given exactly when its fit says it imports its weights")
+        if self.fit.imports_weights != (self.import_weights is not None):
+            raise TypeError(f"engine {self.fit.name!r}: import_weights is given exactly "
+                            "when its fit says it imports its weights (imports_from)")
 
     @property
     def name(self) -> str:
@@ -101,6 +98,10 @@ class EngineDescription:
     @property
     def imports_weights(self) -> bool:
         return self.fit.imports_weights
+
+    @property
+    def imports_from(self) -> ModelFormat | None:
+        return self.fit.imports_from
 
     @property
     def drafts(self) -> bool:

@@ -47,7 +47,6 @@ MLX = EngineDescription(
     probe_backend=probe_backend,
     runner_environment=runner_environment,
     stage_copies=True,
-    imports_from="gguf",
     import_weights=ensure_mlx_model,
     machine_checks=machine_checks,
 )
