@@ -84,10 +84,12 @@ WITH_OPENBLAS = if [ -e $(OPENBLAS) ]; then \
 	export LD_PRELOAD="$${LD_PRELOAD:+$$LD_PRELOAD:}$(OPENBLAS)"; fi;
 
 # pytest runs on several workers (pytest-xdist): most tests wait on the processes they
-# start, so more workers than cores pays (bench/README.md, "Test time"). Each worker picks
+# start, so more workers than cores pays (README.md, "Tests"). Each worker picks
 # test ports from its own slice (src/skulk/testing/ports.py). The network-namespace tests
 # (hosts pinned to cores, timings) run after, one at a time, with the machine to themselves.
+# The unit tests (test-fast) keep the CPU busy: one worker a core did best there.
 PYTEST_WORKERS ?= 4
+PYTEST_FAST_WORKERS ?= 2
 PYTEST_PARALLEL = -n $(PYTEST_WORKERS)
 
 test: $(STAMP)
@@ -153,7 +155,7 @@ test-netns: $(STAMP)
 
 # The edit-and-test loop: everything but the integration tests.
 test-fast: $(STAMP)
-	$(WITH_OPENBLAS) $(BIN)/python -m pytest -q -m 'not integration' $(PYTEST_PARALLEL)
+	$(WITH_OPENBLAS) $(BIN)/python -m pytest -q -m 'not integration' -n $(PYTEST_FAST_WORKERS)
 
 typecheck: $(STAMP)
 	$(BIN)/python -m mypy
