@@ -242,26 +242,39 @@ def median_figures(samples: dict[str, list[dict[str, Any]]]) -> dict[str, dict[s
     return figures
 
 
+def readings_per_token(runs: list[dict[str, Any]], reading: str) -> dict[str, float]:
+    """Each process's `reading` per decoded token over the runs: `cpu`, its CPU time, and
+    `runq`, how long it waited runnable for a core, in ms; `wakes`, how many times it was
+    woken."""
+    decoded = sum(run["tokens_after_first"] for run in runs)
+    prefix = f"decode_{reading}_"
+    scale = 1 if reading == "wakes" else 1000
+    return {key.removeprefix(prefix): sum(run[key] for run in runs) * scale / decoded
+            for key in runs[0] if key.startswith(prefix)}
+
+
 def cpu_per_token(runs: list[dict[str, Any]]) -> dict[str, float]:
     """Milliseconds per decoded token, summed over the runs: wall time, and the CPU time
     of each process the head watched (and its own)."""
     decoded = sum(run["tokens_after_first"] for run in runs)
-    costs = {"wall": sum(run["decode_seconds"] for run in runs) * 1000 / decoded}
-    for key in runs[0]:
-        if key.startswith("decode_cpu_"):
-            costs[key.removeprefix("decode_cpu_")] = sum(
-                run[key] for run in runs) * 1000 / decoded
-    return costs
+    return {"wall": sum(run["decode_seconds"] for run in runs) * 1000 / decoded,
+            **readings_per_token(runs, "cpu")}
 
 
 def print_cpu(samples: dict[str, list[dict[str, Any]]]) -> None:
     print("ms per decoded token (means): wall, and CPU of each process; the rest is waiting "
-          "(the link, wake-ups, other work on the cores)")
+          "(the link, wake-ups, other work on the cores), and of that, how long each "
+          "process waited runnable for its core (the cores' other work)")
     for name, runs in samples.items():
         costs = cpu_per_token(runs)
         busy = sum(value for key, value in costs.items() if key != "wall")
         parts = ", ".join(f"{key} {value:.2f}" for key, value in costs.items())
-        print(f"  {name:8} {parts}; waiting {costs['wall'] - busy:.2f}")
+        queued = ", ".join(f"{key} {value:.2f}"
+                           for key, value in readings_per_token(runs, "runq").items())
+        woken = ", ".join(f"{key} {value:.1f}"
+                          for key, value in readings_per_token(runs, "wakes").items())
+        print(f"  {name:8} {parts}; waiting {costs['wall'] - busy:.2f} (for a core: "
+              f"{queued}); wake-ups per token: {woken}")
 
 
 def check_split(figures: dict[str, dict[str, float]]) -> None:
@@ -308,7 +321,9 @@ def print_report(samples: dict[str, list[dict[str, Any]]], load_seconds: dict[st
     write_result("llama_rpc", {"max_tokens": max_tokens, "rate": rate, "configurations": {
         name: {"ttft_ms": row["ttft_ms"], "decode_tps": row["decode"],
                "load_s": load_seconds[name], "wire_bytes_per_token": row["wire_bytes_per_token"],
-               "cpu_ms_per_token": cpu_per_token(samples[name])}
+               "cpu_ms_per_token": cpu_per_token(samples[name]),
+               "runqueue_ms_per_token": readings_per_token(samples[name], "runq"),
+               "wakes_per_token": readings_per_token(samples[name], "wakes")}
         for name, row in figures.items()}})
     differing = differing_texts(samples)
     print("greedy text identical across whole, direct and relayed in all "

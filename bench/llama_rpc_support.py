@@ -62,11 +62,38 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def runqueue_seconds(pid: int) -> float:
+    """How long process `pid`'s threads have waited so far, runnable, for a core (the
+    scheduler's statistics: the second field of each thread's schedstat, in ns)."""
+    waited = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            waited += int((task / "schedstat").read_text().split()[1])
+    return waited / 1e9
+
+
+def wakes(pid: int) -> int:
+    """How many times process `pid`'s threads have gone to sleep and been woken so far
+    (voluntary context switches)."""
+    woken = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError, ValueError):
+            for line in (task / "status").read_text().splitlines():
+                if line.startswith("voluntary_ctxt_switches:"):
+                    woken += int(line.split()[1])
+    return woken
+
+
 def readings(watched: dict[str, int]) -> dict[str, float]:
-    """The link's byte counters and the CPU time of this process and of `watched`."""
+    """The link's byte counters, and the CPU time of this process and of `watched`, how
+    long each waited for a core and how many times each was woken."""
     received, sent = link_counters()
     return {"rx_bytes": received, "tx_bytes": sent, "cpu_head": time.process_time(),
-            **{f"cpu_{name}": cpu_seconds(pid) for name, pid in watched.items()}}
+            **{f"cpu_{name}": cpu_seconds(pid) for name, pid in watched.items()},
+            "runq_head": runqueue_seconds(os.getpid()),
+            **{f"runq_{name}": runqueue_seconds(pid) for name, pid in watched.items()},
+            "wakes_head": wakes(os.getpid()),
+            **{f"wakes_{name}": wakes(pid) for name, pid in watched.items()}}
 
 
 def link_counters() -> tuple[int, int]:
