@@ -16,6 +16,7 @@ from typing import Any
 from skulk.shared.types.chunks import TokenChunk
 from skulk.shared.types.tasks import GenerationParams
 from skulk.worker.engines.mlx.engine import MlxEngine
+from skulk.worker.engines.mlx.options import MlxOptions
 from skulk.worker.engines.mlx.requests import Request
 from skulk.worker.engines.protocol import EngineConfig
 
@@ -64,7 +65,7 @@ def main() -> None:
     job = json.load(sys.stdin)
     engine = MlxEngine(EngineConfig(model_path=job["model"], n_threads=job.get("threads", 2),
                                     context_token_limit=job.get("limit", 4096),
-                                    options=job.get("options", {})))
+                                    options=MlxOptions.parse(job.get("options", {}))))
     engine.load()
     engine.warm_up()
     counter = RoundCounter(engine)
