@@ -1,6 +1,7 @@
 """Whether a TCP port can be bound here, and which process holds it when it cannot."""
 
 import errno
+import os
 import socket
 
 import psutil
@@ -36,10 +37,25 @@ def port_holder(port: int) -> str | None:
 def _describe(pid: int) -> str:
     try:
         process = psutil.Process(pid)
-        command = " ".join(process.cmdline()[:4]) or process.name()
+        command = process.cmdline()
+        name = process.name()
     except psutil.Error:
         return f"pid {pid}"
-    return f"{'skulk' if 'skulk' in command else process.name()} (pid {pid})"
+    return f"{'skulk' if runs_skulk(command) else name} (pid {pid})"
+
+
+def runs_skulk(command: list[str]) -> bool:
+    """Whether a command line runs Skulk: the `skulk` command (alone or through its
+    interpreter) or `python -m skulk...`; a Python that merely lives in a folder named
+    skulk (a checkout's .venv) is not a node."""
+    head = command[:4]
+    for position, argument in enumerate(head):
+        if os.path.basename(argument) == "skulk":
+            return True
+        following = head[position + 1:position + 2]
+        if argument == "-m" and following and following[0].split(".")[0] == "skulk":
+            return True
+    return False
 
 
 def port_in_use_message(port: int, what: str, flag: str) -> str:
