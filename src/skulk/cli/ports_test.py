@@ -19,10 +19,10 @@ def test_a_listening_port_is_in_use_and_its_holder_named() -> None:
 
 
 def test_a_skulk_process_is_told_by_its_command_not_by_its_folder() -> None:
-    assert runs_skulk(["/home/a/skulk/.venv/bin/skulk", "run"])
+    assert runs_skulk(["/opt/skulk/.venv/bin/skulk", "run"])
     assert runs_skulk(["/usr/bin/python3", "/opt/venv/bin/skulk", "run"])
     assert runs_skulk(["python", "-m", "skulk.cli.main", "run"])
     # A checkout named skulk runs pytest and other Pythons from its .venv: not a node.
-    assert not runs_skulk(["/work/skulk/.venv/bin/python", "-m", "pytest", "-q"])
-    assert not runs_skulk(["/work/skulk/.venv/bin/python", "-c", "import skulk"])
+    assert not runs_skulk(["/srv/skulk/.venv/bin/python", "-m", "pytest", "-q"])
+    assert not runs_skulk(["/srv/skulk/.venv/bin/python", "-c", "import skulk"])
     assert not runs_skulk([])
