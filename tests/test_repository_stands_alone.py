@@ -100,7 +100,7 @@ def test_no_tracked_file_names_a_path_outside_the_repository() -> None:
     "ssh root@box cat /root/.cache/x",
     "mount /mnt/data here",
     "export X=/tmp/" + "shared/tools",
-    'TOOL = ROOT.parent / "shared" / "tools" / "netns-hosts"',
+    'TOOL = ROOT.parent / "' + 'shared" / "tools" / "netns-hosts"',
     "Users: /Users/me/skulk",
 ])
 def test_a_machines_paths_are_found(line: str) -> None:
