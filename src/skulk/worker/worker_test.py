@@ -33,6 +33,7 @@ from skulk.shared.types.telemetry import NodeTelemetry
 from skulk.testing import factories as f
 from skulk.worker.engines.mlx.options import MlxOptions
 from skulk.worker.engines.node_options import parse_node_engine_options
+from skulk.worker.local_runner import SupervisorFactory
 from skulk.worker.runner import messages
 from skulk.worker.runner.deadlines import Progress
 from skulk.worker.runner.flight_recorder import FlightRecorder
@@ -154,10 +155,13 @@ class _Through(Generic[T]):
         await self._current()(item)
 
 
-def worker(cluster: Cluster) -> Worker:
+def worker(cluster: Cluster, supervisor: SupervisorFactory = FakeSupervisor,
+           settings: WorkerSettings | None = None, reach: WorkerReach | None = None
+           ) -> Worker:
     return Worker(node_id=f.NODE, replica=cluster.replica,
                   catalog=ModelCatalog.builtin(Path(".")),
-                  outbox=cluster.outbox(), supervisor_factory=FakeSupervisor)
+                  outbox=cluster.outbox(), supervisor_factory=supervisor,
+                  settings=settings, reach=reach)
 
 
 @pytest.fixture(autouse=True)
@@ -231,11 +235,8 @@ async def test_a_node_whose_memory_says_no_refuses_its_shard_and_starts_nothing(
     from skulk.testing.placement import node as reading
 
     cluster = Cluster()
-    full = Worker(node_id=f.NODE, replica=cluster.replica,
-                  catalog=ModelCatalog.builtin(Path(".")),
-                  outbox=cluster.outbox(), supervisor_factory=FakeSupervisor,
-                  reach=WorkerReach(memory=FixedMemory(
-                      reading(f.NODE, available=64 * 1024**2))))
+    full = worker(cluster, reach=WorkerReach(memory=FixedMemory(
+        reading(f.NODE, available=64 * 1024**2))))
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(full.run)
         cluster.apply(InstanceCreated(instance=f.instance()))
@@ -311,6 +312,17 @@ async def test_the_nodes_engine_options_reach_its_runners_under_the_masters(
     assert options.max_batch == MlxOptions().max_batch  # llama.cpp's is another engine's
 
 
+async def run_until_it_commands(running: Worker, cluster: Cluster) -> None:
+    """Run the worker on an instance of this node until it sends the master a command."""
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(running.run)
+        cluster.apply(InstanceCreated(instance=f.instance()))
+        with anyio.fail_after(10):
+            while not cluster.commands:
+                await anyio.sleep(0.05)
+        tasks.cancel_scope.cancel()
+
+
 class StuckSupervisor(FakeSupervisor):
     """A runner that reports `created` and then hangs: it never loads."""
 
@@ -324,19 +336,10 @@ async def test_a_runner_that_never_loads_is_killed_and_placed_elsewhere() -> Non
     from skulk.worker.runner.deadlines import RunnerDeadlines
 
     cluster = Cluster()
-    stuck = Worker(node_id=f.NODE, replica=cluster.replica,
-                   catalog=ModelCatalog.builtin(Path(".")),
-                   outbox=cluster.outbox(), supervisor_factory=StuckSupervisor,
-                   settings=WorkerSettings(deadlines=RunnerDeadlines(
-                       first_report_seconds=0.2, load_base_seconds=0.2,
-                       load_bytes_per_second=1e12)))
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(stuck.run)
-        cluster.apply(InstanceCreated(instance=f.instance()))
-        with anyio.fail_after(10):
-            while not cluster.commands:
-                await anyio.sleep(0.05)
-        tasks.cancel_scope.cancel()
+    stuck = worker(cluster, StuckSupervisor, settings=WorkerSettings(
+        deadlines=RunnerDeadlines(first_report_seconds=0.2, load_base_seconds=0.2,
+                                  load_bytes_per_second=1e12)))
+    await run_until_it_commands(stuck, cluster)
     [command] = cluster.commands
     assert isinstance(command, ReplaceInstance) and command.instance_id == "inst-1"
     assert command.failed_node == f.NODE and "did not load and warm up" in command.reason
@@ -364,18 +367,9 @@ async def test_a_runner_silent_mid_request_is_killed_and_placed_elsewhere() -> N
     from skulk.worker.runner.deadlines import RunnerDeadlines
 
     cluster = Cluster()
-    stalled = Worker(node_id=f.NODE, replica=cluster.replica,
-                     catalog=ModelCatalog.builtin(Path(".")),
-                     outbox=cluster.outbox(), supervisor_factory=StalledSupervisor,
-                     settings=WorkerSettings(deadlines=RunnerDeadlines(
-                         first_token_seconds=0.2, stall_seconds=0.2)))
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(stalled.run)
-        cluster.apply(InstanceCreated(instance=f.instance()))
-        with anyio.fail_after(10):
-            while not cluster.commands:
-                await anyio.sleep(0.05)
-        tasks.cancel_scope.cancel()
+    stalled = worker(cluster, StalledSupervisor, settings=WorkerSettings(
+        deadlines=RunnerDeadlines(first_token_seconds=0.2, stall_seconds=0.2)))
+    await run_until_it_commands(stalled, cluster)
     [command] = cluster.commands
     assert isinstance(command, ReplaceInstance) and command.failed_node == f.NODE
     assert "made no progress" in command.reason
