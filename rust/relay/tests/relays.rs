@@ -109,27 +109,25 @@ fn to_relay(relay: &Relay) -> (String, u16) {
     ("127.0.0.1".to_owned(), relay.port)
 }
 
+/// A members-only relay server of the "serving" member in front of `target`.
+fn serving_relay(target: (String, u16), log: Log) -> Relay {
+    let (_, tls) = member("serving");
+    serve(("127.0.0.1", 0), target, Some(&tls), vec![], log).unwrap()
+}
+
+/// A forwarder of member `who` dialling `relay`, expecting its certificate to name member
+/// `expects`.
+fn forwarder_as(relay: &Relay, who: &str, expects: &str) -> Relay {
+    let (_, tls) = member(who);
+    let (node, _) = member(expects);
+    forward(to_relay(relay), Some(&tls), Some(&node), vec![], quiet()).unwrap()
+}
+
 #[test]
 fn a_member_reaches_the_device_server_through_both_relays() {
-    let (serving, serving_tls) = member("serving");
-    let (_head, head_tls) = member("head");
     let echo = echo();
-    let relay = serve(
-        ("127.0.0.1", 0),
-        target(&echo),
-        Some(&serving_tls),
-        vec![],
-        quiet(),
-    )
-    .unwrap();
-    let forwarder = forward(
-        to_relay(&relay),
-        Some(&head_tls),
-        Some(&serving),
-        vec![],
-        quiet(),
-    )
-    .unwrap();
+    let relay = serving_relay(target(&echo), quiet());
+    let forwarder = forwarder_as(&relay, "head", "serving");
     let payload: Vec<u8> = (0..=255u8).cycle().take(256_000).collect(); // many TLS records
     assert_eq!(round_trip(&forwarder, &payload), payload);
     assert_eq!(round_trip(&forwarder, b"again"), b"again");
@@ -138,26 +136,10 @@ fn a_member_reaches_the_device_server_through_both_relays() {
 
 #[test]
 fn a_stranger_of_another_cluster_never_reaches_the_server() {
-    let (serving, serving_tls) = member("serving");
-    let (_stranger, stranger_tls) = member("stranger");
     let echo = echo();
     let (log, said) = recording();
-    let relay = serve(
-        ("127.0.0.1", 0),
-        target(&echo),
-        Some(&serving_tls),
-        vec![],
-        log,
-    )
-    .unwrap();
-    let forwarder = forward(
-        to_relay(&relay),
-        Some(&stranger_tls),
-        Some(&serving),
-        vec![],
-        quiet(),
-    )
-    .unwrap();
+    let relay = serving_relay(target(&echo), log);
+    let forwarder = forwarder_as(&relay, "stranger", "serving");
     assert_eq!(round_trip(&forwarder, b"hello"), b"");
     assert_eq!(echo.accepted.load(Ordering::SeqCst), 0);
     wait_until(|| !said.lock().unwrap().is_empty());
@@ -165,42 +147,18 @@ fn a_stranger_of_another_cluster_never_reaches_the_server() {
 
 #[test]
 fn a_forwarder_refuses_a_relay_whose_certificate_names_another_node() {
-    let (_serving, serving_tls) = member("serving");
-    let (head, head_tls) = member("head");
     let echo = echo();
-    let relay = serve(
-        ("127.0.0.1", 0),
-        target(&echo),
-        Some(&serving_tls),
-        vec![],
-        quiet(),
-    )
-    .unwrap();
+    let relay = serving_relay(target(&echo), quiet());
     // The head's own id stands for a node the master placed the rank on: not the server.
-    let forwarder = forward(
-        to_relay(&relay),
-        Some(&head_tls),
-        Some(&head),
-        vec![],
-        quiet(),
-    )
-    .unwrap();
+    let forwarder = forwarder_as(&relay, "head", "head");
     assert_eq!(round_trip(&forwarder, b"hello"), b"");
     assert_eq!(echo.accepted.load(Ordering::SeqCst), 0);
 }
 
 #[test]
 fn plain_tcp_to_a_members_only_relay_gets_no_greeting() {
-    let (_serving, serving_tls) = member("serving");
     let echo = echo();
-    let relay = serve(
-        ("127.0.0.1", 0),
-        target(&echo),
-        Some(&serving_tls),
-        vec![],
-        quiet(),
-    )
-    .unwrap();
+    let relay = serving_relay(target(&echo), quiet());
     let reply = round_trip(&relay, &[0x0e; 65]);
     assert!(reply.first() != Some(&skulk_relay::READY) && !reply.contains(&0x0e));
     assert_eq!(echo.accepted.load(Ordering::SeqCst), 0);
@@ -208,25 +166,10 @@ fn plain_tcp_to_a_members_only_relay_gets_no_greeting() {
 
 #[test]
 fn a_revocation_ends_the_open_link_and_refuses_the_next() {
-    let (serving, serving_tls) = member("serving");
-    let (head, head_tls) = member("head");
+    let (head, _) = member("head");
     let echo = echo();
-    let relay = serve(
-        ("127.0.0.1", 0),
-        target(&echo),
-        Some(&serving_tls),
-        vec![],
-        quiet(),
-    )
-    .unwrap();
-    let forwarder = forward(
-        to_relay(&relay),
-        Some(&head_tls),
-        Some(&serving),
-        vec![],
-        quiet(),
-    )
-    .unwrap();
+    let relay = serving_relay(target(&echo), quiet());
+    let forwarder = forwarder_as(&relay, "head", "serving");
     let mut open = connect(&forwarder);
     open.write_all(b"open").unwrap();
     let mut buffer = [0u8; 16];
@@ -242,30 +185,14 @@ fn a_revocation_ends_the_open_link_and_refuses_the_next() {
 
 #[test]
 fn a_relay_whose_server_is_gone_ends_the_link() {
-    let (serving, serving_tls) = member("serving");
-    let (_head, head_tls) = member("head");
     let gone = echo();
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let relay = serve(
-        ("127.0.0.1", 0),
-        ("127.0.0.1".to_owned(), port),
-        Some(&serving_tls),
-        vec![],
-        quiet(),
-    )
-    .unwrap();
-    let forwarder = forward(
-        to_relay(&relay),
-        Some(&head_tls),
-        Some(&serving),
-        vec![],
-        quiet(),
-    )
-    .unwrap();
+    let relay = serving_relay(("127.0.0.1".to_owned(), port), quiet());
+    let forwarder = forwarder_as(&relay, "head", "serving");
     assert_eq!(round_trip(&forwarder, b"hello"), b"");
     assert_eq!(forwarder.refused(), 1);
     drop(gone);
