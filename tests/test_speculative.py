@@ -35,8 +35,10 @@ def plain(models: tuple[Path, Path]) -> dict[str, dict[str, Any]]:
 
 def test_ngram_drafting_gives_the_same_greedy_text_and_keeps_drafts_on_code(
         models: tuple[Path, Path], plain: dict[str, dict[str, Any]]) -> None:
-    drafted = probe(models[0], REQUESTS, {"prefix_cache_mb": "0", "drafter": "ngram"},
-                    timeout=600)
+    # Not adaptive: the adaptive policy pauses drafting by measured step times, so on a
+    # loaded machine how many drafts are kept would depend on timing (policy_test covers it).
+    options = {"prefix_cache_mb": "0", "drafter": "ngram", "draft_adaptive": "off"}
+    drafted = probe(models[0], REQUESTS, options, timeout=600)
     for request in REQUESTS:
         assert drafted[request["id"]]["tokens"] == plain[request["id"]]["tokens"], \
             request["id"]
