@@ -5,7 +5,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -20,10 +20,13 @@ from skulk.testing.ports import free_port
 class NodeProcess:
     """A `skulk run` subprocess on free ports, with its log kept for failures."""
 
-    def __init__(self, data_dir: Path, *extra_args: str, authority: Path | None = None) -> None:
+    def __init__(self, data_dir: Path, *extra_args: str, authority: Path | None = None,
+                 program: Sequence[str] = ("-m", "skulk.cli.main", "run")) -> None:
         """`authority`: a folder holding a test cluster's CA, which issues this node its
         certificate before it starts (several nodes with one authority form one secure
-        cluster without the join exchange). Without it a node makes its own cluster."""
+        cluster without the join exchange). Without it a node makes its own cluster.
+        `program`: what Python runs, taking `skulk run`'s flags (a bench's launcher)."""
+        self.program = list(program)
         self.data_dir = data_dir
         self.authority = authority
         self.api_port = free_port()
@@ -37,7 +40,7 @@ class NodeProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if self.authority is not None:
             anyio.run(make_member, self.authority, self.data_dir)
-        command = [sys.executable, "-m", "skulk.cli.main", "run",
+        command = [sys.executable, *self.program,
                    "--api-port", str(self.api_port), "--data-dir", str(self.data_dir),
                    "--listen", f"tcp/127.0.0.1:{self.transport_port}",
                    "--no-discover", *self._extra_args]
