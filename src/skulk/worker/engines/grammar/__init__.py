@@ -1,0 +1,1 @@
+"""Constrained decoding with llguidance: a request's grammar, its matcher, its token masks."""

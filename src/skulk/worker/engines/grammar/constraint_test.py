@@ -1,0 +1,82 @@
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from skulk.testing.function_schemas import function_schemas, validate_answer
+from skulk.testing.tiny_model import write_tiny_model
+from skulk.worker.engines.grammar.compile import GrammarRefused, compile_json_schema
+from skulk.worker.engines.grammar.constraint import Constraint
+from skulk.worker.engines.grammar.vocabulary import Vocabulary
+
+BUDGET = 96
+
+
+@pytest.fixture(scope="module")
+def vocabulary(tmp_path_factory: pytest.TempPathFactory) -> Vocabulary:
+    model = write_tiny_model(tmp_path_factory.mktemp("tiny"))
+    config = json.loads((model / "config.json").read_text())
+    return Vocabulary(Path(model / "tokenizer.json"), config["vocab_size"],
+                      [config["eos_token_id"]])
+
+
+def random_answer(vocabulary: Vocabulary, grammar: str, budget: int, seed: int) -> list[int]:
+    """What a model choosing uniformly among the allowed tokens says within `budget`."""
+    generator = np.random.default_rng(seed)
+    constraint = Constraint(vocabulary, grammar)
+    tokens: list[int] = []
+    for step in range(budget):
+        token = constraint.forced()
+        if token is None:
+            choice = int(generator.choice(np.flatnonzero(constraint.allowed())))
+            token = constraint.vetted(choice, budget - step)
+        if token in vocabulary.eos_token_ids:
+            break
+        constraint.advance([token])
+        tokens.append(token)
+    return tokens
+
+
+def test_random_choices_under_the_mask_close_valid_json_within_the_budget(
+        vocabulary: Vocabulary) -> None:
+    schemas = function_schemas()
+    assert len(schemas) >= 30
+    for name, schema in schemas.items():
+        tokens = random_answer(vocabulary, compile_json_schema(json.dumps(schema)), BUDGET,
+                               seed=len(name))
+        assert len(tokens) <= BUDGET
+        validate_answer(schema, vocabulary.tokenizer.decode_str(tokens))
+
+
+def test_masks_along_a_draft_are_the_masks_step_by_step(vocabulary: Vocabulary) -> None:
+    grammar = compile_json_schema(json.dumps(function_schemas()["get_weather"]))
+    text = vocabulary.tokenizer.tokenize_str('{"location":"Paris","unit":"celsius"}')
+    along = Constraint(vocabulary, grammar).allowed_along(text[:6])
+    stepwise = Constraint(vocabulary, grammar)
+    for index, mask in enumerate(along):
+        assert np.array_equal(mask, stepwise.allowed())
+        if index < 6:
+            stepwise.advance([text[index]])
+    assert Constraint(vocabulary, grammar).allowed_prefix([*text[:3], text[0]]) == 3
+
+
+def test_a_constraint_resumes_after_the_tokens_already_sent(vocabulary: Vocabulary) -> None:
+    grammar = compile_json_schema(json.dumps(function_schemas()["get_weather"]))
+    sent = vocabulary.tokenizer.tokenize_str('{"location":"Par')
+    resumed = Constraint(vocabulary, grammar, already=sent)
+    fresh = Constraint(vocabulary, grammar)
+    fresh.advance(sent)
+    assert np.array_equal(resumed.allowed(), fresh.allowed())
+    with pytest.raises(GrammarRefused, match="do not follow"):
+        Constraint(vocabulary, grammar, already=vocabulary.tokenizer.tokenize_str("[1]"))
+
+
+def test_schemas_that_cannot_be_enforced_are_refused_with_why() -> None:
+    with pytest.raises(GrammarRefused, match="not JSON"):
+        compile_json_schema("{")
+    with pytest.raises(GrammarRefused, match="strin"):
+        compile_json_schema('{"type": "strin"}')
+    with pytest.raises(GrammarRefused, match="uniqueItems"):
+        compile_json_schema('{"type": "array", "uniqueItems": true}')
+    compile_json_schema('{"type": "array", "uniqueItems": false}')
