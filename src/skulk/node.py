@@ -82,6 +82,8 @@ class Node:
         self._members: Membership | None = None
         self.seat: MasterSeat | None = None
         self.links: NodeLinks | None = None  # endpoints and isolation, in every reading
+        # Where this node's worker proposes its events (benchmarks propose through it too).
+        self.local_events: LocalEventSender | None = None
         self._transport = transport
         self._given_trust = trust
         self._supervisor_factory = supervisor_factory
@@ -125,8 +127,8 @@ class Node:
             timeout=config.election_timeout,
             on_rejected=partial(self.dropped.count, "election", size=0))
         members = self._members = Membership(node_id, election)
-        local_events = LocalEventSender(node_id=node_id, epoch=secrets.token_hex(6),
-                                        published=out.local_events)
+        local_events = self.local_events = LocalEventSender(
+            node_id=node_id, epoch=secrets.token_hex(6), published=out.local_events)
         sync = ReplicaSync(node_id=node_id, replica=replica, election=election,
                            requests=out.sync)
         seat = self.seat = MasterSeat(

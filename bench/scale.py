@@ -1,0 +1,210 @@
+"""What the control plane costs per node as the cluster grows, on the in-memory bus.
+
+    .venv/bin/python bench/scale.py            # N = 3, 10, 30, 60, 120, 200
+    .venv/bin/python bench/scale.py --quick    # N = 3, 10, 30 (well under a minute)
+    .venv/bin/python bench/scale.py --sizes 50 --events 100
+
+N whole nodes (API and worker off) in one process on one core (bench/scale_harness.py).
+For each N, in order:
+
+- formation: all N start at once -> one master that every node follows, one session;
+- idle: `--idle` seconds of nothing: control-plane bytes delivered per node per second
+  by topic (telemetry, liveliness, election, sync) and each node's CPU per second;
+- load: `--events` worker events (weights-fetch progress, the commonest) proposed by
+  random followers at `--rate` per second, until every node applied all and every
+  producer saw its events indexed. Per indexed event: the master node's and a follower's
+  CPU (less their idle CPU over the same time; the bus's fan-out, which Zenoh does off the
+  publisher's loop, is given apart), deliveries and bytes, local events resent although
+  indexed, and indexed events a node received twice;
+- failover: the master is killed -> one new master that every node follows; the
+  election's deliveries and bytes over formation and failover.
+
+The worst event-loop lag is the longest single step any node ran after formation: a node
+alone on its loop lags at least that much. Wall times here are the whole cluster's CPU on
+one core: a node on its own machine does 1/N of it.
+"""
+
+import argparse
+import gc
+import random
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import anyio
+from loguru import logger
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.results import write_result  # noqa: E402
+from bench.scale_harness import BUS, Member, ScaleCluster, StepClock, Traffic  # noqa: E402
+
+from skulk.shared.types.events import WeightsFetchProgress  # noqa: E402
+from skulk.shared.types.ids import ModelId, RunnerId  # noqa: E402
+
+FULL_SIZES = (3, 10, 30, 60, 120, 200)
+QUICK_SIZES = (3, 10, 30)
+HARNESS = "(harness)"
+
+
+def _node_cpu(clock: StepClock, cluster: ScaleCluster) -> Counter[str]:
+    """Each node's CPU so far, less what the bus spent fanning its publications out."""
+    return Counter({name: clock.busy[name] - cluster.bus.fan_out[name]
+                    for name in cluster.members})
+
+
+def _per_topic(traffic: Traffic, divisor: float) -> dict[str, float]:
+    return {topic: round(count / divisor, 3)
+            for topic, count in sorted(traffic.delivered_bytes.items())}
+
+
+async def _propose(cluster: ScaleCluster, proposers: list[Member], events: int,
+                   rate: float) -> None:
+    """`events` worker events from random proposers, `rate` a second."""
+    chooser = random.Random(events)
+    for sent in range(events):
+        member = chooser.choice(proposers)
+        sender = member.node.local_events
+        assert sender is not None
+        event = WeightsFetchProgress(runner_id=RunnerId(f"scale-{member.name}"),
+                                     model_id=ModelId("scale"), done_bytes=sent,
+                                     total_bytes=events, source=f"peer {member.name}")
+        await sender.send(event)
+        await anyio.sleep(1.0 / rate)
+
+
+async def _until_applied(cluster: ScaleCluster, index: int, timeout: float) -> None:
+    """Until every node applied `index` and no proposer has an event pending."""
+    with anyio.fail_after(timeout):
+        while any(m.node.replica.next_index() < index or
+                  (m.node.local_events is not None and m.node.local_events.pending)
+                  for m in cluster.members.values()):
+            await anyio.sleep(0.02)
+
+
+async def measure(n: int, *, events: int, rate: float, idle_seconds: float,
+                  election_timeout: float, clock: StepClock) -> dict[str, Any]:
+    """One cluster of `n` nodes through formation, idle, load and failover."""
+    with tempfile.TemporaryDirectory(prefix="skulk-scale-") as root:
+        async with anyio.create_task_group() as tasks:
+            cluster = ScaleCluster(tasks, Path(root), clock, election_timeout)
+            started = time.perf_counter()
+            for i in range(n):
+                cluster.start(f"n{i:03d}")
+            master_id = await cluster.wait_converged(timeout=30 + n)
+            formation = time.perf_counter() - started
+            formation_traffic = cluster.bus.traffic.copy()
+            await anyio.sleep(1.0)  # the readings and agreements that follow an election
+            clock.reset_longest()
+
+            cpu_before, traffic_before = _node_cpu(clock, cluster), cluster.bus.traffic.copy()
+            await anyio.sleep(idle_seconds)
+            idle_cpu = _node_cpu(clock, cluster) - cpu_before
+            idle = cluster.bus.traffic.since(traffic_before)
+
+            master = cluster.members[cluster.name_of(master_id)]
+            first = master.node.replica.next_index()
+            followers = [m for m in cluster.members.values() if m is not master]
+            cpu_before, traffic_before = _node_cpu(clock, cluster), cluster.bus.traffic.copy()
+            fan_out_before = cluster.bus.fan_out[master.name]
+            load_started = time.perf_counter()
+            await _propose(cluster, followers, events, rate)
+            await _until_applied(cluster, first + events, timeout=60 + n)
+            load_seconds = time.perf_counter() - load_started
+            load_cpu = _node_cpu(clock, cluster) - cpu_before
+            load = cluster.bus.traffic.since(traffic_before)
+            indexed = master.node.replica.next_index() - first
+            master_fan_out = cluster.bus.fan_out[master.name] - fan_out_before
+
+            def marginal(name: str) -> float:
+                """CPU per indexed event beyond the node's idle CPU, in ms."""
+                extra = load_cpu[name] - idle_cpu[name] * load_seconds / idle_seconds
+                return 1000 * max(extra, 0.0) / indexed
+
+            longest = {name: seconds for name, seconds in clock.longest.items()
+                       if name not in (BUS, HARNESS)}
+            lag_node = max(longest, key=lambda name: longest[name])
+
+            before_failover = cluster.bus.traffic.copy()
+            killed_at = time.perf_counter()
+            await cluster.kill(master.name)
+            new_master = await cluster.wait_converged(timeout=30 + n)
+            failover = time.perf_counter() - killed_at
+            failover_traffic = cluster.bus.traffic.since(before_failover)
+            assert new_master != master_id
+            tasks.cancel_scope.cancel()
+
+    follower_ms = sorted(marginal(m.name) for m in followers)
+    resent = load.publications["local_events"] - events
+    extra_indexed = load.deliveries["global_events"] - indexed * n
+    return {
+        "nodes": n,
+        "formation_seconds": round(formation, 3),
+        "failover_seconds": round(failover, 3),
+        "indexed_events": indexed,
+        "load_seconds": round(load_seconds, 3),
+        "master_cpu_ms_per_event": round(marginal(master.name), 4),
+        "master_bus_fan_out_ms_per_event": round(1000 * master_fan_out / indexed, 4),
+        "follower_cpu_ms_per_event_median": round(follower_ms[len(follower_ms) // 2], 4),
+        "follower_cpu_ms_per_event_max": round(follower_ms[-1], 4),
+        "deliveries_per_event": round(sum(load.deliveries.values()) / indexed, 2),
+        "bytes_per_event": round(sum(load.delivered_bytes.values()) / indexed),
+        "local_events_resent_per_event": round(resent / events, 3),
+        "indexed_received_twice_per_event": round(max(extra_indexed, 0) / n / indexed, 3),
+        "duplicates_per_event": round((resent + max(extra_indexed, 0) / n) / events, 3),
+        "idle_bytes_per_node_second": round(
+            sum(idle.delivered_bytes.values()) / n / idle_seconds),
+        "idle_bytes_per_node_second_by_topic": _per_topic(idle, n * idle_seconds),
+        "idle_cpu_ms_per_node_second": round(
+            1000 * sum(idle_cpu.values()) / n / idle_seconds, 3),
+        "worst_step_ms": round(1000 * longest[lag_node], 2),
+        "election_deliveries_formation": formation_traffic.deliveries["election"],
+        "election_bytes_formation": formation_traffic.delivered_bytes["election"],
+        "election_deliveries_failover": failover_traffic.deliveries["election"],
+        "election_bytes_failover": failover_traffic.delivered_bytes["election"],
+    }
+
+
+async def run_sizes(sizes: list[int], *, events: int, rate: float, idle_seconds: float,
+                    election_timeout: float) -> list[dict[str, Any]]:
+    clock = StepClock()
+    clock.install()
+    rows = []
+    try:
+        for n in sizes:
+            gc.collect()
+            row = await measure(n, events=events, rate=rate, idle_seconds=idle_seconds,
+                                election_timeout=election_timeout, clock=clock)
+            print(" ".join(f"{key}={value}" for key, value in row.items()
+                           if not isinstance(value, dict)), flush=True)
+            rows.append(row)
+    finally:
+        clock.uninstall()
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="N = 3, 10, 30 only")
+    parser.add_argument("--sizes", type=int, nargs="+", help="the cluster sizes to run")
+    parser.add_argument("--events", type=int, default=200, help="events proposed per size")
+    parser.add_argument("--rate", type=float, default=20.0, help="events proposed a second")
+    parser.add_argument("--idle", type=float, default=6.0, help="seconds of idle measured")
+    parser.add_argument("--election-timeout", type=float, default=1.0,
+                        help="the nodes' election timeout (the product's default: 1 s)")
+    args = parser.parse_args()
+    sizes = args.sizes or list(QUICK_SIZES if args.quick else FULL_SIZES)
+    logger.disable("skulk")  # 200 nodes' logs would cost more than what is measured
+    rows = anyio.run(lambda: run_sizes(sizes, events=args.events, rate=args.rate,
+                                       idle_seconds=args.idle,
+                                       election_timeout=args.election_timeout))
+    write_result("scale", {"sizes": sizes, "events": args.events, "rate": args.rate,
+                           "idle_seconds": args.idle,
+                           "election_timeout": args.election_timeout, "rows": rows},
+                 source="bench/scale.py: N whole nodes on the in-memory bus, one process")
+
+
+if __name__ == "__main__":
+    main()

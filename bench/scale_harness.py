@@ -1,0 +1,210 @@
+"""N whole nodes on one in-memory bus in one process, with the accounting bench/scale.py
+reports: every event-loop step's CPU charged to the node whose task ran it, and every
+publication counted by topic.
+
+A node here is the real `Node` (router, signatures, replica, election, master seat,
+readings), with its API and worker off: the control plane alone. The accounting:
+
+- `StepClock` wraps asyncio's `Handle._run` (a plain asyncio loop, not uvloop) and charges
+  each step's thread CPU time to the node named by the `NODE` context variable the step
+  runs in; every task a node starts inherits it. The longest step a node ran is the least
+  its own event loop would lag were it alone on one.
+- `CountingBus` counts publications, deliveries (one per matching subscription) and bytes
+  by topic, and the CPU the bus spends fanning a publication out, which Zenoh would spend
+  in its own threads, not on the publisher's loop: it is reported apart.
+"""
+
+import asyncio
+import contextvars
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import anyio.abc
+
+from skulk.node import Node
+from skulk.node_config import NodeConfig
+from skulk.routing.keys import key_matches
+from skulk.routing.memory import MemoryBus, MemoryTransport
+from skulk.routing.queue_subscription import QueueSubscription
+from skulk.routing.transport import Message
+from skulk.shared.types.ids import NodeId
+
+NODE: contextvars.ContextVar[str | None] = contextvars.ContextVar("scale_node", default=None)
+BUS = "(bus fan-out)"
+
+
+class StepClock:
+    """CPU seconds per node, and the longest single step each node ran."""
+
+    def __init__(self) -> None:
+        self.busy: Counter[str] = Counter()
+        self.longest: dict[str, float] = {}
+        self._original: Callable[[asyncio.Handle], None] | None = None
+
+    def install(self) -> None:
+        original = asyncio.events.Handle._run
+        self._original = original
+        busy, longest = self.busy, self.longest
+
+        def timed(handle: asyncio.Handle) -> None:
+            started = time.thread_time()
+            original(handle)
+            spent = time.thread_time() - started
+            context: contextvars.Context = handle._context  # type: ignore[attr-defined]
+            node = context.get(NODE) or "(harness)"
+            busy[node] += spent
+            if spent > longest.get(node, 0.0):
+                longest[node] = spent
+
+        asyncio.events.Handle._run = timed  # type: ignore[method-assign]
+
+    def uninstall(self) -> None:
+        if self._original is not None:
+            asyncio.events.Handle._run = self._original  # type: ignore[method-assign]
+            self._original = None
+
+    def reset_longest(self) -> None:
+        self.longest.clear()
+
+
+def topic_of(key: str) -> str:
+    """`skulk/<fingerprint>/<topic>[/...]` -> topic (`members` for liveliness)."""
+    parts = key.split("/")
+    return parts[2] if len(parts) > 2 else key
+
+
+@dataclass
+class Traffic:
+    publications: Counter[str] = field(default_factory=Counter)
+    deliveries: Counter[str] = field(default_factory=Counter)
+    delivered_bytes: Counter[str] = field(default_factory=Counter)
+
+    def copy(self) -> "Traffic":
+        return Traffic(Counter(self.publications), Counter(self.deliveries),
+                       Counter(self.delivered_bytes))
+
+    def since(self, earlier: "Traffic") -> "Traffic":
+        return Traffic(self.publications - earlier.publications,
+                       self.deliveries - earlier.deliveries,
+                       self.delivered_bytes - earlier.delivered_bytes)
+
+
+class CountingBus(MemoryBus):
+    """A `MemoryBus` that counts what it carries and times its own fan-out."""
+
+    def __init__(self, clock: StepClock) -> None:
+        super().__init__()
+        self.traffic = Traffic()
+        # CPU each node's publications cost the bus (inside that node's steps).
+        self.fan_out: Counter[str] = Counter()
+        self._clock = clock
+        # Which subscriptions match a key, kept per key until a subscription comes or goes.
+        self._matching: dict[str, list[QueueSubscription]] = {}
+
+    def attach(self, key_expr: str, subscription: QueueSubscription) -> None:
+        self._matching.clear()
+        super().attach(key_expr, subscription)
+
+    def detach(self, subscription: QueueSubscription) -> None:
+        self._matching.clear()
+        super().detach(subscription)
+
+    def deliver(self, message: Message) -> None:
+        started = time.thread_time()
+        subscribers = self._matching.get(message.key)
+        if subscribers is None:
+            subscribers = self._matching[message.key] = [
+                subscription for key_expr, subscription in self._subscriptions
+                if key_matches(key_expr, message.key)]
+        for subscription in subscribers:
+            subscription.put(message)
+        topic = topic_of(message.key)
+        self.traffic.publications[topic] += 1
+        self.traffic.deliveries[topic] += len(subscribers)
+        self.traffic.delivered_bytes[topic] += len(subscribers) * len(message.payload)
+        spent = time.thread_time() - started
+        self._clock.busy[BUS] += spent
+        self.fan_out[NODE.get() or "(harness)"] += spent
+
+
+@dataclass
+class Member:
+    name: str
+    node: Node
+    scope: anyio.CancelScope
+    transport: MemoryTransport
+
+
+class ScaleCluster:
+    """Starts, kills and watches whole nodes on one `CountingBus`."""
+
+    def __init__(self, tasks: anyio.abc.TaskGroup, root: Path, clock: StepClock,
+                 election_timeout: float) -> None:
+        self.bus = CountingBus(clock)
+        self.clock = clock
+        self.members: dict[str, Member] = {}
+        self._tasks = tasks
+        self._root = root
+        self._election_timeout = election_timeout
+
+    def start(self, name: str) -> Member:
+        """Start node `name` (API and worker off); it runs until killed."""
+        transport = MemoryTransport(self.bus)
+        node = Node(NodeConfig(data_dir=self._root / name, namespace="scale", run_api=False,
+                               run_worker=False, insecure=True, auto_place=False,
+                               election_timeout=self._election_timeout), transport)
+        scope = anyio.CancelScope()
+
+        async def run() -> None:
+            with scope:
+                await node.run()
+
+        with _as_node(name):
+            self._tasks.start_soon(run, name=f"node {name}")
+        member = self.members[name] = Member(name, node, scope, transport)
+        return member
+
+    async def kill(self, name: str) -> None:
+        member = self.members.pop(name)
+        member.scope.cancel()
+        await member.transport.close()
+
+    def name_of(self, node_id: NodeId) -> str:
+        return next(m.name for m in self.members.values() if m.node.node_id == node_id)
+
+    def converged_master(self) -> NodeId | None:
+        """The master every running node elected and follows, all in its session; None
+        while they disagree."""
+        nodes = [m.node for m in self.members.values()]
+        if not nodes or any(not n.ready.is_set() for n in nodes):
+            return None
+        masters = {n.master_node for n in nodes}
+        if len(masters) != 1:
+            return None
+        master = next(iter(masters))
+        if master is None or master not in {n.node_id for n in nodes}:
+            return None
+        if any(n.replica.master_node != master for n in nodes):
+            return None
+        sessions = {n.replica.session for n in nodes}
+        return master if len(sessions) == 1 and None not in sessions else None
+
+    async def wait_converged(self, timeout: float) -> NodeId:
+        with anyio.fail_after(timeout):
+            while (master := self.converged_master()) is None:
+                await anyio.sleep(0.01)
+        return master
+
+
+@contextmanager
+def _as_node(name: str) -> Iterator[None]:
+    token = NODE.set(name)
+    try:
+        yield
+    finally:
+        NODE.reset(token)
