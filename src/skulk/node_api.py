@@ -1,5 +1,6 @@
-"""The node's HTTP API: the contexts its routers read, the counters its metrics scrape,
-and the answers it gives other nodes' peer reads."""
+"""The node's HTTP API: the contexts its routers read, the loops that keep its history
+(the counters its metrics scrape are in `node_metrics`), and the answers it gives other
+nodes' peer reads."""
 
 import asyncio
 from dataclasses import dataclass
@@ -15,8 +16,8 @@ from skulk.api.context import (
     NodeOperations,
     RequestBook,
 )
+from skulk.api.history.sampler import mark_forever, sample_forever
 from skulk.api.log_buffer import LogBuffer
-from skulk.api.metrics import NodeCounters
 from skulk.api.peer_reads import PEER_READ_SERVICE, peer_read_handler
 from skulk.api.routers.diagnostics import node_diagnostics
 from skulk.api.server import serve_api
@@ -27,6 +28,7 @@ from skulk.cluster.master_seat import MasterSeat
 from skulk.cluster.membership import Membership
 from skulk.models.catalog import ModelCatalog
 from skulk.node_config import NodeConfig
+from skulk.node_metrics import certificate_expiry, node_counters, node_gauges
 from skulk.routing.dropped import DroppedMessages
 from skulk.routing.router import Router
 from skulk.shared.channels import Sender
@@ -62,18 +64,6 @@ class NodeParts:
     stop_requested: anyio.Event
 
 
-def node_counters(parts: NodeParts) -> NodeCounters:
-    """What the node counts, read at each scrape."""
-    master = parts.seat.master
-    return NodeCounters(
-        open_streams=len(parts.streams.open_commands()),
-        elections=parts.election.campaigns,
-        runner_failures=parts.worker.runner_failures if parts.worker is not None else 0,
-        events_indexed=master.events_indexed if master is not None else 0,
-        live_nodes=len(parts.members.live), is_master=parts.election.master == parts.node_id,
-        dropped_messages=dict(parts.dropped.counts))
-
-
 def api_settings(config: NodeConfig) -> ApiSettings:
     return ApiSettings(quorum=config.quorum, auto_place=config.auto_place,
                        max_queue=config.max_queue, max_tokens=config.max_tokens,
@@ -99,10 +89,20 @@ def api_context(parts: NodeParts, config: NodeConfig, router: Router) -> ApiCont
 
 
 async def serve_node_api(parts: NodeParts, config: NodeConfig, router: Router) -> None:
-    """Serve the API until cancelled, and answer other nodes' peer reads."""
+    """Serve the API until cancelled, keep the node's history, and answer other nodes'
+    peer reads."""
     context = api_context(parts, config, router)
-    replica = parts.replica
-    context.operations.metrics.watch_node(partial(node_counters, parts), lambda: replica.state)
+    replica, operations = parts.replica, context.operations
+    certificates = certificate_expiry(config.data_dir, parts.secure)
+    operations.metrics.watch_node(
+        partial(node_counters, parts, max_queue=config.max_queue, certificates=certificates),
+        lambda: replica.state)
     router.answer_signed(PEER_READ_SERVICE, peer_read_handler(
         context, asyncio.get_running_loop(), node_diagnostics))
-    await serve_api(create_app(context, config.security), config.api_host, config.api_port)
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(partial(sample_forever, operations.history.own, operations.metrics,
+                                 partial(node_gauges, parts)))
+        tasks.start_soon(mark_forever, operations.history.own, replica)
+        await serve_api(create_app(context, config.security), config.api_host,
+                        config.api_port)
+        tasks.cancel_scope.cancel()

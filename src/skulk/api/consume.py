@@ -55,9 +55,10 @@ async def _measured(context: ApiContext, generation: Generation) -> AsyncIterato
         metrics.inter_token.observe(now - last)
         last = now
         if isinstance(chunk, TokenChunk) and chunk.usage is not None:
-            metrics.tokens_generated.inc(chunk.usage.completion_tokens)
             task = context.cluster.replica.state.task_for_command(generation.current_command_id)
-            metrics.count_speculation(task.instance_id if task else "unknown", chunk.usage)
+            instance = task.instance_id if task else "unknown"
+            metrics.count_tokens(instance, chunk.usage.completion_tokens)
+            metrics.count_speculation(instance, chunk.usage)
         trace = generation.trace
         if trace is not None and isinstance(chunk, TokenChunk) and chunk.finish_reason:
             trace.spans += chunk.spans

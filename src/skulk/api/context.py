@@ -16,6 +16,7 @@ import anyio
 from fastapi import Depends, Request
 
 from skulk.api.conversations import ConversationStore
+from skulk.api.history.cluster import ClusterHistory
 from skulk.api.log_buffer import LogBuffer
 from skulk.api.metrics import ApiMetrics
 from skulk.api.streams import StreamRegistry
@@ -108,6 +109,8 @@ class NodeOperations:
     versions: Callable[[], Versions] = versions
     # Asks the node to shut down as on SIGTERM (`POST /v1/node/stop`).
     request_stop: Callable[[], None] = lambda: None
+    # The last hour of this node's samples and markers, and copies of its peers'.
+    history: ClusterHistory = field(default_factory=ClusterHistory)
     started_at: float = field(default_factory=time.monotonic)
 
 

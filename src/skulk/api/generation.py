@@ -98,7 +98,9 @@ async def open_generation(context: ApiContext, params: GenerationParams,
     generation = await _start(
         context, params.model_copy(update={"trace": True}) if tracing else params,
         None if request is None else request.is_disconnected)
-    context.operations.metrics.time_to_first_token.observe(time.monotonic() - started)
+    task = context.cluster.replica.state.task_for_command(generation.current_command_id)
+    context.operations.metrics.observe_first_token(task.instance_id if task else "unknown",
+                                                   time.monotonic() - started)
     if tracing:
         trace = RequestTrace(generation.command_id, params.model_id, context.cluster.node_id,
                              started_us=started_us)

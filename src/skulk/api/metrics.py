@@ -24,6 +24,14 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
 
 
 @dataclass(frozen=True)
+class QueueFill:
+    """One instance's unfinished requests against its admission bound."""
+
+    depth: int
+    limit: int
+
+
+@dataclass(frozen=True)
 class NodeCounters:
     """What the node counts, read at scrape time."""
 
@@ -35,6 +43,14 @@ class NodeCounters:
     is_master: bool = False
     # Cluster messages this node refused, by (topic, reason).
     dropped_messages: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    # The volume under the data dir (the event log, the model store).
+    disk_free_bytes: int = 0
+    disk_total_bytes: int = 0
+    # When this node's TLS certificates stop being valid, Unix seconds, by which
+    # (`node`, `ca`); empty on an insecure node.
+    certificate_expiry: Mapping[str, float] = field(default_factory=dict)
+    # Requests unfinished on each instance, and how many it takes before refusing more.
+    instance_queues: Mapping[str, QueueFill] = field(default_factory=dict)
 
 
 class _NodeCollector(Collector):
@@ -73,6 +89,33 @@ class _NodeCollector(Collector):
         for (topic, reason), count in sorted(counters.dropped_messages.items()):
             dropped.add_metric([topic, reason], count)
         yield dropped
+        yield from _machine_families(counters)
+
+
+def _machine_families(counters: NodeCounters) -> Iterator[Metric]:
+    """The disk under the event log, certificate expiry, and each instance's queue."""
+    yield GaugeMetricFamily("skulk_disk_free_bytes", "Free space on the volume of the data "
+                            "dir (the event log and the model store)",
+                            value=counters.disk_free_bytes)
+    yield GaugeMetricFamily("skulk_disk_total_bytes", "Size of that volume",
+                            value=counters.disk_total_bytes)
+    expiry = GaugeMetricFamily("skulk_certificate_expiry_timestamp_seconds",
+                               "When this node's TLS certificate (`node`) or the cluster's "
+                               "CA certificate (`ca`) expires, Unix seconds",
+                               labels=["certificate"])
+    for name, at in sorted(counters.certificate_expiry.items()):
+        expiry.add_metric([name], at)
+    yield expiry
+    depth = GaugeMetricFamily("skulk_instance_queue_depth", "Requests unfinished on an "
+                              "instance (running and queued)", labels=["instance"])
+    limit = GaugeMetricFamily("skulk_instance_queue_limit", "Unfinished requests an instance "
+                              "takes before new ones are refused (batch + queue bound)",
+                              labels=["instance"])
+    for instance, fill in sorted(counters.instance_queues.items()):
+        depth.add_metric([instance], fill.depth)
+        limit.add_metric([instance], fill.limit)
+    yield depth
+    yield limit
 
 
 class ApiMetrics:
@@ -88,6 +131,13 @@ class ApiMetrics:
             buckets=LATENCY_BUCKETS, registry=self.registry)
         self.tokens_generated = Counter("skulk_tokens_generated", "Completion tokens served",
                                         registry=self.registry)
+        self.instance_tokens_generated = Counter(
+            "skulk_instance_tokens_generated", "Completion tokens served, by the instance that "
+            "generated them", ["instance"], registry=self.registry)
+        self.instance_time_to_first_token = Histogram(
+            "skulk_instance_time_to_first_token_seconds", "From request to its first "
+            "generated chunk, by the instance that generated it", ["instance"],
+            buckets=LATENCY_BUCKETS, registry=self.registry)
         self.failovers = Counter(
             "skulk_failovers", "Requests this node moved to another instance mid-stream, by "
             "what failed (runner_failed, timeout, partitioned, pipeline_corrupt)", ["reason"],
@@ -110,6 +160,16 @@ class ApiMetrics:
         drafter = usage.drafter or "unknown"
         self.drafted_tokens.labels(instance, drafter).inc(usage.drafted_tokens)
         self.accepted_tokens.labels(instance, drafter).inc(usage.accepted_tokens)
+
+    def count_tokens(self, instance: str, tokens: int) -> None:
+        """Add one finished generation's completion tokens, in all and for its instance."""
+        self.tokens_generated.inc(tokens)
+        self.instance_tokens_generated.labels(instance).inc(tokens)
+
+    def observe_first_token(self, instance: str, seconds: float) -> None:
+        """Record one request's time to its first chunk, in all and for its instance."""
+        self.time_to_first_token.observe(seconds)
+        self.instance_time_to_first_token.labels(instance).observe(seconds)
 
     def watch_node(self, counters: Callable[[], NodeCounters],
                    state: Callable[[], State]) -> None:

@@ -8,9 +8,11 @@ So cluster diagnostics and traces work whatever address a peer's API listens on
 import asyncio
 import concurrent.futures
 import json
+import math
 from collections.abc import Callable
 
 from skulk.api.context import ApiContext
+from skulk.api.history.cluster import NODE_PATH
 from skulk.api.tracing import chrome_trace
 from skulk.shared.types.ids import CommandId
 
@@ -25,6 +27,11 @@ def read_locally(context: ApiContext, path: str,
     """(HTTP-like status, JSON body) of one peer-readable path on this node."""
     if path == "/v1/diagnostics/node":
         return 200, node_diagnostics(context)
+    if path == NODE_PATH or path.startswith(f"{NODE_PATH}?since="):
+        since = _since(path)
+        if since is None:
+            return 400, {"error": "since must be a number of seconds"}
+        return 200, context.operations.history.own.answer(since)
     if path == "/v1/traces":
         return 200, {"node_id": context.cluster.node_id,
                      "traces": [trace.summary() for trace in context.requests.traces.all()]}
@@ -34,6 +41,15 @@ def read_locally(context: ApiContext, path: str,
             return 404, {"error": "no such trace here"}
         return 200, chrome_trace(trace)
     return 403, {"error": f"{path} is not readable by peers"}
+
+
+def _since(path: str) -> float | None:
+    _, _, value = path.partition("?since=")
+    try:
+        since = float(value) if value else 0.0
+    except ValueError:
+        return None
+    return since if math.isfinite(since) else None
 
 
 def peer_read_handler(context: ApiContext, loop: asyncio.AbstractEventLoop,

@@ -1,0 +1,115 @@
+"""The cluster's history as one node serves it: its own rings, and each peer's samples
+kept here as they were read. A refresh asks each live peer only for what is newer than
+what this node already holds, so a dashboard polling every few seconds moves a few
+samples per node, not an hour of them."""
+
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+
+import anyio
+from pydantic import TypeAdapter, ValidationError
+
+from skulk.api.history.recorder import MetricsHistory
+from skulk.api.history.samples import (
+    RING_CAPACITY,
+    WINDOW_SECONDS,
+    InstanceSample,
+    Marker,
+    NodeSample,
+)
+from skulk.shared.types.ids import NodeId
+
+NODE_PATH = "/v1/history/node"
+
+_NODE_SAMPLES = TypeAdapter(list[NodeSample])
+_INSTANCE_SAMPLES = TypeAdapter(list[InstanceSample])
+
+# A peer's answers (node id -> JSON body) and why the others did not answer.
+AskPeers = Callable[[str], Awaitable[tuple[dict[NodeId, object], dict[NodeId, str]]]]
+
+
+@dataclass
+class PeerHistory:
+    """One peer's samples as this node last read them."""
+
+    nodes: deque[NodeSample] = field(default_factory=lambda: deque(maxlen=RING_CAPACITY))
+    instances: deque[InstanceSample] = field(default_factory=deque)
+
+    def newest(self) -> float:
+        return self.nodes[-1].at if self.nodes else 0.0
+
+    def take(self, answer: object) -> None:
+        """Add a peer's answer; raises `ValueError` when it is not one."""
+        if not isinstance(answer, dict):
+            raise ValueError("not an object")
+        try:
+            self.nodes.extend(_NODE_SAMPLES.validate_python(answer.get("nodes", [])))
+            self.instances.extend(_INSTANCE_SAMPLES.validate_python(answer.get("instances", [])))
+        except ValidationError as error:
+            raise ValueError(str(error)) from error
+
+    def forget_before(self, cutoff: float) -> None:
+        while self.nodes and self.nodes[0].at < cutoff:
+            self.nodes.popleft()
+        while self.instances and self.instances[0].at < cutoff:
+            self.instances.popleft()
+
+
+@dataclass
+class ClusterHistory:
+    """This node's history and the copies of its peers'."""
+
+    own: MetricsHistory = field(default_factory=MetricsHistory)
+    peers: dict[NodeId, PeerHistory] = field(default_factory=dict)
+    clock: Callable[[], float] = time.time
+    _refreshing: anyio.Lock = field(default_factory=anyio.Lock)
+
+    async def refresh(self, live_peers: Iterable[NodeId], ask: AskPeers) -> dict[NodeId, str]:
+        """Read what each live peer sampled since its newest sample held here; returns
+        why some did not answer. Peers that left keep their samples until they age out."""
+        async with self._refreshing:
+            wanted = sorted(live_peers)
+            newest = min((self.peers[p].newest() if p in self.peers else 0.0
+                          for p in wanted), default=0.0)
+            answers, errors = await ask(f"{NODE_PATH}?since={newest}")
+            for node_id, answer in answers.items():
+                history = self.peers.setdefault(node_id, PeerHistory())
+                fresh = _only_after(answer, history.newest())
+                try:
+                    history.take(fresh)
+                except ValueError as error:
+                    errors[node_id] = f"malformed history: {error}"[:300]
+            cutoff = self.clock() - WINDOW_SECONDS
+            for node_id, history in list(self.peers.items()):
+                history.forget_before(cutoff)
+                if not history.nodes:
+                    del self.peers[node_id]
+            return errors
+
+    def node_samples(self, own_id: NodeId) -> dict[NodeId, list[NodeSample]]:
+        samples = {node_id: list(h.nodes) for node_id, h in self.peers.items()}
+        samples[own_id] = list(self.own.nodes)
+        return dict(sorted(samples.items()))
+
+    def instance_samples(self) -> list[InstanceSample]:
+        own = [s for ring in self.own.instances.values() for s in ring]
+        return own + [s for h in self.peers.values() for s in h.instances]
+
+    def markers(self) -> list[Marker]:
+        """Markers from this node's own replica: the event log is the same on every node,
+        so peers' would only repeat them (a node started late lacks the earlier ones)."""
+        cutoff = self.clock() - WINDOW_SECONDS
+        return [m for m in self.own.markers if m.at >= cutoff]
+
+
+def _only_after(answer: object, newest: float) -> object:
+    """One request asks every peer from the oldest newest sample; keep only what this
+    peer's copy lacks."""
+    if not isinstance(answer, dict):
+        return answer
+    return {key: [row for row in rows if isinstance(row, dict)
+                  and isinstance(row.get("at"), int | float) and row["at"] > newest]
+            if isinstance(rows, list) else rows for key, rows in answer.items()
+            if key in ("nodes", "instances")}
