@@ -34,9 +34,14 @@ def receiver() -> tuple[DataPlaneReceiver, StreamRegistry, DroppedMessages]:
         streams, dropped
 
 
-async def texts(stream: CommandStream, count: int) -> list[str]:
+async def text(stream: CommandStream, length: int) -> str:
+    """The stream's text once `length` characters came (chunks waiting together are read
+    as one, so the text, not the chunk count, is what a test can expect)."""
+    received = ""
     with anyio.fail_after(1):
-        return [getattr(await stream.next_chunk(), "text", "") for _ in range(count)]
+        while len(received) < length:
+            received += getattr(await stream.next_chunk(), "text", "")
+    return received
 
 
 @pytest.mark.anyio
@@ -45,7 +50,7 @@ async def test_a_rank_of_the_serving_instance_writes_into_the_request() -> None:
     stream = streams.open(COMMAND)
     plane.take_chunk(Received(NODE, chunk(0, "a")), served())
     plane.take_chunk(Received(NODE, chunk(1, "b")), served())
-    assert await texts(stream, 2) == ["a", "b"]
+    assert await text(stream, 2) == "ab"
     assert dropped.total() == 0
 
 
@@ -56,7 +61,7 @@ async def test_a_node_holding_no_rank_cannot_write_into_the_request() -> None:
     plane.take_chunk(Received(NODE, chunk(0, "a")), served())
     plane.take_chunk(Received(STRANGER, chunk(1, "forged")), served())
     plane.take_chunk(Received(NODE, chunk(1, "b")), served())
-    assert await texts(stream, 2) == ["a", "b"]
+    assert await text(stream, 2) == "ab"
     assert dropped.counts["data", "not_a_rank_of_the_request"] == 1
 
 
@@ -74,7 +79,7 @@ async def test_a_chunk_that_outruns_its_task_waits_for_it() -> None:
     stream = streams.open(COMMAND)
     plane.take_chunk(Received(NODE, chunk(0, "early")), State())
     plane.state_changed(served())
-    assert await texts(stream, 1) == ["early"]
+    assert await text(stream, 5) == "early"
     assert dropped.total() == 0
 
 
@@ -90,7 +95,7 @@ async def test_the_ranks_are_kept_per_request_once_known() -> None:
                       start=served())
     plane.take_chunk(Received(NODE, chunk(1, "b")), gone)
     plane.take_chunk(Received(STRANGER, chunk(2, "forged")), gone)
-    assert await texts(stream, 2) == ["a", "b"]
+    assert await text(stream, 2) == "ab"
     assert dropped.counts["data", "not_a_rank_of_the_request"] == 1
 
 
@@ -112,5 +117,5 @@ async def test_the_chunk_sender_keeps_a_request_taken_here_off_the_data_plane() 
     await sender.send(chunk(0, "here"))
     elsewhere = chunk(1, "there").model_copy(update={"owner_node": STRANGER})
     await sender.send(elsewhere)
-    assert await texts(stream, 1) == ["here"]
+    assert await text(stream, 4) == "here"
     assert remote.items == [elsewhere], "a chunk for another node's request goes out"

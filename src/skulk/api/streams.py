@@ -5,16 +5,21 @@ A stream is registered before its command is sent, so no early chunk can be miss
 Each chunk of every streamed request passes through here, so waiting for one is kept
 cheap: an asyncio future per wait and a timer handle, not an anyio memory stream and a
 cancel scope (which cost the node CPU the runner's compute threads need, per token).
+A reader that falls behind takes the token chunks that piled up as one (one delta in its
+dialect, one wake-up), not a growing queue of events: text, tokens, log probabilities and
+the last chunk's ending are the same as read one by one.
 """
 
 import asyncio
 from collections import deque
+from typing import cast
 
 import anyio
 
 from skulk.api.reorder import ReorderBuffer
 from skulk.shared.types.chunks import Chunk, DataChunk, ErrorChunk, TokenChunk, is_terminal
 from skulk.shared.types.ids import CommandId
+from skulk.worker.runner.coalesce import mergeable, merged_run
 
 # Once the first token arrived, this much producer silence ends the stream with an error.
 # Time to first token is not bounded here: a request may queue behind others.
@@ -45,9 +50,17 @@ class ChunkInbox:
             waiter.set_result(None)
 
     def take_nowait(self) -> Chunk | None:
-        """The oldest chunk; None when there is none (`anyio.EndOfStream` once closed)."""
-        if self._chunks:
-            return self._chunks.popleft()
+        """The oldest chunk, with the token chunks queued behind it merged in; None when
+        there is none (`anyio.EndOfStream` once closed)."""
+        chunks = self._chunks
+        if chunks:
+            chunk = chunks.popleft()
+            if not chunks or not isinstance(chunk, TokenChunk) or not mergeable(chunk):
+                return chunk
+            run = [chunk]
+            while chunks and isinstance(chunks[0], TokenChunk) and mergeable(run[-1]):
+                run.append(cast(TokenChunk, chunks.popleft()))
+            return merged_run(run) if len(run) > 1 else chunk
         if self.closed:
             raise anyio.EndOfStream
         return None

@@ -2,7 +2,7 @@ import anyio
 import pytest
 
 from skulk.api.streams import StreamRegistry
-from skulk.shared.types.chunks import DataChunk, ErrorChunk, TokenChunk
+from skulk.shared.types.chunks import DataChunk, ErrorChunk, TokenChunk, TokenLogprob, Usage
 from skulk.shared.types.ids import CommandId, NodeId
 
 C = CommandId("cmd-1")
@@ -20,7 +20,52 @@ async def test_chunks_come_out_in_sequence_order_and_end_on_finish() -> None:
     registry.dispatch(data(0, TokenChunk(text="hello")))
     registry.dispatch(data(0, TokenChunk(text="hello")))
     texts = [c.text async for c in stream if isinstance(c, TokenChunk)]
-    assert texts == ["hello", " world"]
+    assert texts == ["hello world"]  # both waited: the reader takes them as one
+
+
+@pytest.mark.anyio
+async def test_a_reader_takes_each_chunk_as_it_comes_when_it_keeps_up() -> None:
+    registry = StreamRegistry()
+    stream = registry.open(C)
+    registry.dispatch(data(0, TokenChunk(text="hello", token_ids=[1])))
+    first = await stream.next_chunk()
+    registry.dispatch(data(1, TokenChunk(text=" world", token_ids=[2], finish_reason="stop")))
+    last = await stream.next_chunk()
+    assert isinstance(first, TokenChunk) and first.text == "hello"
+    assert isinstance(last, TokenChunk) and last.text == " world" and stream.finished
+
+
+def logprob(token: int) -> TokenLogprob:
+    return TokenLogprob(token=str(token), bytes=[token], logprob=-0.5)
+
+
+@pytest.mark.anyio
+async def test_chunks_that_piled_up_come_as_one_with_everything_they_carried() -> None:
+    registry = StreamRegistry()
+    stream = registry.open(C)
+    for index, word in enumerate(["a", " b", " c"]):
+        registry.dispatch(data(index, TokenChunk(text=word, token_ids=[index],
+                                                 logprobs=[logprob(index)])))
+    registry.dispatch(data(3, TokenChunk(text="", finish_reason="stop", stop_sequence=" d",
+                                         usage=Usage(prompt_tokens=2, completion_tokens=3))))
+    [chunk] = [c async for c in stream]
+    assert isinstance(chunk, TokenChunk) and stream.finished
+    assert (chunk.text, chunk.token_ids, chunk.finish_reason) == ("a b c", [0, 1, 2], "stop")
+    assert [entry.bytes for entry in chunk.logprobs] == [[0], [1], [2]]
+    assert chunk.stop_sequence == " d" and chunk.usage is not None
+    assert chunk.usage.completion_tokens == 3
+
+
+@pytest.mark.anyio
+async def test_an_error_after_piled_tokens_stays_its_own_chunk() -> None:
+    registry = StreamRegistry()
+    stream = registry.open(C)
+    registry.dispatch(data(0, TokenChunk(text="a")))
+    registry.dispatch(data(1, TokenChunk(text=" b")))
+    registry.dispatch(data(2, ErrorChunk(error_kind="runner_failed", message="gone")))
+    chunks = [c async for c in stream]
+    assert [type(c).__name__ for c in chunks] == ["TokenChunk", "ErrorChunk"]
+    assert isinstance(chunks[0], TokenChunk) and chunks[0].text == "a b"
 
 
 @pytest.mark.anyio

@@ -24,6 +24,15 @@ def merged(first: TokenChunk, second: TokenChunk) -> TokenChunk:
                                      "logprobs": first.logprobs + second.logprobs})
 
 
+def merged_run(run: list[TokenChunk]) -> TokenChunk:
+    """The last chunk of `run` with the text, tokens and log probabilities of all of them,
+    in order (each chunk but the last `mergeable`)."""
+    return run[-1].model_copy(update={
+        "text": "".join(chunk.text for chunk in run),
+        "token_ids": [token for chunk in run for token in chunk.token_ids],
+        "logprobs": [entry for chunk in run for entry in chunk.logprobs]})
+
+
 def coalesce(batch: list[FromRunner]) -> list[FromRunner]:
     """The batch with each run of a request's token chunks merged into the first one's
     place; any other message about a request (its end) keeps its order after them."""
