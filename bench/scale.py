@@ -30,7 +30,6 @@ import random
 import sys
 import tempfile
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +48,13 @@ QUICK_SIZES = (3, 10, 30)
 HARNESS = "(harness)"
 
 
-def _node_cpu(clock: StepClock, cluster: ScaleCluster) -> Counter[str]:
+def _node_cpu(clock: StepClock, cluster: ScaleCluster) -> dict[str, float]:
     """Each node's CPU so far, less what the bus spent fanning its publications out."""
-    return Counter({name: clock.busy[name] - cluster.bus.fan_out[name]
-                    for name in cluster.members})
+    return {name: clock.busy[name] - cluster.bus.fan_out[name] for name in cluster.members}
+
+
+def _spent(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:
+    return {name: seconds - before.get(name, 0.0) for name, seconds in after.items()}
 
 
 def _per_topic(traffic: Traffic, divisor: float) -> dict[str, float]:
@@ -101,7 +103,7 @@ async def measure(n: int, *, events: int, rate: float, idle_seconds: float,
 
             cpu_before, traffic_before = _node_cpu(clock, cluster), cluster.bus.traffic.copy()
             await anyio.sleep(idle_seconds)
-            idle_cpu = _node_cpu(clock, cluster) - cpu_before
+            idle_cpu = _spent(_node_cpu(clock, cluster), cpu_before)
             idle = cluster.bus.traffic.since(traffic_before)
 
             master = cluster.members[cluster.name_of(master_id)]
@@ -113,7 +115,7 @@ async def measure(n: int, *, events: int, rate: float, idle_seconds: float,
             await _propose(cluster, followers, events, rate)
             await _until_applied(cluster, first + events, timeout=60 + n)
             load_seconds = time.perf_counter() - load_started
-            load_cpu = _node_cpu(clock, cluster) - cpu_before
+            load_cpu = _spent(_node_cpu(clock, cluster), cpu_before)
             load = cluster.bus.traffic.since(traffic_before)
             indexed = master.node.replica.next_index() - first
             master_fan_out = cluster.bus.fan_out[master.name] - fan_out_before

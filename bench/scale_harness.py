@@ -17,7 +17,7 @@ readings), with its API and worker off: the control plane alone. The accounting:
 import asyncio
 import contextvars
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -42,7 +42,7 @@ class StepClock:
     """CPU seconds per node, and the longest single step each node ran."""
 
     def __init__(self) -> None:
-        self.busy: Counter[str] = Counter()
+        self.busy: defaultdict[str, float] = defaultdict(float)
         self.longest: dict[str, float] = {}
         self._original: Callable[[asyncio.Handle], None] | None = None
 
@@ -61,11 +61,11 @@ class StepClock:
             if spent > longest.get(node, 0.0):
                 longest[node] = spent
 
-        asyncio.events.Handle._run = timed  # type: ignore[method-assign]
+        asyncio.events.Handle._run = timed  # type: ignore[method-assign,assignment]
 
     def uninstall(self) -> None:
         if self._original is not None:
-            asyncio.events.Handle._run = self._original  # type: ignore[method-assign]
+            asyncio.events.Handle._run = self._original  # type: ignore[method-assign,assignment]
             self._original = None
 
     def reset_longest(self) -> None:
@@ -101,7 +101,7 @@ class CountingBus(MemoryBus):
         super().__init__()
         self.traffic = Traffic()
         # CPU each node's publications cost the bus (inside that node's steps).
-        self.fan_out: Counter[str] = Counter()
+        self.fan_out: defaultdict[str, float] = defaultdict(float)
         self._clock = clock
         # Which subscriptions match a key, kept per key until a subscription comes or goes.
         self._matching: dict[str, list[QueueSubscription]] = {}
