@@ -1,9 +1,12 @@
 """The last indexed events a node applied, kept small for people to read (`GET /events`).
 
-Each event is rendered once, when it is applied, into a short record: a one-line summary
-and its payload as JSON cut to `DETAIL_CHARS`, so a long prompt or a whole snapshot never
-sits in memory here. Records get a local, gap-free sequence number that survives a change
-of master session (the master's index restarts at 0 then), which is what readers page by.
+Each event is rendered once into a short record: a one-line summary and its payload as
+JSON cut to `DETAIL_CHARS`. Most are rendered when someone first reads them, not when they
+arrive: every node applies every event, and rendering each one cost a follower a fifth of
+its time. A snapshot and a new task are rendered on arrival, so a whole State or a
+client's long prompt never sits in memory here. Records get a local, gap-free sequence
+number that survives a change of master session (the master's index restarts at 0 then),
+which is what readers page by.
 """
 
 import json
@@ -12,7 +15,7 @@ from collections import deque
 from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass
 
-from skulk.shared.types.events import IndexedEvent, StateSnapshotHydrated
+from skulk.shared.types.events import IndexedEvent, StateSnapshotHydrated, TaskCreated
 from skulk.shared.types.ids import NodeId, SessionId
 
 DEFAULT_CAPACITY = 1000
@@ -79,12 +82,30 @@ def render(indexed: IndexedEvent, seq: int, applied_at: float) -> EventRecord:
                        applied_at=applied_at, summary=_summary(payload), detail=detail)
 
 
+@dataclass
+class _Entry:
+    """An applied event: rendered already, or held until someone reads it."""
+
+    seq: int
+    kind: str
+    applied_at: float
+    indexed: IndexedEvent | None
+    rendered: EventRecord | None
+
+    def record(self) -> EventRecord:
+        if self.rendered is None:
+            assert self.indexed is not None
+            self.rendered = render(self.indexed, self.seq, self.applied_at)
+            self.indexed = None
+        return self.rendered
+
+
 class RecentEvents:
     """A ring of the last `capacity` applied events."""
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY,
                  clock: Callable[[], float] = time.time) -> None:
-        self._records: deque[EventRecord] = deque(maxlen=capacity)
+        self._entries: deque[_Entry] = deque(maxlen=capacity)
         self._next_seq = 1
         self._clock = clock
 
@@ -94,13 +115,16 @@ class RecentEvents:
         return self._next_seq - 1
 
     def record(self, indexed: IndexedEvent) -> None:
-        self._records.append(render(indexed, self._next_seq, self._clock()))
+        entry = _Entry(self._next_seq, indexed.event.kind, self._clock(), indexed, None)
+        if isinstance(indexed.event, StateSnapshotHydrated | TaskCreated):
+            entry.record()  # what they carry is too big to hold
+        self._entries.append(entry)
         self._next_seq += 1
 
     def query(self, after_seq: int = 0, limit: int = 200,
               kinds: Collection[str] = ()) -> list[EventRecord]:
         """Records newer than `after_seq`, oldest first, at most the newest `limit` of
         them, only of `kinds` when given."""
-        chosen = [r for r in self._records
-                  if r.seq > after_seq and (not kinds or r.kind in kinds)]
-        return chosen[-limit:] if limit > 0 else []
+        chosen = [e for e in self._entries
+                  if e.seq > after_seq and (not kinds or e.kind in kinds)]
+        return [e.record() for e in chosen[-limit:]] if limit > 0 else []

@@ -1,6 +1,9 @@
 import json
 
-from skulk.shared.recent_events import DETAIL_CHARS, RecentEvents, render
+import pytest
+
+from skulk.shared import recent_events
+from skulk.shared.recent_events import DETAIL_CHARS, EventRecord, RecentEvents, render
 from skulk.shared.types.event_source import EventSource
 from skulk.shared.types.events import (
     Event,
@@ -66,3 +69,25 @@ def test_the_ring_filters_by_kind() -> None:
     recent.record(ev(1, TaskDeleted(task_id=TaskId("t"))))
     assert [r.kind for r in recent.query(kinds={"TaskDeleted"})] == ["TaskDeleted"]
     assert len(recent.query(kinds=set())) == 2
+
+
+def test_an_event_is_rendered_when_first_read_with_its_arrival_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    rendered: list[int] = []
+
+    def counting(indexed: IndexedEvent, seq: int, applied_at: float) -> EventRecord:
+        rendered.append(seq)
+        return render(indexed, seq, applied_at)
+
+    monkeypatch.setattr(recent_events, "render", counting)
+    now = [5.0]
+    recent = RecentEvents(clock=lambda: now[0])
+    deleted = ev(0, TaskDeleted(task_id=TaskId("t")))
+    recent.record(deleted)
+    recent.record(ev(1, TaskCreated(task=f.task())))  # holds a prompt: rendered at once
+    assert rendered == [2]
+    now[0] = 9.0
+    [record] = recent.query(kinds={"TaskDeleted"})
+    assert record == render(deleted, seq=1, applied_at=5.0)
+    recent.query()
+    assert rendered == [2, 1]  # each at most once
