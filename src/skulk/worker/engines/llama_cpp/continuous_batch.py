@@ -30,8 +30,9 @@ from skulk.worker.engines.llama_cpp.sequences_lib import (
 )
 from skulk.worker.engines.llama_cpp.session_kv import SavedSessions
 from skulk.worker.engines.llama_cpp.slots import Slot, SlotTable, reusable
-from skulk.worker.engines.llama_cpp.token_text import TokenText, token_logprob
+from skulk.worker.engines.llama_cpp.token_text import TokenText
 from skulk.worker.engines.protocol import EngineEvent, TaskDone, TaskJoined, TaskOutput
+from skulk.worker.engines.token_logprobs import token_logprob
 
 # llama-cpp-python's own chat-completion defaults, so outputs match its server's.
 TOP_K = 40

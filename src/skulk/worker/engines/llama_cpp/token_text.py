@@ -3,33 +3,9 @@
 dropped), stop sequences held back until they cannot be one, and each token's log
 probability from the logits it was drawn from."""
 
-from collections.abc import Callable
-
-import numpy as np
-import numpy.typing as npt
-
-from skulk.shared.types.chunks import FinishReason, TokenChunk, TokenLogprob, TopLogprob, Usage
+from skulk.shared.types.chunks import FinishReason, TokenChunk, TokenLogprob, Usage
 from skulk.worker.engines.stop_sequences import StopScanner
 from skulk.worker.engines.utf8_text import Utf8Pieces
-
-
-def token_logprob(logits: npt.NDArray[np.float32], token: int, top: int,
-                  piece: Callable[[int], bytes]) -> TokenLogprob:
-    """The token's log probability under the raw model distribution (before temperature
-    and truncation), and the `top` likeliest tokens'."""
-    shifted = logits - logits.max()
-    logprobs = shifted - np.log(np.exp(shifted).sum())
-
-    def entry(candidate: int) -> TopLogprob:
-        raw = piece(candidate)
-        return TopLogprob(token=raw.decode("utf-8", errors="replace"), bytes=list(raw),
-                          logprob=float(logprobs[candidate]))
-
-    best = [int(c) for c in np.argpartition(logprobs, -top)[-top:]] if top else []
-    best.sort(key=lambda c: -logprobs[c])
-    chosen = entry(token)
-    return TokenLogprob(token=chosen.token, bytes=chosen.bytes, logprob=chosen.logprob,
-                        top=[entry(c) for c in best])
 
 
 class TokenText:

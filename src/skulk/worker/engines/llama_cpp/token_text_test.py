@@ -2,7 +2,8 @@ import math
 
 import numpy as np
 
-from skulk.worker.engines.llama_cpp.token_text import TokenText, token_logprob
+from skulk.worker.engines.llama_cpp.token_text import TokenText
+from skulk.worker.engines.token_logprobs import token_logprob
 
 
 def test_a_character_split_over_two_tokens_is_sent_whole() -> None:

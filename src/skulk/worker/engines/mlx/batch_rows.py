@@ -1,8 +1,10 @@
 """The requests a generation loop holds: those still prefilling their own cache, and the
 rows of the decoding batch (their tokens, counts and, on rank 0, their output)."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from skulk.shared.types.chunks import TokenLogprob
+from skulk.worker.engines.grammar.constraint import Constraint
 from skulk.worker.engines.mlx import mlx_api
 from skulk.worker.engines.mlx.output import StreamedText
 from skulk.worker.engines.mlx.requests import Request
@@ -30,3 +32,6 @@ class Row:
     generated: int = 0  # tokens committed as output (every rank counts them)
     drafted: int = 0  # drafted tokens verified for this request
     accepted: int = 0  # of which the model kept
+    constraint: Constraint | None = None  # its grammar, on the deciding rank
+    # The deciding rank's log probabilities of tokens decided and not yet sent out.
+    scored: list[TokenLogprob] = field(default_factory=list)

@@ -13,6 +13,7 @@ from loguru import logger
 from skulk.shared.types.chunks import TokenChunk
 from skulk.shared.types.ids import ModelId, TaskId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams
+from skulk.worker.engines.grammar.vocabulary import Vocabulary
 from skulk.worker.engines.mlx import cpu, mlx_api
 from skulk.worker.engines.mlx.collectives import RingGroup, SoloGroup, connect_ring
 from skulk.worker.engines.mlx.corruption_guard import guard_shard, unguarded
@@ -22,11 +23,11 @@ from skulk.worker.engines.mlx.options import MlxOptions
 from skulk.worker.engines.mlx.output import StreamedText
 from skulk.worker.engines.mlx.prefix_cache import PrefixCache
 from skulk.worker.engines.mlx.requests import (
+    EMBEDDINGS_UNSUPPORTED,
     NO_SPECULATION,
     Request,
     SpeculationChoice,
     build_request,
-    unsupported,
 )
 from skulk.worker.engines.mlx.shard import ModelShard
 from skulk.worker.engines.mlx.shard_loader import load_shard
@@ -95,7 +96,12 @@ class MlxEngine:
                 speculator = Speculator(build_drafters(options), self._vocab_size,
                                         adaptive=options.draft_adaptive)
                 speculator.measure_drafters()
-        self._loop = GenerationLoop(shard, prefix, self._new_output, settings, speculator)
+        vocabulary = None
+        if shard.decides:
+            vocabulary = Vocabulary(self._model_dir / "tokenizer.json", shape.vocab_size,
+                                    self._tokenizer.eos_token_ids)
+        self._loop = GenerationLoop(shard, prefix, self._new_output, settings, speculator,
+                                    vocabulary=vocabulary)
 
     def _open_shard(self) -> ModelShard:
         config, options = self._config, self._options
@@ -139,14 +145,18 @@ class MlxEngine:
         logger.info("mlx engine warmed up in {:.2f} s", time.monotonic() - started)
 
     def embed(self, texts: list[str]) -> tuple[list[list[float]], int]:
-        raise InvalidRequest(unsupported(GenerationParams(
-            model_id=ModelId("embed"), messages=[], embed=texts)) or "no embeddings here")
+        raise InvalidRequest(EMBEDDINGS_UNSUPPORTED)
+
+    @property
+    def _logprobs_here(self) -> bool:
+        """Whether the rank that emits is the rank that decides (see LOGPROBS_UNSUPPORTED)."""
+        return self._config.world_size == 1 or self._options.sharding != "pipeline"
 
     def submit(self, task_id: TaskId, params: GenerationParams) -> None:
         assert self._tokenizer is not None, "submit before load"
         request = build_request(task_id, params, self._tokenizer,
                                 self._config.context_token_limit, self._vocab_size,
-                                self._speculation)
+                                self._speculation, self._logprobs_here)
         if params.trace:
             self._joined_us[task_id] = time.time_ns() // 1000
         self._running().submit(request)
@@ -189,7 +199,7 @@ class MlxEngine:
         assert self._tokenizer is not None, "generate before load"
         request = build_request(task_id, params, self._tokenizer,
                                 self._config.context_token_limit, self._vocab_size,
-                                self._speculation)
+                                self._speculation, self._logprobs_here)
         if request.refusal is not None:
             if request.refusal.kind == "context_length_exceeded":
                 raise ContextOverflow(len(request.prompt), self._config.context_token_limit)

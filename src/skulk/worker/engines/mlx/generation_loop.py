@@ -39,17 +39,19 @@ from loguru import logger
 
 from skulk.shared.types.chunks import ErrorChunk
 from skulk.shared.types.ids import TaskId
+from skulk.worker.engines.grammar.constraint import Constraint
+from skulk.worker.engines.grammar.vocabulary import Vocabulary
 from skulk.worker.engines.mlx import membership, mlx_api
 from skulk.worker.engines.mlx.batch_caches import BatchCaches
 from skulk.worker.engines.mlx.batch_rows import Prefilling, Row
 from skulk.worker.engines.mlx.collectives import await_peer
+from skulk.worker.engines.mlx.deciding import decide_rows
 from skulk.worker.engines.mlx.membership import Control, Outcome, Proposal, Reply, TaskKey
 from skulk.worker.engines.mlx.output import StreamedText
 from skulk.worker.engines.mlx.pipeline_run import PipelineRun
 from skulk.worker.engines.mlx.pipeline_schedule import may_overlap
 from skulk.worker.engines.mlx.prefix_cache import PrefixCache
 from skulk.worker.engines.mlx.requests import Request
-from skulk.worker.engines.mlx.sampling import RowSampler, sample_rows
 from skulk.worker.engines.mlx.shard import ModelShard
 from skulk.worker.engines.mlx.speculation.accept import Verdict
 from skulk.worker.engines.mlx.speculation.round import speculative_round
@@ -82,6 +84,8 @@ class GenerationLoop:
     make_output: OutputFactory
     settings: LoopSettings = field(default_factory=LoopSettings)
     speculator: Speculator | None = None  # the deciding rank's drafting, if it drafts
+    # The deciding rank's tokens as grammars and log probabilities see them.
+    vocabulary: Vocabulary | None = None
     _pending: dict[TaskKey, Request] = field(default_factory=dict)
     _prefilling: list[Prefilling] = field(default_factory=list)
     _rows: list[Row] = field(default_factory=list)
@@ -281,9 +285,15 @@ class GenerationLoop:
         request = entry.request
         self._batch.add(entry.cache)
         output = self.make_output(request, entry.reused) if self.emits else None
+        constraint = None
+        if request.grammar is not None and self.shard.decides:
+            if self.vocabulary is None:
+                raise RuntimeError("the deciding rank has no vocabulary for grammars")
+            constraint = Constraint(self.vocabulary, request.grammar,
+                                    already=request.params.continuation)
         self._rows.append(Row(request, next_input=request.prompt[-1],
                               kv_tokens=list(request.prompt[:-1]), reused=entry.reused,
-                              output=output))
+                              output=output, constraint=constraint))
 
     def _decode(self, events: list[EngineEvent]) -> None:
         if not self._rows:
@@ -300,7 +310,7 @@ class GenerationLoop:
             row = self._rows[0]
             drafts, verdict = speculative_round(self.shard, self.speculator,
                                                 self.settings.slots, self._all_sum, row,
-                                                self._batch.only())
+                                                self._batch.only(), self.vocabulary)
             self._commit(row, drafts, verdict, events)
             return
         started = time.perf_counter()
@@ -315,8 +325,8 @@ class GenerationLoop:
                 continue
             if logits is None:
                 raise RuntimeError("the deciding shard returned no logits")
-            chosen[rows] = sample_rows(logits[:, -1, :],
-                                       [self._rows[i].request.sampler for i in rows])
+            chosen[rows] = decide_rows(logits[:, -1, :], [self._rows[i] for i in rows],
+                                       self.vocabulary)
         if self.speculator is not None and len(self._rows) == 1:
             self.speculator.cost.observe(1, time.perf_counter() - started)
         tokens = self._all_sum(chosen, decided=True).tolist()
@@ -334,8 +344,8 @@ class GenerationLoop:
     def run_inputs(self, rows: list[int]) -> tuple[int, ...]:
         return tuple(self._rows[i].next_input for i in rows)
 
-    def run_samplers(self, rows: list[int]) -> list[RowSampler]:
-        return [self._rows[i].request.sampler for i in rows]
+    def run_decide(self, rows: list[int], logits: mx.array) -> list[int]:
+        return decide_rows(logits, [self._rows[i] for i in rows], self.vocabulary)
 
     def run_commit(self, row: int, token: int, events: list[EngineEvent]) -> None:
         self._commit(self._rows[row], [], Verdict(0, token), events)
@@ -366,7 +376,9 @@ class GenerationLoop:
         for token in new_tokens:
             if row.output.finished is not None:
                 break
-            for chunk in row.output.on_token(token):
+            logprob = row.scored.pop(0) if row.scored and not row.output.is_end(token) \
+                else None
+            for chunk in row.output.on_token(token, logprob):
                 events.append(TaskOutput(row.request.task_id, chunk))
         if row.output.finished is not None:
             self._finishing.add(row.request.task_id)

@@ -232,6 +232,11 @@ def cache_tokens(cache: list[LayerCache]) -> int:
     return int(cache[0].size()) if cache else 0
 
 
+def start_evaluating(array: mx.array) -> None:
+    """Evaluate `array` in the background; the caller goes on (and waits when it reads)."""
+    mx.async_eval(array)  # type: ignore[no-untyped-call]
+
+
 def evaluate_cache(cache: list[LayerCache]) -> None:
     """Run the lazy graph that fills the cache (and only that: logits stay unevaluated)."""
     mx.eval([layer.state for layer in cache])

@@ -5,7 +5,7 @@ llama.cpp engine: a chunk whenever text becomes safe to emit, carrying the token
 from; stop sequences are held back and cut; the last chunk has the finish reason and usage.
 """
 
-from skulk.shared.types.chunks import FinishReason, TokenChunk, Usage
+from skulk.shared.types.chunks import FinishReason, TokenChunk, TokenLogprob, Usage
 from skulk.worker.engines.mlx.mlx_api import Detokenizer
 from skulk.worker.engines.stop_sequences import StopScanner
 
@@ -21,6 +21,7 @@ class StreamedText:
         self._prompt_tokens = prompt_tokens
         self._cached_tokens = cached_tokens
         self._held: list[int] = []  # tokens whose text is not out yet
+        self._scored: list[TokenLogprob] = []  # their log probabilities, when asked for
         self.generated = 0
         self.finished: FinishReason | None = None
         self._drafter: str | None = None
@@ -31,19 +32,26 @@ class StreamedText:
         """What drafting did for this request so far (reported in the final usage)."""
         self._drafter, self._drafted, self._accepted = drafter, drafted, accepted
 
-    def on_token(self, token: int) -> list[TokenChunk]:
-        """The chunks one sampled token produces; the last one is final when it ends."""
+    def is_end(self, token: int) -> bool:
+        """Whether the token ends generation (it is then neither text nor scored)."""
+        return token in self._eos
+
+    def on_token(self, token: int, logprob: TokenLogprob | None = None) -> list[TokenChunk]:
+        """The chunks one sampled token produces (with its log probability, when asked
+        for); the last one is final when it ends."""
         if self.finished is not None:
             raise RuntimeError("a finished request was given another token")
         if token in self._eos:
             return [self._final("stop")]
         self.generated += 1
         self._held.append(token)
+        if logprob is not None:
+            self._scored.append(logprob)
         chunks = []
         text = self._scanner.feed(self._detokenizer.add(token))
         if text:
-            chunks.append(TokenChunk(text=text, token_ids=self._held))
-            self._held = []
+            chunks.append(TokenChunk(text=text, token_ids=self._held, logprobs=self._scored))
+            self._held, self._scored = [], []
         if self._scanner.stopped:
             chunks.append(self._final("stop"))
         elif self.generated >= self._max_tokens:
@@ -58,7 +66,8 @@ class StreamedText:
             tail = scanner.feed(self._detokenizer.finish())
             tail += "" if scanner.stopped else scanner.flush()
         held = [] if scanner.stopped else self._held
-        return TokenChunk(text=tail, token_ids=held, finish_reason=reason,
+        scored = [] if scanner.stopped else self._scored
+        return TokenChunk(text=tail, token_ids=held, logprobs=scored, finish_reason=reason,
                           stop_sequence=scanner.matched,
                           usage=Usage(prompt_tokens=self._prompt_tokens,
                                       completion_tokens=self.generated,

@@ -36,7 +36,6 @@ from skulk.worker.engines.mlx.pipeline_wire import (
     header_size,
     reply_size,
 )
-from skulk.worker.engines.mlx.sampling import RowSampler, sample_rows
 from skulk.worker.engines.mlx.shard import ModelShard
 from skulk.worker.engines.protocol import EngineEvent
 
@@ -51,7 +50,7 @@ class RunHost(Protocol):
         """The next input token of each of these rows."""
         ...
 
-    def run_samplers(self, rows: list[int]) -> list[RowSampler]:
+    def run_decide(self, rows: list[int], logits: mx.array) -> list[int]:
         ...
 
     def run_commit(self, row: int, token: int, events: list[EngineEvent]) -> None:
@@ -170,7 +169,7 @@ class PipelineRun:
         logits = self._forward(header.micro_batch, header.tokens)
         if logits is None:
             raise RuntimeError("the deciding shard returned no logits")
-        chosen = sample_rows(logits[:, -1, :], self.host.run_samplers(rows))
+        chosen = self.host.run_decide(rows, logits[:, -1, :])
         reply = Reply(header.micro_batch, tuple(chosen), flags)
         self.shard.group.send(mx.array(encode_reply(reply, self.slots), dtype=mx.int32), 0)
         for row, token in zip(rows, chosen, strict=True):

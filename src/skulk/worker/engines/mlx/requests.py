@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from skulk.shared.types.chunks import ErrorKind
 from skulk.shared.types.ids import TaskId
 from skulk.shared.types.tasks import GenerationParams
+from skulk.worker.engines.grammar.compile import GrammarRefused, grammar_for
 from skulk.worker.engines.mlx.membership import TaskKey, task_key
 from skulk.worker.engines.mlx.mlx_api import Tokenizer
 from skulk.worker.engines.mlx.options import DEFAULT_MAX_DRAFT
@@ -15,12 +16,11 @@ from skulk.worker.engines.protocol import ContextOverflow
 
 # What the mlx engine cannot do, and who can.
 _NOT_HERE = "; place the model with the llama_cpp engine for this"
-_UNSUPPORTED: list[tuple[str, str]] = [
-    ("embed", "the mlx engine does not compute embeddings" + _NOT_HERE),
-    ("output", "the mlx engine cannot constrain output to JSON (response_format, "
-               "JSON schemas, forced tool calls, Ollama format)" + _NOT_HERE),
-    ("logprobs", "the mlx engine does not report log probabilities" + _NOT_HERE),
-]
+EMBEDDINGS_UNSUPPORTED = "the mlx engine does not compute embeddings" + _NOT_HERE
+# A split by layers decides tokens on its last rank, and only the tokens travel back.
+LOGPROBS_UNSUPPORTED = ("this MLX instance is split by layers, whose last rank decides "
+                        "tokens and sends back only the tokens, so it cannot report log "
+                        "probabilities; place the model on one node (or split it by heads)")
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,7 @@ class Request:
     max_tokens: int
     sampler: RowSampler
     refusal: Refusal | None = None
+    grammar: str | None = None  # the llguidance grammar its output follows
     speculation: SpeculationChoice = NO_SPECULATION
     cancel_asked: bool = False
     arrived: float = field(default_factory=time.monotonic)
@@ -76,11 +77,13 @@ class Request:
         self.key = task_key(self.task_id)
 
 
-def unsupported(params: GenerationParams) -> str | None:
-    """Why the mlx engine cannot honour these parameters, if it cannot."""
-    asked = {"embed": params.embed is not None, "output": params.output != "text",
-             "logprobs": params.logprobs is not None}
-    return next((message for name, message in _UNSUPPORTED if asked[name]), None)
+def unsupported(params: GenerationParams, logprobs_here: bool = True) -> str | None:
+    """Why this mlx instance cannot honour these parameters, if it cannot."""
+    if params.embed is not None:
+        return EMBEDDINGS_UNSUPPORTED
+    if params.logprobs is not None and not logprobs_here:
+        return LOGPROBS_UNSUPPORTED
+    return None
 
 
 def prompt_tokens(params: GenerationParams, tokenizer: Tokenizer) -> list[int]:
@@ -99,7 +102,8 @@ def _prompt_only(params: GenerationParams, tokenizer: Tokenizer) -> list[int]:
 
 def build_request(task_id: TaskId, params: GenerationParams, tokenizer: Tokenizer,
                   context_limit: int, vocab_size: int,
-                  speculation: SpeculationChoice = NO_SPECULATION) -> Request:
+                  speculation: SpeculationChoice = NO_SPECULATION,
+                  logprobs_here: bool = True) -> Request:
     """The request, or a refused one: refusals are decided with the other ranks."""
     sampler = RowSampler(temperature=params.temperature, top_p=params.top_p,
                          top_k=params.top_k, seed=params.seed)
@@ -107,9 +111,13 @@ def build_request(task_id: TaskId, params: GenerationParams, tokenizer: Tokenize
     def refused(kind: ErrorKind, message: str, prompt: list[int] | None = None) -> Request:
         return Request(task_id, params, prompt or [], 0, sampler, Refusal(kind, message))
 
-    reason = unsupported(params)
+    reason = unsupported(params, logprobs_here)
     if reason is not None:
         return refused("invalid_request", reason)
+    try:
+        grammar = grammar_for(params)
+    except GrammarRefused as error:
+        return refused("invalid_request", str(error))
     prompt = prompt_tokens(params, tokenizer)
     if not prompt:
         return refused("invalid_request", "the prompt is empty")
@@ -122,5 +130,5 @@ def build_request(task_id: TaskId, params: GenerationParams, tokenizer: Tokenize
         return refused("invalid_request", "max_tokens must be at least 1", prompt)
     room = context_limit - len(prompt)
     max_tokens = room if params.max_tokens is None else min(params.max_tokens, room)
-    return Request(task_id, params, prompt, max_tokens, sampler,
+    return Request(task_id, params, prompt, max_tokens, sampler, grammar=grammar,
                    speculation=speculation_choice(params, speculation))
