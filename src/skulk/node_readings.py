@@ -5,6 +5,8 @@ parts add (warm models, the weights port, reachability, endpoints and links).
 the node sends on the telemetry plane every few seconds.
 """
 
+import time
+
 import anyio
 
 from skulk.cluster.reachability import ReachabilityProber
@@ -12,6 +14,7 @@ from skulk.node_config import NodeConfig
 from skulk.node_links import NodeLinks
 from skulk.node_weights import NodeWeights
 from skulk.shared.channels import Sender
+from skulk.shared.reading_changes import READING_TTL_SECONDS, ReadingChanges
 from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.telemetry import GpuDevice, NodeTelemetry
@@ -71,13 +74,21 @@ class OwnReadings:
             gpus=machine.gpus, memory_limit=config.memory_limit_bytes,
             reachability=self._prober.reachability(),
             limits=machine.limits if worker else None)
-        return self._links.stamp(reading)
+        return self._links.stamp(reading).model_copy(
+            update={"card_ttl_seconds": READING_TTL_SECONDS})
 
     async def publish_forever(self, view: TelemetryView, readings: Sender[NodeTelemetry],
-                              interval: float = READING_INTERVAL_SECONDS) -> None:
-        """Every `interval` seconds: take this node's reading, keep it, and send it."""
+                              interval: float = READING_INTERVAL_SECONDS,
+                              changes: ReadingChanges | None = None) -> None:
+        """Every `interval` seconds: take this node's reading and keep it; send it when it
+        changed, when the last one sent is old, or when a node this one had not heard
+        from appeared (it has none of the unchanged readings yet)."""
+        changes = changes or ReadingChanges()
+        newcomers = -1
         while True:
             reading = self.reading()
             view.update(reading, gossip=False)  # ours needs no round trip
-            await readings.send(reading)
+            newcomer, newcomers = view.newcomers_heard != newcomers, view.newcomers_heard
+            if changes.should_send(reading, time.monotonic(), force=newcomer):
+                await readings.send(reading)
             await anyio.sleep(interval)

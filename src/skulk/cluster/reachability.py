@@ -1,11 +1,15 @@
 """Observed reachability: this node's addresses and ports, and probes of its peers'.
 
-Every few seconds the prober tries a short TCP connect to each (address, port) every live
-peer advertises and keeps, per peer, the addresses that answered. What it found rides this
-node's telemetry; `skulk.shared.topology` turns everyone's findings into the graph.
+Every few seconds the prober tries a short TCP connect to each (address, port) some live
+peers advertise and keeps, per peer, the addresses that answered. A round probes at most
+`PEERS_PER_ROUND` peers, taken in turn, so its work stays the same however large the
+cluster is, and every peer is probed again within ceil(peers / PEERS_PER_ROUND) rounds;
+an edge lives that many times its TTL. What it found rides this node's telemetry;
+`skulk.shared.topology` turns everyone's findings into the graph.
 """
 
 import ipaddress
+import math
 import random
 import socket
 import time
@@ -15,6 +19,7 @@ import anyio
 import psutil
 
 from skulk.routing.transport import ListensOnEndpoints
+from skulk.shared.reading_changes import FULL_REFRESH_SECONDS
 from skulk.shared.topology import Interface, probe_targets, rank_addresses
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.telemetry import NodeTelemetry, PeerReachability, Reachability
@@ -25,8 +30,10 @@ CONNECT_TIMEOUT_SECONDS = 1.0
 # addresses cannot stretch it past the interval.
 ROUND_BUDGET_SECONDS = 3.0
 MAX_CONCURRENT_PROBES = 16
-# Three missed rounds: one lost round (a busy loop, a GC pause) does not drop an edge.
-EDGE_TTL_SECONDS = 3 * PROBE_INTERVAL_SECONDS
+PEERS_PER_ROUND = 8
+# Three missed rounds (one lost round, a busy loop or a GC pause, does not drop an edge),
+# plus the time an unchanged reading waits before it is sent again.
+EDGE_TTL_SECONDS = 3 * PROBE_INTERVAL_SECONDS + FULL_REFRESH_SECONDS
 LOOPBACK = (ipaddress.ip_interface("127.0.0.1/8"), ipaddress.ip_interface("::1/128"))
 
 
@@ -115,6 +122,7 @@ class ReachabilityProber:
                  round_budget: float = ROUND_BUDGET_SECONDS,
                  concurrency: int = MAX_CONCURRENT_PROBES,
                  edge_ttl: float = EDGE_TTL_SECONDS,
+                 peers_per_round: int = PEERS_PER_ROUND,
                  clock: Callable[[], float] = time.time) -> None:
         self._node_id = node_id
         self._peers = peers
@@ -124,7 +132,9 @@ class ReachabilityProber:
         self._round_budget = round_budget
         self._concurrency = concurrency
         self._edge_ttl = edge_ttl
+        self._peers_per_round = peers_per_round
         self._clock = clock
+        self._turns: list[NodeId] = []  # live peers, the next to probe first
         self._own: list[Interface] = []
         self._ports: list[int] = []
         self._edges: dict[NodeId, PeerReachability] = {}
@@ -149,12 +159,27 @@ class ReachabilityProber:
             await self.probe_round()
             await anyio.sleep(self._interval * random.uniform(0.8, 1.2))
 
+    def _next_peers(self, live: Sequence[NodeId]) -> list[NodeId]:
+        """The peers whose turn it is: the longest unprobed first, newcomers at the end."""
+        present = set(live)
+        self._turns = [node for node in self._turns if node in present]
+        known = set(self._turns)
+        newcomers = [node for node in live if node not in known]
+        random.shuffle(newcomers)  # nodes started together do not all probe one peer
+        self._turns.extend(newcomers)
+        chosen = self._turns[:self._peers_per_round]
+        self._turns = self._turns[len(chosen):] + chosen
+        return chosen
+
     async def probe_round(self) -> None:
-        """Probe every live peer once, then replace the edges this round settled."""
+        """Probe the peers whose turn it is, then replace the edges this round settled."""
         self._own = self._interfaces()
         own_addresses = advertised_addresses(self._own)
-        targets = {node: probe_targets(own_addresses, reading.reachability)
-                   for node, reading in self._peers().items() if node != self._node_id}
+        readings = {node: reading for node, reading in self._peers().items()
+                    if node != self._node_id}
+        targets = {node: probe_targets(own_addresses, readings[node].reachability)
+                   for node in self._next_peers(sorted(readings))}
+        rounds_per_turn = max(1, math.ceil(len(readings) / self._peers_per_round))
         answered: dict[NodeId, dict[str, float]] = {node: {} for node in targets}
         pending = {node: len(pairs) for node, pairs in targets.items()}
         limiter = anyio.Semaphore(self._concurrency)
@@ -174,12 +199,12 @@ class ReachabilityProber:
                     for address, port in pairs:
                         tasks.start_soon(probe, node, address, port)
         for node in list(self._edges):
-            if node not in targets:
+            if node not in readings:
                 del self._edges[node]  # no live telemetry: not a peer any more
         for node, found in answered.items():
             if found:
                 self._edges[node] = PeerReachability(
                     node_id=node, addresses=rank_addresses(found, self._own),
-                    observed_at=observed_at, ttl_seconds=self._edge_ttl)
+                    observed_at=observed_at, ttl_seconds=self._edge_ttl * rounds_per_turn)
             elif pending[node] == 0:
                 self._edges.pop(node, None)

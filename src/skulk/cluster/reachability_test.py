@@ -149,3 +149,24 @@ async def test_a_zenoh_transport_on_port_zero_advertises_the_port_it_really_boun
         assert await connect_rtt_ms("127.0.0.1", port, 1.0) is not None
     finally:
         await transport.close()
+
+
+async def test_a_round_probes_a_few_peers_in_turn_and_every_peer_within_a_cycle() -> None:
+    listener = socket.socket()  # never accepts: its backlog holds every probe of the test
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(256)
+    port = listener.getsockname()[1]
+    peers = {NodeId(f"peer-{i:02d}"): peer_reading([port]).model_copy(
+        update={"node_id": NodeId(f"peer-{i:02d}")}) for i in range(20)}
+    prober = ReachabilityProber(node_id=HERE, peers=lambda: peers, interfaces=loopback_only,
+                                edge_ttl=10.0, peers_per_round=8, clock=lambda: 100.0)
+    seen = []
+    for _ in range(3):
+        await prober.probe_round()
+        seen.append({edge.node_id for edge in prober.reachability().peers})
+    assert [len(edges) for edges in seen] == [8, 16, 20]
+    # Each edge lives a whole cycle of turns (three rounds of 8 for 20 peers) times its TTL.
+    assert {edge.ttl_seconds for edge in prober.reachability().peers} == {30.0}
+    await prober.probe_round()  # the fourth round probes the first round's peers again
+    assert len(prober.reachability().peers) == 20
+    listener.close()

@@ -26,6 +26,9 @@ class TelemetryView:
         self._clock = clock
         self._readings: dict[NodeId, NodeTelemetry] = {}
         self._heard_at: dict[NodeId, float] = {}
+        # Readings from nodes this view did not hold live: a newcomer, which has not heard
+        # the unchanged readings others send only every so often (`reading_changes.py`).
+        self.newcomers_heard = 0
 
     def set_own_node(self, node_id: NodeId) -> None:
         self._own_node = node_id
@@ -39,9 +42,13 @@ class TelemetryView:
         if gossip and reading.node_id == self._own_node:
             return
         current = self._readings.get(reading.node_id)
+        now = self._clock()
+        if gossip and (current is None or
+                       now - self._heard_at[reading.node_id] > current.card_ttl_seconds):
+            self.newcomers_heard += 1
         if current is None or reading.stamp >= current.stamp:
             self._readings[reading.node_id] = reading
-            self._heard_at[reading.node_id] = self._clock()
+            self._heard_at[reading.node_id] = now
 
     def live(self) -> Mapping[NodeId, NodeTelemetry]:
         now = self._clock()

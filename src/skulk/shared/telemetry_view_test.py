@@ -40,3 +40,18 @@ def test_a_peer_whose_clock_is_off_is_neither_invisible_nor_immortal() -> None:
     assert set(view.live()) == {"behind", "ahead"}
     now[0] = 1011.0
     assert view.live() == {}, "silent for longer than the TTL: gone, whatever its stamps"
+
+
+def test_a_reading_from_a_node_not_held_live_counts_as_a_newcomer() -> None:
+    now = [100.0]
+    view = TelemetryView(clock=lambda: now[0])
+    view.update(reading("a", 1.0))
+    view.update(reading("a", 2.0))
+    assert view.newcomers_heard == 1
+    view.update(reading("b", 3.0))
+    now[0] += 31.0  # past the readings' TTL: "a" went silent and came back
+    view.update(reading("a", 4.0))
+    assert view.newcomers_heard == 3
+    view.set_own_node(NodeId("me"))
+    view.update(reading("me", 5.0), gossip=False)
+    assert view.newcomers_heard == 3
