@@ -28,6 +28,8 @@ DASHBOARD_DEPS := $(DASHBOARD)/node_modules/.package-lock.json
 DASHBOARD_SOURCES := $(shell find $(DASHBOARD)/src -type f 2>/dev/null) \
 	$(addprefix $(DASHBOARD)/,index.html vite.config.ts tsconfig.json)
 CHROMIUM ?= /usr/bin/chromium
+# tests/test_deployment_monitoring.py checks deployment/prometheus/ with Debian's promtool.
+PROMTOOL ?= /usr/bin/promtool
 # The website (website/, MkDocs): built into build/website, checked in Chromium.
 SITE := build/website
 # Without npm, `make run` starts a node that serves the API and says at `/` how to build
@@ -35,7 +37,7 @@ SITE := build/website
 RUN_DASHBOARD := $(if $(shell command -v npm 2>/dev/null),$(DASHBOARD_INDEX))
 
 .PHONY: run install test test-rust test-dashboard test-netns test-fast typecheck lint bench clean \
-	dashboard chromium website website-check website-screenshots
+	dashboard chromium promtool website website-check website-screenshots
 
 # `make run`'s node takes the cluster's usual port (7447, on loopback; the README names
 # it), so a second node on this machine joins with --peer tcp/127.0.0.1:7447.
@@ -92,7 +94,7 @@ PYTEST_WORKERS ?= 4
 PYTEST_FAST_WORKERS ?= 2
 PYTEST_PARALLEL = -n $(PYTEST_WORKERS)
 
-test: $(STAMP)
+test: $(STAMP) promtool
 	$(WITH_OPENBLAS) $(BIN)/python -m pytest -q $(PYTEST_PARALLEL) -m 'not netns'
 	$(WITH_OPENBLAS) $(BIN)/python -m pytest -q -m netns
 	$(BIN)/python -m mypy
@@ -119,6 +121,21 @@ chromium:
 		else \
 			echo "the dashboard's end-to-end tests need Chromium at $(CHROMIUM): install"; \
 			echo "Debian's chromium package, or set CHROMIUM=/path/to/chromium"; exit 1; \
+		fi; \
+	fi
+
+# promtool (Debian's prometheus package) checks deployment/prometheus/'s configuration and
+# rules in the tests; root installs it, as Chromium above (--no-install-recommends: without
+# the exporters it recommends).
+promtool:
+	@if [ ! -x $(PROMTOOL) ]; then \
+		if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+			apt-get install -y -q --no-install-recommends prometheus >/dev/null \
+			|| (apt-get update -q >/dev/null && \
+				apt-get install -y -q --no-install-recommends prometheus >/dev/null); \
+		else \
+			echo "the tests of deployment/prometheus/ need promtool at $(PROMTOOL): install"; \
+			echo "Debian's prometheus package, or set PROMTOOL=/path/to/promtool"; exit 1; \
 		fi; \
 	fi
 

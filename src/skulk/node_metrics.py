@@ -10,7 +10,7 @@ from cryptography import x509
 from loguru import logger
 
 from skulk.api.history.recorder import InstanceQueue, NodeGauges
-from skulk.api.metrics import NodeCounters, QueueFill
+from skulk.api.metrics import MachineUse, NodeCounters, QueueFill
 from skulk.master.admission import concurrency, queue_bound, unfinished
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.telemetry import NodeTelemetry
@@ -47,6 +47,26 @@ def _instance_queues(parts: "NodeParts", max_queue: int | None,
         for instance in state.instances.values()}
 
 
+def _vram(reading: NodeTelemetry | None) -> tuple[int, int]:
+    """GPU memory (used, total) over the GPUs whose size is known."""
+    gpus = [g for g in (reading.gpus if reading else []) if g.vram_total_bytes]
+    return (sum(g.vram_total_bytes - g.vram_free_bytes for g in gpus),
+            sum(g.vram_total_bytes for g in gpus))
+
+
+def machine_use(reading: NodeTelemetry | None) -> MachineUse:
+    """The machine's CPU time now, and its memory and VRAM as of its latest reading."""
+    times = psutil.cpu_times()
+    idle = times.idle + getattr(times, "iowait", 0.0)
+    used, total = _vram(reading)
+    return MachineUse(
+        cpu_busy_seconds=sum(times) - idle, cpu_count=psutil.cpu_count() or 1,
+        memory_used_bytes=(reading.memory_total_bytes - reading.memory_available_bytes
+                           if reading else 0),
+        memory_total_bytes=reading.memory_total_bytes if reading else 0,
+        vram_used_bytes=used, vram_total_bytes=total)
+
+
 def node_counters(parts: "NodeParts", *, max_queue: int | None,
                   certificates: Mapping[str, float]) -> NodeCounters:
     """What the node counts, read at each scrape."""
@@ -63,24 +83,22 @@ def node_counters(parts: "NodeParts", *, max_queue: int | None,
         disk_free_bytes=own.disk_free_bytes if own else 0,
         disk_total_bytes=own.disk_total_bytes if own else 0,
         certificate_expiry=certificates,
-        instance_queues=_instance_queues(parts, max_queue, readings))
+        instance_queues=_instance_queues(parts, max_queue, readings),
+        machine=machine_use(own))
 
 
 def node_gauges(parts: "NodeParts") -> NodeGauges:
     """The node's gauges for one history sample: its open streams, the machine's CPU
     since the last sample, memory and VRAM from its latest reading, its runners' failures,
     and each instance's unfinished requests."""
-    own = parts.telemetry.live().get(parts.node_id)
-    gpus = own.gpus if own else []
+    machine = machine_use(parts.telemetry.live().get(parts.node_id))
     state = parts.replica.state
     return NodeGauges(
         queue_depth=len(parts.streams.open_commands()),
         cpu_percent=psutil.cpu_percent(interval=None),
-        memory_used_bytes=own.memory_total_bytes - own.memory_available_bytes if own else 0,
-        memory_total_bytes=own.memory_total_bytes if own else 0,
-        vram_used_bytes=sum(g.vram_total_bytes - g.vram_free_bytes for g in gpus
-                            if g.vram_total_bytes),
-        vram_total_bytes=sum(g.vram_total_bytes for g in gpus),
+        memory_used_bytes=machine.memory_used_bytes,
+        memory_total_bytes=machine.memory_total_bytes,
+        vram_used_bytes=machine.vram_used_bytes, vram_total_bytes=machine.vram_total_bytes,
         runner_failures=parts.worker.runner_failures if parts.worker is not None else 0,
         instances={i.instance_id: InstanceQueue(model_id=i.model_id,
                                                 depth=unfinished(state, i))

@@ -28,6 +28,8 @@ def sample_metrics() -> ApiMetrics:
     metrics.requests.labels("openai", "/v1/chat/completions", "200")
     metrics.drafted_tokens.labels("instance", "ngram")
     metrics.accepted_tokens.labels("instance", "ngram")
+    metrics.instance_tokens_generated.labels("instance")
+    metrics.instance_time_to_first_token.labels("instance")
     return metrics
 
 
@@ -39,7 +41,10 @@ def metrics_markdown(metrics: ApiMetrics) -> str:
              "when scraped. Counters carry Prometheus' `_total` suffix; histograms add "
              "`_bucket`, `_sum` and `_count`; both also export a `_created` timestamp.", ""]
     lines += table(["metric", "type", "labels", "what"], metric_rows(metrics))
-    lines += ["", "A scrape configuration for every node of a cluster:", "", "```yaml",
+    lines += ["", "A scrape configuration for every node of a cluster (the repository's "
+              "`deployment/prometheus/` has a fuller one that finds the nodes through "
+              "`GET /v1/prometheus/targets`, with alerting rules and a Grafana board; "
+              "see [Operations](../operations.md)):", "", "```yaml",
               "scrape_configs:", "  - job_name: skulk", "    static_configs:",
               "      - targets: ['node-a:52415', 'node-b:52415']", "```"]
     return "\n".join(lines) + "\n"

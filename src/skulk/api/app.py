@@ -31,6 +31,7 @@ from skulk.api.routers import (
     node_control,
     ollama,
     placement_fits,
+    prometheus_targets,
     responses,
     state,
     store,
@@ -56,7 +57,7 @@ def create_app(context: ApiContext, security: ApiSecurity | None = None,
                            expose_headers=[COMMAND_ID_HEADER])
     dialects = (chat, completions, responses, embeddings, anthropic, ollama, conversations, models)
     operations = (state, cluster, instances, placement_fits, events, cancel, metrics,
-                  history, diagnostics, traces, store, version, node_control)
+                  history, prometheus_targets, diagnostics, traces, store, version, node_control)
     for module in (*dialects, *operations):
         app.include_router(module.router)
     install_dashboard(app, dashboard_dir)  # last: it must not shadow any API route

@@ -32,6 +32,19 @@ class QueueFill:
 
 
 @dataclass(frozen=True)
+class MachineUse:
+    """The machine under the node: CPU time spent busy since boot, over all its CPUs, and
+    memory and GPU memory in use."""
+
+    cpu_busy_seconds: float = 0.0
+    cpu_count: int = 1
+    memory_used_bytes: int = 0
+    memory_total_bytes: int = 0
+    vram_used_bytes: int = 0
+    vram_total_bytes: int = 0
+
+
+@dataclass(frozen=True)
 class NodeCounters:
     """What the node counts, read at scrape time."""
 
@@ -51,6 +64,7 @@ class NodeCounters:
     certificate_expiry: Mapping[str, float] = field(default_factory=dict)
     # Requests unfinished on each instance, and how many it takes before refusing more.
     instance_queues: Mapping[str, QueueFill] = field(default_factory=dict)
+    machine: MachineUse = field(default_factory=MachineUse)
 
 
 class _NodeCollector(Collector):
@@ -93,7 +107,22 @@ class _NodeCollector(Collector):
 
 
 def _machine_families(counters: NodeCounters) -> Iterator[Metric]:
-    """The disk under the event log, certificate expiry, and each instance's queue."""
+    """The machine's CPU and memory, the disk under the event log, certificate expiry,
+    and each instance's queue."""
+    machine = counters.machine
+    yield CounterMetricFamily("skulk_machine_cpu_busy_seconds", "CPU time the machine spent "
+                              "busy (not idle or waiting on I/O), summed over its CPUs",
+                              value=machine.cpu_busy_seconds)
+    yield GaugeMetricFamily("skulk_machine_cpus", "Logical CPUs of the machine",
+                            value=machine.cpu_count)
+    yield GaugeMetricFamily("skulk_machine_memory_used_bytes", "Memory in use (total less "
+                            "available)", value=machine.memory_used_bytes)
+    yield GaugeMetricFamily("skulk_machine_memory_total_bytes", "Physical memory",
+                            value=machine.memory_total_bytes)
+    yield GaugeMetricFamily("skulk_machine_vram_used_bytes", "GPU memory in use, over the "
+                            "node's GPUs", value=machine.vram_used_bytes)
+    yield GaugeMetricFamily("skulk_machine_vram_total_bytes", "GPU memory, over the node's "
+                            "GPUs (0: none, or not known)", value=machine.vram_total_bytes)
     yield GaugeMetricFamily("skulk_disk_free_bytes", "Free space on the volume of the data "
                             "dir (the event log and the model store)",
                             value=counters.disk_free_bytes)
@@ -107,10 +136,10 @@ def _machine_families(counters: NodeCounters) -> Iterator[Metric]:
         expiry.add_metric([name], at)
     yield expiry
     depth = GaugeMetricFamily("skulk_instance_queue_depth", "Requests unfinished on an "
-                              "instance (running and queued)", labels=["instance"])
+                              "instance (running and queued)", labels=["instance_id"])
     limit = GaugeMetricFamily("skulk_instance_queue_limit", "Unfinished requests an instance "
                               "takes before new ones are refused (batch + queue bound)",
-                              labels=["instance"])
+                              labels=["instance_id"])
     for instance, fill in sorted(counters.instance_queues.items()):
         depth.add_metric([instance], fill.depth)
         limit.add_metric([instance], fill.limit)
@@ -133,10 +162,10 @@ class ApiMetrics:
                                         registry=self.registry)
         self.instance_tokens_generated = Counter(
             "skulk_instance_tokens_generated", "Completion tokens served, by the instance that "
-            "generated them", ["instance"], registry=self.registry)
+            "generated them", ["instance_id"], registry=self.registry)
         self.instance_time_to_first_token = Histogram(
             "skulk_instance_time_to_first_token_seconds", "From request to its first "
-            "generated chunk, by the instance that generated it", ["instance"],
+            "generated chunk, by the instance that generated it", ["instance_id"],
             buckets=LATENCY_BUCKETS, registry=self.registry)
         self.failovers = Counter(
             "skulk_failovers", "Requests this node moved to another instance mid-stream, by "

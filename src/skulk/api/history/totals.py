@@ -69,8 +69,9 @@ def read_totals(metrics: ApiMetrics) -> CounterTotals:
     """The counters now."""
     tokens = _counter(metrics.tokens_generated.collect(), None).get("", 0.0)
     first_tokens = _histograms(metrics.time_to_first_token.collect(), None).get("")
-    instance_tokens = _counter(metrics.instance_tokens_generated.collect(), "instance")
-    instance_first = _histograms(metrics.instance_time_to_first_token.collect(), "instance")
+    instance_tokens = _counter(metrics.instance_tokens_generated.collect(), "instance_id")
+    instance_first = _histograms(metrics.instance_time_to_first_token.collect(),
+                                 "instance_id")
     refused = sum(
         int(sample.value) for family in metrics.requests.collect() for sample in family.samples
         if sample.name.endswith("_total") and sample.labels.get("status") in REFUSED_STATUSES)
