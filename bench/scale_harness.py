@@ -16,9 +16,10 @@ readings), with its API and worker off: the control plane alone. The accounting:
 
 import asyncio
 import contextvars
+import gc
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,22 +40,39 @@ BUS = "(bus fan-out)"
 
 
 class StepClock:
-    """CPU seconds per node, and the longest single step each node ran."""
+    """CPU seconds per node, and the longest single step each node ran.
+
+    The garbage collector's pauses are taken out of the step they fell in and kept apart:
+    one process holding N nodes has N nodes' heap to walk, which one node does not.
+    """
 
     def __init__(self) -> None:
         self.busy: defaultdict[str, float] = defaultdict(float)
         self.longest: dict[str, float] = {}
+        self.longest_gc_pause = 0.0
         self._original: Callable[[asyncio.Handle], None] | None = None
+        self._gc_started = 0.0
+        self._gc_spent = 0.0
+
+    def _gc_phase(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._gc_started = time.thread_time()
+        else:
+            pause = time.thread_time() - self._gc_started
+            self._gc_spent += pause
+            self.longest_gc_pause = max(self.longest_gc_pause, pause)
 
     def install(self) -> None:
         original = asyncio.events.Handle._run
         self._original = original
         busy, longest = self.busy, self.longest
+        gc.callbacks.append(self._gc_phase)
 
         def timed(handle: asyncio.Handle) -> None:
+            gc_before = self._gc_spent
             started = time.thread_time()
             original(handle)
-            spent = time.thread_time() - started
+            spent = time.thread_time() - started - (self._gc_spent - gc_before)
             context: contextvars.Context = handle._context  # type: ignore[attr-defined]
             node = context.get(NODE) or "(harness)"
             busy[node] += spent
@@ -64,12 +82,15 @@ class StepClock:
         asyncio.events.Handle._run = timed  # type: ignore[method-assign,assignment]
 
     def uninstall(self) -> None:
+        if self._gc_phase in gc.callbacks:
+            gc.callbacks.remove(self._gc_phase)
         if self._original is not None:
             asyncio.events.Handle._run = self._original  # type: ignore[method-assign,assignment]
             self._original = None
 
     def reset_longest(self) -> None:
         self.longest.clear()
+        self.longest_gc_pause = 0.0
 
 
 def topic_of(key: str) -> str:
@@ -115,18 +136,29 @@ class CountingBus(MemoryBus):
         super().detach(subscription)
 
     def deliver(self, message: Message) -> None:
+        self._fan_out(message.key, lambda: message.payload, ())
+
+    def deliver_to_others(self, key: str, payload: Callable[[], bytes],
+                          own: list[QueueSubscription]) -> None:
+        self._fan_out(key, payload, own)
+
+    def _fan_out(self, key: str, payload: Callable[[], bytes],
+                 skipped: Sequence[QueueSubscription]) -> None:
         started = time.thread_time()
-        subscribers = self._matching.get(message.key)
+        subscribers = self._matching.get(key)
         if subscribers is None:
-            subscribers = self._matching[message.key] = [
+            subscribers = self._matching[key] = [
                 subscription for key_expr, subscription in self._subscriptions
-                if key_matches(key_expr, message.key)]
-        for subscription in subscribers:
-            subscription.put(message)
-        topic = topic_of(message.key)
-        self.traffic.publications[topic] += 1
-        self.traffic.deliveries[topic] += len(subscribers)
-        self.traffic.delivered_bytes[topic] += len(subscribers) * len(message.payload)
+                if key_matches(key_expr, key)]
+        receivers = [s for s in subscribers if s not in skipped] if skipped else subscribers
+        if receivers:
+            message = Message(key, payload())
+            for subscription in receivers:
+                subscription.put(message)
+            topic = topic_of(key)
+            self.traffic.publications[topic] += 1
+            self.traffic.deliveries[topic] += len(receivers)
+            self.traffic.delivered_bytes[topic] += len(receivers) * len(message.payload)
         spent = time.thread_time() - started
         self._clock.busy[BUS] += spent
         self.fan_out[NODE.get() or "(harness)"] += spent
