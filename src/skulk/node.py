@@ -4,7 +4,8 @@ Each part is handed the ends it sends on (`node_channels.py`), the streams it re
 read-only views of the rest; none calls back into the node. docs/architecture.md ("How a
 node is wired") lists every channel. Even a lone node runs the whole path: its worker's
 events reach its master through the router, and its API hears its own master's indexed
-events through the router too.
+events through the router too, handed over in-process: only what goes to other nodes is
+encoded and sealed.
 """
 
 import secrets
@@ -65,7 +66,9 @@ class Node:
     def __init__(self, config: NodeConfig, transport: Transport, *,
                  trust: NodeTrust | None = None,
                  supervisor_factory: SupervisorFactory = RunnerSupervisor,
-                 logs: LogBuffer | None = None) -> None:
+                 logs: LogBuffer | None = None, local_delivery: bool = True) -> None:
+        """`local_delivery` off: the node's own commands and events round-trip through
+        the transport, sealed and verified (tests compare both ways; see `Router`)."""
         self.config = config
         self.logs = logs or LogBuffer()  # what `skulk run`'s loguru sink keeps, for the API
         self.stop_requested = anyio.Event()  # set by `POST /v1/node/stop`
@@ -87,6 +90,7 @@ class Node:
         self._transport = transport
         self._given_trust = trust
         self._supervisor_factory = supervisor_factory
+        self._local_delivery = local_delivery
 
     @property
     def members(self) -> Membership:
@@ -111,7 +115,8 @@ class Node:
         machine = NodeMachine(node_id, config, backends=probe_backends(gpus=gpus), gpus=gpus)
         self.telemetry.set_own_node(node_id)
         router = Router(transport, namespace=config.namespace, signer=trust.signer,
-                        verifier=trust.verifier, dropped=self.dropped)
+                        verifier=trust.verifier, dropped=self.dropped,
+                        local_delivery=self._local_delivery)
         out = NodeChannels.on(router, node_id)
         catalog = ModelCatalog.builtin(config.data_dir / "models")
         # Cards other nodes announced are as placeable and listable as built-in ones.

@@ -64,13 +64,13 @@ class Cluster:
 
     async def start(self, name: str, namespace: str = "test", bus: MemoryBus | None = None,
                     supervisor: Callable[..., RunnerSupervisor] = echo_supervisor,
-                    **config: Any) -> Node:
+                    local_delivery: bool = True, **config: Any) -> Node:
         transport = MemoryTransport(bus or self.bus)
         await make_member(self.root / "authority", self.root / name)
         node = Node(NodeConfig(data_dir=self.root / name, api_port=free_port(),
                                namespace=namespace, election_timeout=0.3,
                                settle_grace_seconds=1.0, **config),
-                    transport, supervisor_factory=supervisor)
+                    transport, supervisor_factory=supervisor, local_delivery=local_delivery)
         scope = anyio.CancelScope()
 
         async def run() -> None:

@@ -1,6 +1,7 @@
 """An in-memory transport: N nodes in one process, for fast deterministic tests."""
 
 import asyncio
+from collections.abc import Callable
 
 import anyio
 
@@ -64,6 +65,17 @@ class MemoryBus:
             if key_matches(key_expr, message.key):
                 subscription.put(message)
 
+    def deliver_to_others(self, key: str, payload: Callable[[], bytes],
+                          own: list[QueueSubscription]) -> None:
+        """Like `deliver`, skipping the subscriptions in `own`; `payload` is made only if
+        another subscription matches."""
+        others = [subscription for key_expr, subscription in list(self._subscriptions)
+                  if subscription not in own and key_matches(key_expr, key)]
+        if others:
+            message = Message(key, payload())
+            for subscription in others:
+                subscription.put(message)
+
 
 class MemoryTransport:
     """A transport on a `MemoryBus`; delivery is immediate and in publish order."""
@@ -80,6 +92,12 @@ class MemoryTransport:
         await anyio.lowlevel.checkpoint()
         self._check_open()
         self._bus.deliver(Message(key, payload))
+
+    async def publish_remote(self, key: str, payload: Callable[[], bytes]) -> None:
+        self._check_open()
+        await anyio.lowlevel.checkpoint()  # as `publish`: yield first
+        self._check_open()
+        self._bus.deliver_to_others(key, payload, self._own)
 
     def subscribe(self, key_expr: str) -> QueueSubscription:
         self._check_open()

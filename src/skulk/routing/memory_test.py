@@ -86,3 +86,29 @@ async def test_closing_a_transport_ends_only_its_own_subscriptions() -> None:
     await staying.publish("k", b"y")
     assert [message async for message in gone] == []
     assert await take(kept, 1) == [Message("k", b"y")]
+
+
+async def nothing_arrives(subscription: Subscription) -> bool:
+    with anyio.move_on_after(0.05):
+        await anext(subscription)
+        return False
+    return True
+
+
+@pytest.mark.anyio
+async def test_a_remote_publication_skips_its_own_transport_and_is_made_only_if_heard() -> None:
+    bus = MemoryBus()
+    a, b = MemoryTransport(bus), MemoryTransport(bus)
+    own = a.subscribe("k")
+    made: list[str] = []
+
+    def payload() -> bytes:
+        made.append("made")
+        return b"sealed"
+
+    await a.publish_remote("k", payload)
+    assert made == [] and await nothing_arrives(own)  # nobody else listens: not even made
+    other = b.subscribe("k")
+    await a.publish_remote("k", payload)
+    assert await take(other, 1) == [Message("k", b"sealed")] and made == ["made"]
+    assert await nothing_arrives(own)

@@ -7,12 +7,20 @@ Every publication is sealed with the sender's signature. A subscription yields o
 messages whose signature holds, whose payload is a valid value of the topic's type, and
 whose claimed origin (the node id inside the value) is the node that signed it; anything
 else is dropped and counted, never raised.
+
+A value for a subscriber of the same router (this node's master seat, replica, worker) is
+handed over in-process, in publish order and as the value itself: it is never encoded,
+sealed or verified, since it never leaves the process. The transport carries it, sealed,
+only to other nodes, and only when one of them listens (`publish_remote`). The receiving
+side cannot tell: it gets the same values, with this node as their origin. One router per
+transport: a second router on it would not hear the first one's values.
 """
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Generic, Self, TypeVar
+from typing import Any, Generic, Self, TypeVar, cast
 
 from pydantic import BaseModel
 
@@ -35,11 +43,14 @@ def namespace_fingerprint(namespace: str) -> str:
 class _ClosingSubscription:
     """Owns a transport subscription: `close()` ends it, and so does leaving `async with`."""
 
-    def __init__(self, subscription: Subscription) -> None:
+    def __init__(self, subscription: Subscription,
+                 on_close: Callable[[Subscription], None] = lambda _: None) -> None:
         self._subscription = subscription
+        self._on_close = on_close
 
     def close(self) -> None:
         """Stop receiving; iteration ends."""
+        self._on_close(self._subscription)
         self._subscription.close()
 
     async def __aenter__(self) -> Self:
@@ -58,6 +69,13 @@ class Received(Generic[T]):
     value: T
 
 
+@dataclass(frozen=True)
+class _HandedOver(Message):
+    """A value this router published, put straight into its own subscriptions."""
+
+    received: Received[Any]
+
+
 class _Opener(Generic[T]):
     """Turns one transport message into a verified value of a topic, or counts the drop."""
 
@@ -68,6 +86,8 @@ class _Opener(Generic[T]):
         self._dropped = dropped
 
     def open(self, message: Message) -> Received[T] | None:
+        if type(message) is _HandedOver:
+            return cast(Received[T], message.received)
         try:
             origin, payload = self._verifier.open(message.key, message.payload)
         except Rejected as rejected:
@@ -91,8 +111,9 @@ class TopicSubscription(_ClosingSubscription, Generic[T]):
     `anyio.move_on_after` and read again.
     """
 
-    def __init__(self, opener: _Opener[T], subscription: Subscription) -> None:
-        super().__init__(subscription)
+    def __init__(self, opener: _Opener[T], subscription: Subscription,
+                 on_close: Callable[[Subscription], None]) -> None:
+        super().__init__(subscription, on_close)
         self._opener = opener
 
     def __aiter__(self) -> Self:
@@ -108,8 +129,9 @@ class TopicSubscription(_ClosingSubscription, Generic[T]):
 class OriginSubscription(_ClosingSubscription, Generic[T]):
     """Verified values of one topic with the node that signed each."""
 
-    def __init__(self, opener: _Opener[T], subscription: Subscription) -> None:
-        super().__init__(subscription)
+    def __init__(self, opener: _Opener[T], subscription: Subscription,
+                 on_close: Callable[[Subscription], None]) -> None:
+        super().__init__(subscription, on_close)
         self._opener = opener
 
     def __aiter__(self) -> Self:
@@ -137,13 +159,18 @@ class Router:
     """Publishes and subscribes typed values on one namespace of a transport."""
 
     def __init__(self, transport: Transport, *, namespace: str, signer: MessageSigner,
-                 verifier: MessageVerifier, dropped: DroppedMessages | None = None) -> None:
+                 verifier: MessageVerifier, dropped: DroppedMessages | None = None,
+                 local_delivery: bool = True) -> None:
+        """`local_delivery` off: this node's own values make the round trip through the
+        transport, sealed and verified, like any other (to compare the two)."""
         self._transport = transport
         self._prefix = f"skulk/{namespace_fingerprint(namespace)}"
         self._node_id = NodeId(check_chunk(signer.node_id))
         self._signer = signer
         self._verifier = verifier
         self.dropped = dropped if dropped is not None else DroppedMessages()
+        self._local_delivery = local_delivery
+        self._local: dict[str, list[Subscription]] = {}  # key → this router's subscriptions
 
     @property
     def node_id(self) -> NodeId:
@@ -161,7 +188,27 @@ class Router:
         """Send `value` to every subscriber of `topic` (of an addressed topic: its node's)."""
         address = None if topic.address_of is None else topic.address_of(value)
         key = self.key(topic, address)
-        await self._transport.publish(key, self._signer.seal(key, to_msgpack(value)))
+        if not self._local_delivery:
+            await self._transport.publish(key, self._signer.seal(key, to_msgpack(value)))
+            return
+        await self._transport.publish_remote(
+            key, lambda: self._signer.seal(key, to_msgpack(value)))
+        local = self._local.get(key)
+        if local:
+            self._hand_over(topic, key, value, local)
+
+    def _hand_over(self, topic: TypedTopic[T], key: str, value: T,
+                   subscriptions: list[Subscription]) -> None:
+        """Deliver to this router's own subscriptions what opening the sealed value would
+        have given them, and drop (and count) what it would have refused."""
+        if self._verifier.is_revoked(self._node_id):
+            self.dropped.count(topic.name, "revoked_node", 0)
+        elif topic.origin_of is not None and topic.origin_of(value) != self._node_id:
+            self.dropped.count(topic.name, "forged_origin", 0)
+        else:
+            message = _HandedOver(key, b"", Received(self._node_id, value))
+            for subscription in subscriptions:
+                subscription.put(message)
 
     def announce_membership(self) -> None:
         """Declare this node a member of the namespace for as long as its transport lives."""
@@ -213,15 +260,25 @@ class Router:
         if topic.origin_of is None:
             raise ValueError(f"{topic.name!r} values do not name their origin: use "
                              "subscribe_with_origin and check the signer")
-        return TopicSubscription(self._opener(topic), self._subscribe(topic))
+        return TopicSubscription(self._opener(topic), self._subscribe(topic), self._forget)
 
     def subscribe_with_origin(self, topic: TypedTopic[T]) -> OriginSubscription[T]:
         """Like `subscribe`, yielding each value with the node that signed it."""
-        return OriginSubscription(self._opener(topic), self._subscribe(topic))
+        return OriginSubscription(self._opener(topic), self._subscribe(topic), self._forget)
 
     def _subscribe(self, topic: TypedTopic[T]) -> Subscription:
-        address = self._node_id if topic.addressed else None
-        return self._transport.subscribe(self.key(topic, address))
+        key = self.key(topic, self._node_id if topic.addressed else None)
+        subscription = self._transport.subscribe(key)
+        if self._local_delivery:
+            self._local.setdefault(key, []).append(subscription)
+        return subscription
+
+    def _forget(self, subscription: Subscription) -> None:
+        for key, subscriptions in list(self._local.items()):
+            if subscription in subscriptions:
+                subscriptions.remove(subscription)
+                if not subscriptions:
+                    del self._local[key]
 
     def _opener(self, topic: TypedTopic[T]) -> _Opener[T]:
         return _Opener(topic, self._verifier, self.dropped)

@@ -32,6 +32,11 @@ class Subscription(Protocol):
 
     async def __anext__(self) -> Message: ...
 
+    def put(self, message: Message) -> None:
+        """Hand `message` to this subscription from the event loop's thread, behind what
+        it already holds (the router's in-process delivery)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -52,6 +57,12 @@ class Transport(Protocol):
     """
 
     async def publish(self, key: str, payload: bytes) -> None: ...
+
+    async def publish_remote(self, key: str, payload: Callable[[], bytes]) -> None:
+        """Like `publish`, to the subscriptions of other transports only (other nodes);
+        `payload` is made only when one of them may hear it, so a message nobody outside
+        listens to costs no encoding or sealing."""
+        ...
 
     def subscribe(self, key_expr: str) -> Subscription: ...
 

@@ -184,3 +184,28 @@ async def test_liveliness_tracks_a_peer_coming_and_going() -> None:
         assert seen == {"a": True, "b": False}
     finally:
         await first.close()
+
+
+@pytest.mark.anyio
+async def test_a_remote_publication_reaches_the_peer_only_and_is_made_only_if_heard(
+        peers: tuple[ZenohTransport, ZenohTransport]) -> None:
+    first, second = peers
+    made: list[bytes] = []
+
+    def payload() -> bytes:
+        made.append(b"x")
+        return b"remote"
+
+    own = first.subscribe("k/remote")
+    await first.publish_remote("k/remote", payload)
+    assert made == []  # the peer does not listen yet: nothing is made or sent
+    heard = second.subscribe("k/remote")
+    await until_heard(first, "k/remote", heard)
+    with anyio.move_on_after(0.3):  # drain the probes our own subscription heard
+        async for _ in own:
+            pass
+    await first.publish_remote("k/remote", payload)
+    assert [m.payload for m in await take(heard, 1)] == [b"remote"] and made == [b"x"]
+    with anyio.move_on_after(0.2) as quiet:
+        await anext(own)
+    assert quiet.cancelled_caught  # its own session never hears a remote publication
