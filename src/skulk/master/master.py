@@ -19,6 +19,7 @@ from skulk.master.local_event_rules import refused_local_event
 from skulk.master.model_card_commands import refused_card_sender
 from skulk.master.reconcile import instances_on_lost_nodes, reconcile
 from skulk.master.settings import MasterInbox, MasterSettings, MembersView
+from skulk.master.sync_requests import SyncRequests, WantedSync
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.apply import apply
 from skulk.shared.channels import Sender
@@ -234,18 +235,25 @@ class Master:
         await self.index([local.event], source)
 
     async def handle_sync(self, request: StateSyncMessage) -> None:
-        """Replay from the log when asked and possible; otherwise a snapshot."""
+        """Answer one request at once (the sync loop gathers them, `answer_sync`)."""
+        gathered = SyncRequests(self.session_id)
+        gathered.add(request)
+        await self.answer_sync(gathered.take())
+
+    async def answer_sync(self, wanted: WantedSync) -> None:
+        """Replay from the log when only replays were asked and the log has the range;
+        otherwise a snapshot."""
         async with self._lock:
             last = self._next_index - 1
-            replay = []
-            if request.kind == "replay_request" and request.session == self.session_id:
-                if request.from_index == self._next_index:
-                    return  # the follower already has everything
-                replay = self._log.read_range(request.from_index, self._next_index)
-            if replay and replay[0].index == request.from_index and replay[-1].index == last:
-                for indexed in replay:
-                    await self._indexed.send(indexed)
-                return
+            start = wanted.replay_from
+            if not wanted.snapshot and start is not None:
+                if start >= self._next_index:
+                    return  # every asker already has everything
+                replay = self._log.read_range(start, self._next_index)
+                if replay and replay[0].index == start and replay[-1].index == last:
+                    for indexed in replay:
+                        await self._indexed.send(indexed)
+                    return
             # A snapshot carries the state after `last`: followers at `last` or beyond
             # drop it as a duplicate; a late or lagging follower adopts it.
             await self._indexed.send(self._snapshot())
@@ -259,8 +267,18 @@ class Master:
             await self.handle_local_event(local)
 
     async def _sync_loop(self, requests: AsyncIterable[StateSyncMessage]) -> None:
-        async for request in requests:
-            await self.handle_sync(request)
+        gathered = SyncRequests(self.session_id)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(self._answer_gathered, gathered)
+            async for request in requests:
+                gathered.add(request)
+
+    async def _answer_gathered(self, gathered: SyncRequests) -> None:
+        """One answer per period, however many followers asked in it."""
+        while True:
+            await gathered.wait()
+            await anyio.sleep(self._settings.sync_batch_seconds)
+            await self.answer_sync(gathered.take())
 
     async def _reconcile_loop(self) -> None:
         while True:

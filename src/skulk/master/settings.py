@@ -29,6 +29,8 @@ class MasterSettings:
     settle_grace_seconds: float = TOPOLOGY_SETTLE_GRACE_SECONDS
     reconcile_interval: float = 1.0
     snapshot_every: int = SNAPSHOT_EVERY_EVENTS
+    # Followers' sync requests are gathered this long and answered once (sync_requests.py).
+    sync_batch_seconds: float = 0.2
 
 
 @dataclass(frozen=True)
