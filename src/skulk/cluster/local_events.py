@@ -1,4 +1,9 @@
-"""A producer's side of local events: number them, resend until the master indexed them."""
+"""A producer's side of local events: number them, resend until the master indexed them.
+
+The first resend waits as long as indexing takes here, smoothed as TCP smooths round trips
+(mean plus four times the mean deviation, at least `FIRST_RESEND_SECONDS`): a busy
+master that indexes in two seconds is not sent every event twice.
+"""
 
 import time
 from collections.abc import Callable
@@ -22,6 +27,29 @@ class _Pending:
     first_sent: float
     next_send: float
     gap: float
+    resent: bool = False
+
+
+class IndexingTime:
+    """Seconds from sending an event to seeing it indexed, smoothed (RFC 6298's weights);
+    only events sent once are sampled, so a resend's ack is not mistaken for the first's."""
+
+    def __init__(self) -> None:
+        self._mean: float | None = None
+        self._deviation = 0.0
+
+    def sample(self, seconds: float) -> None:
+        if self._mean is None:
+            self._mean, self._deviation = seconds, seconds / 2
+            return
+        self._deviation = 0.75 * self._deviation + 0.25 * abs(self._mean - seconds)
+        self._mean = 0.875 * self._mean + 0.125 * seconds
+
+    def first_resend(self) -> float:
+        if self._mean is None:
+            return FIRST_RESEND_SECONDS
+        return min(max(self._mean + 4 * self._deviation, FIRST_RESEND_SECONDS),
+                   MAX_RESEND_GAP_SECONDS)
 
 
 class LocalEventSender:
@@ -36,6 +64,7 @@ class LocalEventSender:
         self._clock = clock
         self._next_seq = 0
         self._pending: dict[int, _Pending] = {}
+        self.indexing_time = IndexingTime()
 
     @property
     def pending(self) -> int:
@@ -46,8 +75,8 @@ class LocalEventSender:
                            origin_seq=self._next_seq, event=event)
         self._next_seq += 1
         now = self._clock()
-        self._pending[local.origin_seq] = _Pending(local, now, now + FIRST_RESEND_SECONDS,
-                                                   FIRST_RESEND_SECONDS)
+        wait = self.indexing_time.first_resend()
+        self._pending[local.origin_seq] = _Pending(local, now, now + wait, wait)
         await self._published.send(local)
 
     def acknowledge(self, state: State) -> None:
@@ -55,8 +84,11 @@ class LocalEventSender:
         mark = state.producer_marks.get(self._node_id)
         if mark is None:
             return
+        now = self._clock()
         for seq in [s for s in self._pending if mark.covers(self._epoch, s)]:
-            del self._pending[seq]
+            pending = self._pending.pop(seq)
+            if not pending.resent:
+                self.indexing_time.sample(now - pending.first_sent)
 
     async def resend_due(self) -> None:
         now = self._clock()
@@ -68,4 +100,5 @@ class LocalEventSender:
             elif now >= pending.next_send:
                 pending.gap = min(pending.gap * 2, MAX_RESEND_GAP_SECONDS)
                 pending.next_send = now + pending.gap
+                pending.resent = True
                 await self._published.send(pending.local)

@@ -48,3 +48,23 @@ async def test_a_state_mark_acknowledges_everything_at_or_below_it_in_the_same_e
     assert sender.pending == 3, "a mark from an earlier start acknowledges nothing"
     sender.acknowledge(marked(epoch="e2", origin_seq=1))
     assert sender.pending == 1
+
+
+@pytest.mark.anyio
+async def test_the_first_resend_waits_as_long_as_indexing_takes_here() -> None:
+    now = [0.0]
+    published: Collected[LocalEvent] = Collected()
+    sender = LocalEventSender(node_id=NodeId("a"), epoch="e", published=published,
+                              clock=lambda: now[0])
+    for seq in range(8):  # a busy master: each event indexed 2.5 s after it was sent
+        await sender.send(TaskDeleted(task_id=TaskId(f"t{seq}")))
+        now[0] += 2.5
+        sender.acknowledge(marked(epoch="e", origin_seq=seq))
+    assert 2.5 <= sender.indexing_time.first_resend() <= 8.0
+    await sender.send(TaskDeleted(task_id=TaskId("late")))
+    now[0] += 2.0
+    await sender.resend_due()
+    assert len(published.items) == 9, "not resent before indexing usually takes"
+    now[0] += 6.0
+    await sender.resend_due()
+    assert len(published.items) == 10, "resent once overdue"
