@@ -1,4 +1,4 @@
-import type { ComponentType } from "react";
+import { type ComponentType, lazy, Suspense } from "react";
 import { ApiError } from "./api/client";
 import { KeyPrompt } from "./components/KeyPrompt";
 import { Nav } from "./components/Nav";
@@ -14,8 +14,20 @@ import { InstancesView } from "./views/instances/InstancesView";
 import { ModelsView } from "./views/models/ModelsView";
 import { TracesView } from "./views/traces/TracesView";
 
+// The charts and their library (uPlot) load when the view is first opened.
+const LazyCharts = lazy(async () => ({ default: (await import("./views/charts/ChartsView")).ChartsView }));
+
+function ChartsView() {
+  return (
+    <Suspense fallback={<p className="muted">Loading the charts…</p>}>
+      <LazyCharts />
+    </Suspense>
+  );
+}
+
 const VIEWS: Record<View, ComponentType> = {
   cluster: ClusterView,
+  charts: ChartsView,
   models: ModelsView,
   instances: InstancesView,
   chat: ChatView,

@@ -2,11 +2,12 @@
 // node also serves the page at a view's path (`/models`, not `/cluster` or `/events`,
 // which are API routes); the page then moves that path into the hash.
 
-export const VIEWS = ["cluster", "models", "instances", "chat", "traces", "events"] as const;
+export const VIEWS = ["cluster", "charts", "models", "instances", "chat", "traces", "events"] as const;
 export type View = (typeof VIEWS)[number];
 
 export const VIEW_TITLES: Record<View, string> = {
   cluster: "Cluster",
+  charts: "Charts",
   models: "Models",
   instances: "Instances",
   chat: "Chat",

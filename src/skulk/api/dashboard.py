@@ -20,7 +20,7 @@ from starlette.types import Receive, Scope, Send
 DASHBOARD_DIR = Path(__file__).parent / "dashboard_dist"
 ASSETS_PREFIX = "/assets"
 # The views of dashboard-react/src/state/route.ts whose path no API route has.
-VIEW_PATHS = ("/models", "/instances", "/chat", "/traces")
+VIEW_PATHS = ("/charts", "/models", "/instances", "/chat", "/traces")
 
 MISSING_PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Skulk</title>
