@@ -18,7 +18,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.queues import Queue
 
-from skulk.shared.types.chunks import ErrorChunk, ErrorKind
+from skulk.shared.types.chunks import ErrorChunk, ErrorKind, TokenChunk
 from skulk.shared.types.ids import TaskId
 from skulk.shared.types.runners import (
     RunnerCreated,
@@ -42,6 +42,7 @@ from skulk.worker.engines.protocol import (
     TaskOutput,
 )
 from skulk.worker.runner import messages
+from skulk.worker.runner.coalesce import packable
 from skulk.worker.runner.messages import TO_RUNNER, FromRunner, ToRunner
 from skulk.worker.runner.pipe_frames import FrameWriter
 from skulk.worker.runner.runner_stdout import point_stdout_at
@@ -79,6 +80,7 @@ class Runner:
         self._queued: deque[TextGenerationTask] = deque()  # came before the engine
         self._submitted: dict[TaskId, TextGenerationTask] = {}  # not yet ended
         self._last_step = 0.0
+        self._step_tokens: list[messages.TokenPiece] = []  # this step's plain output
         self._shutdown = False
         self._exit_code = 0
 
@@ -177,6 +179,7 @@ class Runner:
         try:
             self._step_and_forward(engine, was_busy)
         finally:
+            self._send_step_tokens()
             self._outbox.flush()
 
     def _step_and_forward(self, engine: Engine, was_busy: bool) -> None:
@@ -206,6 +209,9 @@ class Runner:
             case TaskJoined():
                 self._send(messages.TaskAcknowledged(task_id=task.task_id))
                 self._report(RunnerRunning())
+            case TaskOutput(chunk=TokenChunk() as chunk) if packable(chunk):
+                self._step_tokens.append((task.task_id, task.command_id, chunk.text,
+                                          chunk.token_ids))
             case TaskOutput(chunk=chunk):
                 self._send(messages.ChunkProduced(task_id=task.task_id,
                                                   command_id=task.command_id, chunk=chunk))
@@ -230,7 +236,14 @@ class Runner:
         self._send(messages.StatusReport(status=status))
 
     def _send(self, message: FromRunner) -> None:
+        self._send_step_tokens()  # what came before this message goes before it
         self._outbox.send(message)
+
+    def _send_step_tokens(self) -> None:
+        if self._step_tokens:
+            pieces, self._step_tokens = self._step_tokens, []
+            # Built from the engine's checked chunks: not validated again, once per step.
+            self._outbox.send(messages.TokensProduced.model_construct(pieces=pieces))
 
 
 def entrypoint(engine: EngineDescription, config: EngineConfig, inbox: "Queue[ToRunner]",

@@ -50,3 +50,33 @@ def test_nothing_merges_past_an_end_an_error_or_a_final_chunk() -> None:
         chunk("c", "q", 6)]
     assert len(coalesce(batch)) == len(batch)
     assert coalesce([chunk("a", "alone", 1)]) == [chunk("a", "alone", 1)]
+
+
+def pieces(*entries: tuple[str, str, int]) -> messages.TokensProduced:
+    return messages.TokensProduced(pieces=[
+        (TaskId(task), CommandId(f"c-{task}"), text, [token]) for task, text, token in entries])
+
+
+def test_packed_pieces_unpack_into_the_same_runs_as_chunks() -> None:
+    usage = Usage(prompt_tokens=3, completion_tokens=4)
+    batch: list[FromRunner] = [
+        chunk("a", "H", 1), pieces(("a", "e", 2), ("b", "x", 9)),
+        pieces(("a", "l", 3), ("b", "y", 8)),
+        chunk("a", "lo", 4, finish_reason="stop", usage=usage),
+        messages.TaskEnded(task_id=TaskId("a"), status="complete"), pieces(("b", "z", 7))]
+    out = coalesce(batch)
+    assert texts(out) == [("a", "Hello"), ("b", "xyz")]
+    assert not any(isinstance(m, messages.TokensProduced) for m in out)
+    first, second = out[0], out[1]
+    assert isinstance(first, messages.ChunkProduced) and isinstance(first.chunk, TokenChunk)
+    assert first.chunk.token_ids == [1, 2, 3, 4] and first.chunk.usage == usage
+    assert first.chunk.finish_reason == "stop" and first.command_id == "c-a"
+    assert isinstance(second, messages.ChunkProduced) and isinstance(second.chunk, TokenChunk)
+    assert second.chunk.token_ids == [9, 8, 7] and second.chunk.finish_reason is None
+    assert isinstance(out[2], messages.TaskEnded)  # a's end after its last chunk
+
+
+def test_pieces_after_a_requests_end_start_a_new_run() -> None:
+    out = coalesce([pieces(("a", "one", 1)), chunk("a", "", 2, finish_reason="length"),
+                    pieces(("a", "late", 3))])
+    assert texts(out) == [("a", "one"), ("a", "late")]

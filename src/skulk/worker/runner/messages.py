@@ -65,6 +65,18 @@ class ChunkProduced(WireModel):
     chunk: Chunk
 
 
+TokenPiece = tuple[TaskId, CommandId, str, list[int]]
+"""One request's plain text and tokens of a step (no log probabilities, not its last)."""
+
+
+class TokensProduced(WireModel):
+    """A step's plain token output for every request that got some, as one message: one
+    frame to write and unpickle per step, not one pydantic chunk per request and token."""
+
+    kind: Literal["tokens"] = "tokens"
+    pieces: list[TokenPiece]
+
+
 class TaskEnded(WireModel):
     kind: Literal["ended"] = "ended"
     task_id: TaskId
@@ -73,8 +85,8 @@ class TaskEnded(WireModel):
     spans: list[Span] = Field(default_factory=list)  # the engine's, for a traced task
 
 
-FromRunner = Annotated[StatusReport | TaskAcknowledged | ChunkProduced | TaskEnded,
-                       Field(discriminator="kind")]
+FromRunner = Annotated[StatusReport | TaskAcknowledged | ChunkProduced | TokensProduced
+                       | TaskEnded, Field(discriminator="kind")]
 
 
 TO_RUNNER: MessageCheck[ToRunner] = MessageCheck(ToRunner, "worker → runner")
