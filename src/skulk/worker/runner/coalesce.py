@@ -65,10 +65,12 @@ class _Run:
             return self.only
         text = "".join(self.texts)
         # Built from checked parts, not validated again: this runs per request and step.
+        # Every list field is given: pydantic inspects a default factory's signature on
+        # each construction (about 0.3 ms).
         chunk = self.closing.model_copy(update={
             "text": text, "token_ids": self.token_ids, "logprobs": self.logprobs}) \
             if self.closing is not None else TokenChunk.model_construct(
-                text=text, token_ids=self.token_ids, logprobs=self.logprobs)
+                text=text, token_ids=self.token_ids, logprobs=self.logprobs, spans=[])
         return messages.ChunkProduced.model_construct(
             task_id=self.task_id, command_id=self.command_id, chunk=chunk)
 
