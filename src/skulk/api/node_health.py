@@ -8,6 +8,7 @@ from collections.abc import Mapping, Set
 from dataclasses import asdict, dataclass
 from typing import Literal
 
+from skulk.shared.reading_changes import FULL_REFRESH_SECONDS
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.runners import RunnerFailed
 from skulk.shared.types.state import State
@@ -18,8 +19,9 @@ GIB = 1024**3
 DISK_ERROR_BYTES = 1 * GIB
 DISK_WARN_BYTES = 5 * GIB
 DISK_WARN_FRACTION = 0.10
-# Readings come every 2 s; three missed in a row is worth a warning.
-STALE_TELEMETRY_SECONDS = 6.0
+# An unchanged reading comes every 15 s (a changed one at once); one refresh missed and
+# three 2 s reads more is worth a warning.
+STALE_TELEMETRY_SECONDS = FULL_REFRESH_SECONDS + 6.0
 
 
 # Every reason a node's health can give: its level, when it is given, and what to do (the
@@ -33,7 +35,8 @@ REASONS: dict[str, tuple[Level, str, str]] = {
     "no_telemetry": ("warn", "a live member has sent no readings yet",
                      "check the node's load and its network link"),
     "stale_telemetry": ("warn", f"the newest readings are over {STALE_TELEMETRY_SECONDS:g} s "
-                        "old (they come every 2 s)",
+                        "old (they come when they change, and every "
+                        f"{FULL_REFRESH_SECONDS:g} s)",
                         "check the node's load and its network link"),
     "disk_full": ("error", "under 1 GiB free on the data dir's volume",
                   "free space on the volume that holds the node's data dir"),

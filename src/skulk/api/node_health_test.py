@@ -35,7 +35,7 @@ def test_low_disk_warns_and_nearly_full_disk_errors_with_a_remedy() -> None:
 
 
 def test_stale_readings_and_departed_nodes() -> None:
-    health = node_health({A, B}, {A: reading(A, stamp=80.0)}, {A}, State(), now=100.0)
+    health = node_health({A, B}, {A: reading(A, stamp=70.0)}, {A}, State(), now=100.0)
     assert [r["code"] for r in reasons_of(health, A)] == ["stale_telemetry"]
     assert health[B]["level"] == "error"
 
