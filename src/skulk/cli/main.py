@@ -67,7 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help=f"API of a running node (default {DEFAULT_URL})")
         return sub
 
-    with_url("status", "show the cluster's nodes, instances and tasks")
+    with_url("status", "show the cluster's nodes, instances and tasks").add_argument(
+        "--all", action="store_true", dest="every_node",
+        help="list every node (a cluster of more than 24 lists only those worth a look)")
     add_cluster_arguments(commands.add_parser(
         "cluster", help="the cluster's join token; expel a member"))
     models = commands.add_parser(
@@ -141,7 +143,7 @@ def _run(argv: Sequence[str] | None) -> int:
                 from skulk.cli.run import run_node
                 return run_node(args)
             case "status":
-                return node_http.status(args.url)
+                return node_http.status(args.url, every_node=args.every_node)
             case "cluster":
                 return run_cluster(args)
             case "models" if args.action == "import":

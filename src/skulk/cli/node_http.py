@@ -39,13 +39,13 @@ def print_error(response: httpx.Response) -> int:
     return 1
 
 
-def status(url: str) -> int:
+def status(url: str, every_node: bool = False) -> int:
     from skulk.cli.status_view import status_lines
 
     response = request_node("GET", f"{url}/cluster")
     if response.status_code != 200:
         return print_error(response)
-    for line in status_lines(response.json()):
+    for line in status_lines(response.json(), every_node=every_node):
         print(line)
     return 0
 

@@ -1,10 +1,19 @@
 """`skulk status`'s text, from a node's `GET /cluster`: first what is wrong with the
 cluster as a whole (this node cut off, a `--peer` it cannot reach, a side without a
-majority), then each node with its state and endpoints, then instances and tasks."""
+majority), then each node with its state and endpoints, then instances and tasks.
 
+A large cluster lists only the nodes worth a look (this one, the master, any not up or
+not healthy, any holding a rank) and counts the rest in one line, so 200 nodes fit a
+screen; `--all` lists every node.
+"""
+
+from collections import Counter
 from typing import Any
 
 from skulk.cli.units import layers_text, size_text
+
+# Up to this many nodes every one gets its line.
+LISTED_NODES = 24
 
 # What each `--quorum` makes of a side without a majority (the `--quorum` help says it too).
 QUORUM_MEANING = {
@@ -52,14 +61,40 @@ def node_line(node: dict[str, Any], master: str | None) -> str:
             f"api {api}, health {node['health']}")
 
 
-def status_lines(cluster: dict[str, Any]) -> list[str]:
+def _worth_a_look(node: dict[str, Any], cluster: dict[str, Any],
+                  ranked: set[str]) -> bool:
+    node_id = node["node_id"]
+    return (node_id in (cluster["node_id"], cluster["master_node_id"]) or node_id in ranked
+            or node.get("state", "up") != "up" or node["health"] != "ok")
+
+
+def _rest_line(rest: list[dict[str, Any]]) -> str:
+    """`  180 more nodes up and healthy (120 with workers; hosts: a x90, b x90)`."""
+    workers = sum(1 for node in rest if node.get("has_worker"))
+    hosts = Counter(node.get("hostname") or "?" for node in rest)
+    shown = ", ".join(f"{host} x{count}" for host, count in hosts.most_common(5))
+    more = f", {len(hosts) - 5} more hosts" if len(hosts) > 5 else ""
+    return (f"  {len(rest)} more nodes up and healthy ({workers} with workers; hosts: "
+            f"{shown}{more}); `skulk status --all` lists them")
+
+
+def status_lines(cluster: dict[str, Any], every_node: bool = False) -> list[str]:
     master = cluster["master_node_id"]
     lines = [f"node {cluster['node_id']}, master {master or 'not elected yet'}",
              *warnings(cluster)]
-    for node in cluster["nodes"]:
+    nodes = cluster["nodes"]
+    ranked = {rank["node_id"] for instance in cluster["instances"]
+              for rank in instance["ranks"]}
+    listed = nodes if every_node or len(nodes) <= LISTED_NODES else [
+        node for node in nodes if _worth_a_look(node, cluster, ranked)]
+    if len(listed) < len(nodes):
+        lines.append(f"  {len(nodes)} nodes")
+    for node in listed:
         lines.append(node_line(node, master))
         lines += [f"    {reason['level']} {reason['code']}: {reason['message']} "
                   f"({reason['remedy']})" for reason in node["health_reasons"]]
+    if len(listed) < len(nodes):
+        lines.append(_rest_line([node for node in nodes if node not in listed]))
     for instance in cluster["instances"]:
         lines.append(f"  instance {instance['instance_id']}: {instance['model_id']} on "
                      f"{instance['engine']}, {instance['status']}")

@@ -40,3 +40,17 @@ def test_a_peer_it_cannot_reach_is_named() -> None:
     lines = status_lines(cluster(peers=[{"endpoint": "tcp/10.0.0.9:7447", "reachable": False,
                                          "member": False, "problem": "connection refused"}]))
     assert lines[1] == "  peer tcp/10.0.0.9:7447: connection refused"
+
+
+def test_a_large_cluster_lists_the_nodes_worth_a_look_and_counts_the_rest() -> None:
+    many = [node("a", "up", True), node("gone-1", "gone", False)]
+    many += [{**node(f"n{i:03d}", "up", True), "hostname": f"rack{i % 2}",
+              "has_worker": True} for i in range(198)]
+    lines = status_lines(cluster(nodes=many))
+    assert lines[1] == "  200 nodes"
+    assert lines[2].startswith("  node a (master): up")
+    assert lines[3].startswith("  node gone-1: gone")
+    assert lines[4] == ("  198 more nodes up and healthy (198 with workers; hosts: rack0 x99, "
+                        "rack1 x99); `skulk status --all` lists them")
+    assert len(lines) == 6
+    assert len(status_lines(cluster(nodes=many), every_node=True)) == 202

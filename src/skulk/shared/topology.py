@@ -182,7 +182,9 @@ def topology(telemetry: Mapping[NodeId, NodeTelemetry], *, now: float | None = N
              for n, r in sorted(telemetry.items())]
     edges = []
     for source in sorted(telemetry):
-        for target in sorted(telemetry):
+        # Only the peers it observed can have an edge from it: N x its edges, not N x N.
+        observed = {seen.node_id for seen in telemetry[source].reachability.peers}
+        for target in sorted(observed):
             edge = current_edge(source, target, telemetry, now=moment)
             if edge is not None:
                 edges.append(TopologyEdge(from_node=source, to_node=target,

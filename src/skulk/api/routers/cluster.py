@@ -23,7 +23,7 @@ from skulk.api.errors import ApiError
 from skulk.api.instance_view import instance_body
 from skulk.api.node_health import node_health
 from skulk.shared.partition import Standing
-from skulk.shared.topology import topology
+from skulk.shared.topology import TopologyEdge, topology
 from skulk.shared.types.commands import ForgetMember, RevokeNode
 from skulk.shared.types.ids import NodeId, new_command_id
 from skulk.shared.types.telemetry import ClusterLinks, NodeEndpoints, NodeTelemetry
@@ -108,7 +108,11 @@ async def cluster(context: Context) -> dict[str, object]:
     readings = context.cluster.telemetry.live()
     live = set(context.cluster.live_nodes()) or {context.cluster.node_id}
     health = node_health(live | set(readings), readings, live, state, time.time())
-    edges = topology(readings).edges
+    # Grouped once by node: a pass over every edge for each node was N passes over up to
+    # N(N-1) edges, seconds at 200 nodes.
+    edges_from: dict[NodeId, list[TopologyEdge]] = {}
+    for edge in topology(readings).edges:
+        edges_from.setdefault(edge.from_node, []).append(edge)
     nodes = []
     for node_id in sorted(live | set(readings)):
         reading = readings.get(node_id)
@@ -133,7 +137,7 @@ async def cluster(context: Context) -> dict[str, object]:
             "reachable_peers": [
                 {"node_id": e.to_node, "observed_at": e.observed_at,
                  "addresses": [a.model_dump(mode="json") for a in e.addresses]}
-                for e in edges if e.from_node == node_id],
+                for e in edges_from.get(node_id, [])],
         })
     return {
         "node_id": context.cluster.node_id,
