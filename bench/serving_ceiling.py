@@ -8,8 +8,10 @@ lightweight raw-asyncio client (bench/serving_client.py; its own CPU is reported
 node CPU per token (the node process from /proc, runners apart), text events per token
 (below 1: tokens that piled up went out as one delta), p50/p99 gap between text events at
 the client, and the client's CPU. A few traced requests show how long the control plane
-takes before the runner gets a request. Then the same levels with the model on node A
-and the client on node B (the cross-node data plane).
+takes before the runner gets a request. A paced row (64 streams, the engine stepping every
+`--paced-step-ms`) shows the cost per token when the node keeps up and every token is its
+own event. Then the same levels with the model on node A and the client on node B (the
+cross-node data plane).
 
     .venv/bin/python bench/serving_ceiling.py            # full: ~2-4 minutes
     .venv/bin/python bench/serving_ceiling.py --quick    # ~1 minute
@@ -150,6 +152,21 @@ def one_node(root: Path, args: argparse.Namespace, levels: list[int]) -> dict[st
     return {"levels": rows, "control_plane": control}
 
 
+def paced(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """64 streams from an engine that steps every `--paced-step-ms`: the node keeps up, so
+    each token is its own event and its CPU per token is the per-event cost."""
+    node = echo_node(root / "paced", "--serve", "smollm2-135m", "--echo-step-ms",
+                     str(args.paced_step_ms))
+    node.start()
+    try:
+        node.wait_model_ready()
+        print(f"one node, paced (echo step {args.paced_step_ms} ms):", flush=True)
+        [row] = run_levels(node, node, [64], args.tokens, 1)
+    finally:
+        node.stop()
+    return {"step_ms": args.paced_step_ms, **row}
+
+
 def two_nodes(root: Path, args: argparse.Namespace, levels: list[int]) -> list[dict[str, Any]]:
     namespace = f"ceiling-{os.getpid()}"
     model = echo_node(root / "a", "--namespace", namespace, "--serve", "smollm2-135m",
@@ -178,6 +195,8 @@ def main() -> None:
                         help="requests per stream, one after another")
     parser.add_argument("--step-ms", type=float, default=0.0,
                         help="the echo engine's pause per step (0: costs nothing)")
+    parser.add_argument("--paced-step-ms", type=float, default=10.0,
+                        help="the paced row's step (0: no paced row)")
     parser.add_argument("--one-node-only", action="store_true")
     parser.add_argument("--no-write", action="store_true", help="print, write no JSON")
     args = parser.parse_args()
@@ -192,6 +211,8 @@ def main() -> None:
                          "requests_per_stream": args.requests, "echo_step_ms": args.step_ms,
                          "quick": args.quick},
             "one_node": one_node(root, args, levels)}
+        if args.paced_step_ms > 0:
+            payload["paced"] = paced(root, args)
         if not args.one_node_only:
             payload["two_nodes"] = two_nodes(root, args, levels)
     payload["load_average_before"] = [round(value, 2) for value in load_before]
