@@ -13,9 +13,9 @@ For each N, in order:
 - load: `--events` worker events (weights-fetch progress, the commonest) proposed by
   random followers at `--rate` per second, until every node applied all and every
   producer saw its events indexed. Per indexed event: the master node's and a follower's
-  CPU (less their idle CPU over the same time; the bus's fan-out, which Zenoh does off the
-  publisher's loop, is given apart), deliveries and bytes, local events resent although
-  indexed, and indexed events a node received twice;
+  CPU (less what their idle planes' tasks spent meanwhile; the bus's fan-out, which Zenoh
+  does off the publisher's loop, is given apart), deliveries and bytes, local events
+  resent although indexed, and indexed events a node received twice;
 - failover: the master is killed -> one new master that every node follows; the
   election's deliveries and bytes over formation and failover.
 
@@ -56,6 +56,20 @@ def _node_cpu(clock: StepClock, cluster: ScaleCluster) -> dict[str, float]:
 
 def _spent(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:
     return {name: seconds - before.get(name, 0.0) for name, seconds in after.items()}
+
+
+# The tasks of the planes that run whether or not events flow: readings, probes, links,
+# elections. What a node spends elsewhere while events flow is what the events cost it.
+IDLE_PLANE_TASKS = ("TelemetryView.follow", "OwnReadings.publish_forever",
+                    "ReachabilityProber", "NodeLinks", "Election")
+
+
+def _idle_plane_cpu(clock: StepClock) -> dict[str, float]:
+    spent: dict[str, float] = {}
+    for (node, task), seconds in clock.busy_by_task.items():
+        if any(name in task for name in IDLE_PLANE_TASKS):
+            spent[node] = spent.get(node, 0.0) + seconds
+    return spent
 
 
 def _per_topic(traffic: Traffic, divisor: float) -> dict[str, float]:
@@ -111,20 +125,22 @@ async def measure(n: int, *, events: int, rate: float, idle_seconds: float,
             first = master.node.replica.next_index()
             followers = [m for m in cluster.members.values() if m is not master]
             cpu_before, traffic_before = _node_cpu(clock, cluster), cluster.bus.traffic.copy()
+            idle_plane_before = _idle_plane_cpu(clock)
             fan_out_before = cluster.bus.fan_out[master.name]
             load_started = time.perf_counter()
             await _propose(cluster, followers, events, rate)
             await _until_applied(cluster, first + events, timeout=60 + n)
             load_seconds = time.perf_counter() - load_started
             load_cpu = _spent(_node_cpu(clock, cluster), cpu_before)
+            idle_plane = _spent(_idle_plane_cpu(clock), idle_plane_before)
             load = cluster.bus.traffic.since(traffic_before)
             indexed = master.node.replica.next_index() - first
             master_fan_out = cluster.bus.fan_out[master.name] - fan_out_before
 
             def marginal(name: str) -> float:
-                """CPU per indexed event beyond the node's idle CPU, in ms."""
-                extra = load_cpu[name] - idle_cpu[name] * load_seconds / idle_seconds
-                return 1000 * max(extra, 0.0) / indexed
+                """CPU per indexed event, in ms: the node's CPU while events flowed, less
+                its idle planes' tasks (and the bus's fan-out, taken off already)."""
+                return 1000 * (load_cpu[name] - idle_plane.get(name, 0.0)) / indexed
 
             longest = {name: seconds for name, seconds in clock.longest.items()
                        if name not in (BUS, HARNESS)}

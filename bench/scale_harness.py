@@ -48,6 +48,8 @@ class StepClock:
 
     def __init__(self) -> None:
         self.busy: defaultdict[str, float] = defaultdict(float)
+        # The same by (node, task name): anyio names a task after its function.
+        self.busy_by_task: defaultdict[tuple[str, str], float] = defaultdict(float)
         self.longest: dict[str, float] = {}
         self.longest_gc_pause = 0.0
         self._original: Callable[[asyncio.Handle], None] | None = None
@@ -65,7 +67,7 @@ class StepClock:
     def install(self) -> None:
         original = asyncio.events.Handle._run
         self._original = original
-        busy, longest = self.busy, self.longest
+        busy, longest, by_task = self.busy, self.longest, self.busy_by_task
         gc.callbacks.append(self._gc_phase)
 
         def timed(handle: asyncio.Handle) -> None:
@@ -76,6 +78,9 @@ class StepClock:
             context: contextvars.Context = handle._context  # type: ignore[attr-defined]
             node = context.get(NODE) or "(harness)"
             busy[node] += spent
+            task = getattr(handle._callback, "__self__", None)  # type: ignore[attr-defined]
+            by_task[node, task.get_name() if isinstance(task, asyncio.Task) else "(callback)"
+                    ] += spent
             if spent > longest.get(node, 0.0):
                 longest[node] = spent
 
