@@ -48,7 +48,8 @@ def test_shapes_an_engine_runs() -> None:
     assert LLAMA_CPP_FIT.runs_model(0, 2) and not LLAMA_CPP_FIT.runs_model(1, 2)
     assert MLX_FIT.runs_model(1, 2)
     assert MLX_FIT.split_refusal is not None
-    assert MLX_FIT.split_refusal("phi3", "tensor", 2) is not None
+    assert MLX_FIT.split_refusal("phi3", "tensor", 2) is None
+    assert MLX_FIT.split_refusal("no_such_family", "tensor", 2) is not None
 
 
 def test_placement_reads_the_engines_and_families_without_loading_an_engine() -> None:

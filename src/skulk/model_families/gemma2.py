@@ -1,9 +1,10 @@
 """Gemma 2: a scaled embedding, a tied and capped head, and a mask mlx-lm's batched
-attention gets wrong; split by layers only."""
+attention gets wrong; split by layers or by heads (both run its layers with the mask
+below, never mlx-lm's whole model)."""
 
 from typing import TYPE_CHECKING, Any
 
-from skulk.model_families.family import PIPELINE_ONLY, ModelFamily
+from skulk.model_families.family import PIPELINE_AND_TENSOR, ModelFamily
 from skulk.model_families.quirks import Plain
 
 if TYPE_CHECKING:
@@ -46,9 +47,9 @@ class Gemma2Quirks(Plain):
 
 FAMILY = ModelFamily(
     model_type="gemma2",
-    # Not by heads: split heads leave one KV head per rank, and the batch axis of the mask
-    # above then broadcasts into it.
-    splits=PIPELINE_ONLY,
+    # By heads too: a rank's attention keeps the same repeats (query heads per KV head),
+    # so the mask above gets the same axis split or not.
+    splits=PIPELINE_AND_TENSOR,
     quirks=Gemma2Quirks(),
     tiny_config={"head_dim": 16, "query_pre_attn_scalar": 16,
                  "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0},

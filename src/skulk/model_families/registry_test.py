@@ -12,6 +12,7 @@ from skulk.model_families.registry import (
     known_model_types,
     split_refusal,
 )
+from skulk.testing.pipeline_only_family import register_pipeline_only_family
 
 PACKAGE = Path(__file__).parent
 
@@ -47,10 +48,18 @@ def test_placement_refusals_say_which_split_is_missing() -> None:
     assert refusal is not None and refusal.startswith(
         "qwen3_moe: pipeline sharding not supported yet")
     assert split_refusal("phi3", "pipeline", 3) is None
-    tensor = split_refusal("phi3", "tensor", 2)
-    assert tensor is not None and "use a pipeline split" in tensor
     assert split_refusal("qwen3", "tensor", 2) is None
-    assert split_refusal("gemma2", "tensor", 2) is not None
+    assert split_refusal("phi3", "tensor", 2) is None  # fused qkv, split block by block
+    assert split_refusal("gemma2", "tensor", 2) is None  # its mask, fixed per layer
+
+
+def test_a_family_that_splits_by_layers_only_is_refused_a_head_split(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    layers_only = register_pipeline_only_family(monkeypatch)
+    assert split_refusal(layers_only, "pipeline", 2) is None
+    tensor = split_refusal(layers_only, "tensor", 2)
+    assert tensor is not None and "use a pipeline split" in tensor
 
 
 @pytest.mark.parametrize("model_type", sorted(known_model_types()))
