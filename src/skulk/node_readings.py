@@ -10,6 +10,7 @@ import time
 import anyio
 
 from skulk.cluster.reachability import ReachabilityProber
+from skulk.fitting.speed import memory_read_bytes_per_second
 from skulk.node_config import NodeConfig
 from skulk.node_links import NodeLinks
 from skulk.node_weights import NodeWeights
@@ -75,7 +76,9 @@ class OwnReadings:
             reachability=self._prober.reachability(),
             limits=machine.limits if worker else None)
         return self._links.stamp(reading).model_copy(
-            update={"card_ttl_seconds": READING_TTL_SECONDS})
+            update={"card_ttl_seconds": READING_TTL_SECONDS,
+                    "memory_read_bytes_per_second":
+                        memory_read_bytes_per_second() if worker else None})
 
     async def publish_forever(self, view: TelemetryView, readings: Sender[NodeTelemetry],
                               interval: float = READING_INTERVAL_SECONDS,
@@ -89,6 +92,6 @@ class OwnReadings:
             reading = self.reading()
             view.update(reading, gossip=False)  # ours needs no round trip
             newcomer, newcomers = view.newcomers_heard != newcomers, view.newcomers_heard
-            if changes.should_send(reading, time.monotonic(), force=newcomer):
+            if changes.should_send(reading, time.monotonic(), newcomer=newcomer):
                 await readings.send(reading)
             await anyio.sleep(interval)

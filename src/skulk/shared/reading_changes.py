@@ -6,9 +6,9 @@ round-trips move a little every time, and sending each reading to every node mak
 telemetry plane N² messages per period. So readings are compared on what placement and
 people read: free memory and disk coarsened to a step of their total, the probed edges
 without their times and round-trips. A reading that differs from the last one sent goes
-out at once; an unchanged one goes out every `FULL_REFRESH_SECONDS`, and says it stays
-valid for `READING_TTL_SECONDS`, so a receiver drops a node only after three refreshes
-went missing.
+out at once; an unchanged one goes out every `FULL_REFRESH_SECONDS` and when a node
+appears (within `NEWCOMER_GAP_SECONDS`), and says it stays valid for
+`READING_TTL_SECONDS`, so a receiver drops a node only after three refreshes went missing.
 """
 
 from collections.abc import Hashable
@@ -17,6 +17,7 @@ from skulk.shared.types.telemetry import NodeTelemetry, Reachability
 
 FULL_REFRESH_SECONDS = 15.0
 READING_TTL_SECONDS = 3 * FULL_REFRESH_SECONDS
+NEWCOMER_GAP_SECONDS = 6.0
 # Free memory, disk and GPU memory count as changed when they cross a step of this share of
 # their total (1/50: 2 %; 1.3 GB of a 64 GB machine).
 FREE_SPACE_STEPS = 50
@@ -53,11 +54,15 @@ class ReadingChanges:
         self._sent: Hashable | None = None
         self._sent_at = float("-inf")
 
-    def should_send(self, reading: NodeTelemetry, now: float, force: bool = False) -> bool:
+    def should_send(self, reading: NodeTelemetry, now: float, newcomer: bool = False) -> bool:
         """True (and remembered as sent) when `reading` changed, the last one is old, or
-        `force`."""
+        a `newcomer` appeared (who has none of the unchanged readings) and the last one
+        went out over `NEWCOMER_GAP_SECONDS` ago: nodes arriving one after another over a
+        cold start do not each make every node send again."""
         key = material(reading)
-        if not force and key == self._sent and now - self._sent_at < self._refresh_seconds:
+        age = now - self._sent_at
+        if key == self._sent and age < self._refresh_seconds and not (
+                newcomer and age >= NEWCOMER_GAP_SECONDS):
             return False
         self._sent, self._sent_at = key, now
         return True

@@ -1,4 +1,8 @@
-from skulk.shared.reading_changes import FULL_REFRESH_SECONDS, ReadingChanges
+from skulk.shared.reading_changes import (
+    FULL_REFRESH_SECONDS,
+    NEWCOMER_GAP_SECONDS,
+    ReadingChanges,
+)
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.telemetry import (
     GpuDevice,
@@ -45,7 +49,9 @@ def test_what_placement_and_people_read_goes_at_once() -> None:
         assert not changes.should_send(changed, now=4.0)
 
 
-def test_forced_goes_whatever_changed() -> None:
+def test_a_newcomer_is_sent_the_unchanged_reading_at_most_every_few_seconds() -> None:
     changes = ReadingChanges()
     changes.should_send(reading(0.0), now=0.0)
-    assert changes.should_send(reading(2.0), now=2.0, force=True)
+    assert not changes.should_send(reading(2.0), now=2.0, newcomer=True)
+    assert changes.should_send(reading(6.0), now=NEWCOMER_GAP_SECONDS, newcomer=True)
+    assert not changes.should_send(reading(8.0), now=NEWCOMER_GAP_SECONDS + 2, newcomer=True)
