@@ -8,6 +8,8 @@ N whole nodes (API and worker off) in one process on one core (bench/scale_harne
 For each N, in order:
 
 - formation: all N start at once -> one master that every node follows, one session;
+  with it the CPU of the busiest node meanwhile (the harness's wall time is every node's
+  CPU on one core; a node on its own machine spends its own);
 - idle: `--idle` seconds of nothing: control-plane bytes delivered per node per second
   by topic (telemetry, liveliness, election, sync) and each node's CPU per second;
 - load: `--events` worker events (weights-fetch progress, the commonest) proposed by
@@ -112,6 +114,7 @@ async def measure(n: int, *, events: int, rate: float, idle_seconds: float,
                 cluster.start(f"n{i:03d}")
             master_id = await cluster.wait_converged(timeout=30 + n)
             formation = time.perf_counter() - started
+            formation_cpu = max(_node_cpu(clock, cluster).values())
             formation_traffic = cluster.bus.traffic.copy()
             await anyio.sleep(1.0)  # the readings and agreements that follow an election
             clock.reset_longest()
@@ -151,8 +154,10 @@ async def measure(n: int, *, events: int, rate: float, idle_seconds: float,
             before_failover = cluster.bus.traffic.copy()
             killed_at = time.perf_counter()
             await cluster.kill(master.name)
+            cpu_before = _node_cpu(clock, cluster)
             new_master = await cluster.wait_converged(timeout=30 + n)
             failover = time.perf_counter() - killed_at
+            failover_cpu = max(_spent(_node_cpu(clock, cluster), cpu_before).values())
             failover_traffic = cluster.bus.traffic.since(before_failover)
             failover_longest = {name: seconds for name, seconds in clock.longest.items()
                                 if name not in (BUS, HARNESS)}
@@ -166,12 +171,20 @@ async def measure(n: int, *, events: int, rate: float, idle_seconds: float,
         "nodes": n,
         "formation_seconds": round(formation, 3),
         "failover_seconds": round(failover, 3),
+        # On its own machine a node would take about its own share: the busiest node's.
+        "formation_cpu_seconds_busiest_node": round(formation_cpu, 3),
+        "failover_cpu_seconds_busiest_node": round(failover_cpu, 3),
         "indexed_events": indexed,
         "load_seconds": round(load_seconds, 3),
         "master_cpu_ms_per_event": round(marginal(master.name), 4),
         "master_bus_fan_out_ms_per_event": round(1000 * master_fan_out / indexed, 4),
         "follower_cpu_ms_per_event_median": round(follower_ms[len(follower_ms) // 2], 4),
         "follower_cpu_ms_per_event_max": round(follower_ms[-1], 4),
+        # The event's own path (proposal, indexed copies, sync), and everything delivered
+        # meanwhile (readings and probes included) per event.
+        "event_deliveries_per_event": round(sum(
+            load.deliveries[topic] for topic in ("local_events", "global_events",
+                                                 "state_sync")) / indexed, 2),
         "deliveries_per_event": round(sum(load.deliveries.values()) / indexed, 2),
         "bytes_per_event": round(sum(load.delivered_bytes.values()) / indexed),
         "local_events_resent_per_event": round(resent / events, 3),
