@@ -164,6 +164,23 @@ def test_tensor_split_two_way_is_refused_and_says_why(trio: list[NodeProcess]) -
     assert two_way and all("do not divide by 2" in (p["reason"] or "") for p in two_way)
 
 
+def test_previews_predict_speeds_and_speed_places_the_fastest(
+        trio: list[NodeProcess]) -> None:
+    previews = trio[0].get("/instance/previews?model_id=smollm2-135m").json()["previews"]
+    mlx = {(p["sharding"], p["width"]): p for p in previews if p["engine"] == "mlx"}
+    whole, layers, heads = mlx["pipeline", 1], mlx["pipeline", 2], mlx["tensor", 3]
+    assert whole["predicted_decode_tps"] > layers["predicted_decode_tps"] > 0
+    # The nodes measured their memory and observed each other: only the rate is assumed.
+    assert heads["prediction_assumes"] == ["gigabit links"]
+    placed = _place(trio[0], prefer="speed")
+    assert placed.status_code == 201, placed.text
+    fastest = max((p for p in previews if p["fits"]), key=lambda p: p["predicted_decode_tps"])
+    instance = placed.json()
+    assert (instance["sharding"], len(instance["ranks"])) == (fastest["sharding"],
+                                                              fastest["width"])
+    _delete(trio[0], instance["instance_id"])
+
+
 def test_tensor_split_three_way_serves(trio: list[NodeProcess]) -> None:
     instance, texts = _served_by(trio[0], min_nodes=3, sharding="tensor")
     assert len(instance["ranks"]) == 3 and instance["sharding"] == "tensor"

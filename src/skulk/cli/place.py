@@ -15,6 +15,7 @@ from typing import Any, get_args
 from skulk.cli.argument_types import positive_int
 from skulk.cli.node_http import print_error, request_node
 from skulk.cli.units import layers_text, size_text
+from skulk.shared.types.commands import PlacementPreference
 from skulk.shared.types.instances import Sharding
 from skulk.shared.types.model_cards import EngineName
 
@@ -23,6 +24,7 @@ POLL_SECONDS = 0.5
 FETCH_STEP = 0.1
 ENGINES: tuple[EngineName, ...] = get_args(EngineName)  # the engines placement may pin
 SHARDINGS: tuple[Sharding, ...] = get_args(Sharding)
+PREFERENCES: tuple[PlacementPreference, ...] = get_args(PlacementPreference)
 INTERRUPTED = 130
 
 
@@ -37,6 +39,12 @@ def add_place_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sharding", choices=SHARDINGS, default="pipeline",
                         help="how to split it: pipeline by layers, tensor by attention "
                              "heads (default pipeline)")
+    parser.add_argument("--prefer", choices=PREFERENCES, default="fewest_nodes",
+                        help="fewest_nodes: the narrowest placement that fits, split as "
+                             "--sharding says; speed: of every placement that fits (one "
+                             "node, a pipeline or a split by heads, over --min-nodes or "
+                             "more), the one predicted to decode fastest from the nodes' "
+                             "measured memory rates and links (default fewest_nodes)")
     parser.add_argument("--exclude", action="append", default=[], metavar="NODE",
                         help="do not use NODE (repeatable; `skulk status` lists node ids)")
     parser.add_argument("--wait", action=argparse.BooleanOptionalAction, default=True,
@@ -49,7 +57,7 @@ def place(url: str, args: argparse.Namespace) -> int:
     """Place `args.model` as the flags ask; with `args.wait`, follow it to its outcome."""
     response = request_node("POST", f"{url}/place_instance", json={
         "model_id": args.model, "engine": args.engine, "sharding": args.sharding,
-        "min_nodes": args.min_nodes, "excluded_nodes": args.exclude})
+        "min_nodes": args.min_nodes, "excluded_nodes": args.exclude, "prefer": args.prefer})
     if response.status_code >= 300:
         return print_error(response)
     instance = response.json()

@@ -42,7 +42,8 @@ def script(monkeypatch: pytest.MonkeyPatch,
 
 def args(**overrides: object) -> argparse.Namespace:
     fields: dict[str, object] = {"model": "qwen", "engine": None, "sharding": "pipeline",
-                                 "min_nodes": 1, "exclude": [], "wait": True}
+                                 "min_nodes": 1, "exclude": [], "wait": True,
+                                 "prefer": "fewest_nodes"}
     return argparse.Namespace(**{**fields, **overrides})
 
 
@@ -74,13 +75,14 @@ def test_a_removed_instance_ends_it_with_the_reason_and_exit_1(
         ("/instance/i1", 410, {"error": {"message": f"instance i1 was removed: {why}"}}),
         ("/instance/i1/removal", 200, {"instance_id": "i1", "model_id": "qwen",
                                        "reason": why, "replaced_by": None})])
-    assert place_command.place(URL, args(min_nodes=2, exclude=["node-b"])) == 1
+    assert place_command.place(URL, args(min_nodes=2, exclude=["node-b"],
+                                         prefer="speed")) == 1
     shown = capsys.readouterr()
     assert f"rank 0 on node-a, layers 0–29: failed: {why}" in shown.out
     assert shown.err == f"skulk: placing qwen failed: instance i1 was removed: {why}\n"
     assert asked[0] == ("POST", "/place_instance", {
         "model_id": "qwen", "engine": None, "sharding": "pipeline", "min_nodes": 2,
-        "excluded_nodes": ["node-b"]})
+        "excluded_nodes": ["node-b"], "prefer": "speed"})
 
 
 def test_it_follows_the_instance_the_master_placed_instead(

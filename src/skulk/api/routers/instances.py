@@ -16,7 +16,7 @@ from skulk.master.eviction import freed
 from skulk.master.idle import busy
 from skulk.master.placement import ClusterView, PlacementError, choose_plan, previews
 from skulk.master.placement.previews import PlacementPreview
-from skulk.shared.types.commands import DeleteInstance, PlaceInstance
+from skulk.shared.types.commands import DeleteInstance, PlaceInstance, PlacementPreference
 from skulk.shared.types.ids import InstanceId, ModelId, NodeId, new_command_id, new_instance_id
 from skulk.shared.types.instances import Sharding
 from skulk.shared.types.model_cards import EngineName, ModelCard
@@ -43,6 +43,10 @@ class PlaceInstanceRequest(BaseModel):
     min_nodes: int = Field(default=1, ge=1, description="Use at least this many nodes "
                            "(capped at the number of usable nodes).")
     excluded_nodes: list[NodeId] = Field(default_factory=list, description="Nodes to avoid.")
+    prefer: PlacementPreference = Field(
+        default="fewest_nodes", description="`fewest_nodes`: the narrowest plan that fits; "
+        "`speed`: of every plan that fits (one node, a pipeline or a split by heads), the "
+        "one predicted to decode fastest (`sharding` is then not binding).")
 
 
 class DeletedInstance(BaseModel):
@@ -92,6 +96,13 @@ class PlacementPreviewView(BaseModel):
     fits: bool = Field(description="Whether it could be placed now.")
     reason: str | None = Field(description="Why it cannot be placed; None when it can.")
     nodes: list[NodeMemoryView] = Field(description="Per-rank memory, when nodes exist for it.")
+    predicted_decode_tps: float | None = Field(
+        default=None, description="Predicted tokens/s of one stream, from the nodes' "
+        "measured memory read rates and the links' round trips; None when its nodes are "
+        "not known.")
+    prediction_assumes: list[str] = Field(
+        default_factory=list, description="What the prediction assumed for want of a "
+        "measurement (e.g. gigabit links).")
 
 
 class PlacementPreviews(BaseModel):
@@ -158,7 +169,7 @@ async def place(body: PlaceInstanceRequest, context: Context) -> InstanceView:
     command = PlaceInstance(command_id=new_command_id(), instance_id=new_instance_id(),
                             model_id=card.model_id, engine=body.engine,
                             sharding=body.sharding, min_nodes=body.min_nodes,
-                            excluded_nodes=body.excluded_nodes)
+                            excluded_nodes=body.excluded_nodes, prefer=body.prefer)
     await _dry_run(context, command, card)
     await place_instance(context, command)
     state = context.cluster.replica.state
@@ -170,9 +181,12 @@ async def place(body: PlaceInstanceRequest, context: Context) -> InstanceView:
 
 def _preview_view(preview: PlacementPreview) -> PlacementPreviewView:
     ranks = [] if preview.plan is None else preview.plan.ranks
+    speed = preview.speed
     return PlacementPreviewView(
         engine=preview.engine, sharding=preview.sharding, width=preview.width,
         fits=preview.reason is None, reason=preview.reason,
+        predicted_decode_tps=None if speed is None else round(speed.tokens_per_second, 3),
+        prediction_assumes=[] if speed is None else list(speed.assumed),
         nodes=[NodeMemoryView(node_id=r.node_id, rank=i, start_layer=r.start_layer,
                               end_layer=r.end_layer, needed_bytes=r.needed_bytes,
                               usable_bytes=r.usable_bytes, gpu_layers=r.gpu_layers,

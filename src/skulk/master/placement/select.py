@@ -1,18 +1,25 @@
 """Choosing a plan: the fewest nodes that fit, the preferred engine at each width; a
-whole instance goes to a node that already holds the weights when one fits."""
+whole instance goes to a node that already holds the weights when one fits. A command
+that prefers speed gets instead, of every plan that fits, the one predicted to decode
+fastest (speed.py)."""
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import get_args
 
 from skulk.fitting.engines import PLACEABLE, EngineFit, engine_fit
 from skulk.master.placement.cluster import ClusterView, holders_first, roomiest, workers
 from skulk.master.placement.engines import engines_of, runs_engine
 from skulk.master.placement.errors import PlacementError
 from skulk.master.placement.plans import Plan, plan_for
+from skulk.master.placement.speed import predict
 from skulk.shared.types.commands import PlaceInstance
 from skulk.shared.types.ids import NodeId
+from skulk.shared.types.instances import Sharding
 from skulk.shared.types.model_cards import EngineName, ModelCard
 from skulk.shared.types.telemetry import NodeTelemetry
+
+SHARDINGS: tuple[Sharding, ...] = get_args(Sharding)
 
 
 @dataclass
@@ -118,11 +125,36 @@ def choose_plan(command: PlaceInstance, card: ModelCard,
     low = max(command.min_nodes, 1)
     if low > high:
         misses.shape(f"min_nodes={low} asks for more than the {high} usable node(s)")
-    for width, engine in _attempts(engines, command, low, high, misses):
-        plan = _try(card, command, nodes, width, engine, misses)
-        if plan is not None:
-            return plan
+    if command.prefer == "speed":
+        fastest = _fastest(card, command, cluster, nodes, range(low, high + 1), engines,
+                           misses)
+        if fastest is not None:
+            return fastest
+    else:
+        for width, engine in _attempts(engines, command, low, high, misses):
+            plan = _try(card, command, nodes, width, engine, misses)
+            if plan is not None:
+                return plan
     return _failure(card, cluster, nodes, refusals | misses.reasons(), misses.shapes)
+
+
+def _fastest(card: ModelCard, command: PlaceInstance, cluster: ClusterView,
+             nodes: list[NodeTelemetry], widths: range, engines: list[EngineName],
+             misses: _Misses) -> Plan | None:
+    """Of every plan that fits, each width and sharding and engine, the one predicted to
+    decode one stream fastest (the narrowest and preferred engine on a tie)."""
+    best: tuple[float, Plan] | None = None
+    for width in widths:
+        for sharding in SHARDINGS:
+            shaped = command.model_copy(update={"sharding": sharding})
+            for _, engine in _attempts(engines, shaped, width, width, misses):
+                plan = _try(card, shaped, nodes, width, engine, misses)
+                prediction = None if plan is None else predict(card, plan, cluster)
+                if plan is None or prediction is None:
+                    continue
+                if best is None or prediction.tokens_per_second > best[0]:
+                    best = (prediction.tokens_per_second, plan)
+    return None if best is None else best[1]
 
 
 def _failure(card: ModelCard, cluster: ClusterView, nodes: list[NodeTelemetry],

@@ -10,6 +10,8 @@ from skulk.shared.types.instances import Sharding
 from skulk.shared.types.model_cards import EngineName, ModelCard
 from skulk.shared.types.tasks import GenerationParams
 
+PlacementPreference = Literal["fewest_nodes", "speed"]
+
 
 class PlaceInstance(WireModel):
     """Place a model on the cluster under a pre-minted instance id."""
@@ -26,6 +28,10 @@ class PlaceInstance(WireModel):
     excluded_nodes: list[NodeId] = Field(
         default_factory=list, description="Nodes not to use."
     )
+    prefer: PlacementPreference = Field(
+        default="fewest_nodes", description="`fewest_nodes`: the narrowest plan that fits, "
+        "split as `sharding` says; `speed`: of every plan that fits (one node, a pipeline "
+        "or a split by heads over min_nodes or more), the one predicted to decode fastest.")
     pinned: bool = Field(default=False, description="Keep it however long it idles (a "
                          "node's `--serve`); it is never evicted to make room either.")
     unless_served: bool = Field(

@@ -180,6 +180,10 @@ class NodeTelemetry(WireModel):
         description="Requests this node's runners of each engine decode at once (its "
         "`--engine-option ENGINE.max_batch`); the master bounds each instance's queue by "
         "its rank 0's. Empty from nodes that predate it: the engines' defaults then.")
+    memory_read_bytes_per_second: float | None = Field(
+        default=None, ge=0, description="How fast one core of this node reads memory, "
+        "measured once when the node starts: placement predicts a decode step's time from "
+        "it (`skulk place --prefer speed`). None from nodes that predate it.")
     batching: bool = Field(
         default=True, description="False under `--no-batching`: instances wholly on this "
         "node serve one request at a time.")

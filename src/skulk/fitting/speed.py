@@ -1,0 +1,114 @@
+"""Predicted single-stream decode speed of a placement: one node, a pipeline over k nodes
+or a split by heads over k nodes, from each node's memory read rate and each link's round
+trip and rate.
+
+A decode step reads every weight once, so one node's step takes the weights' bytes over
+its memory read rate. A pipeline's ranks run one after another: the step takes the sum of
+the ranks' shares, plus a hop per rank boundary. A split by heads runs the ranks at once,
+each reading 1/k of every layer and of the head: the step takes the slowest rank's share,
+plus two all-reduces per layer (after attention, after the MLP). Every split step also
+makes two fixed collectives (the ranks' agreement and the sampled tokens). A collective
+over a ring of k ranks costs (k-1) round trips and its bytes over the link's rate twice
+(reduce, then gather); one hop costs half a round trip and the bytes once.
+
+The figures are what the arithmetic says for an idle machine and an idle link: relative
+speeds of candidate splits, checked against measured ones by bench/heads_split.py.
+"""
+
+import time
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+from skulk.shared.types.instances import Sharding
+
+STEP_COLLECTIVES = 2
+"""The agreement and the tokens: every split step makes these besides the layers'."""
+
+ASSUMED_LINK_BYTES_PER_SECOND = 1e9 / 8
+"""A link's rate when none was measured: gigabit Ethernet."""
+
+MEMORY_PROBE_BYTES = 64 * 2**20
+"""The calibration reads this much (several times the caches of a desktop CPU)."""
+
+
+@dataclass(frozen=True)
+class ModelTraffic:
+    """What one decode step of one stream moves."""
+
+    weights_bytes: int
+    """Every weight, read once per step (the head included)."""
+    n_layers: int
+    hidden_size: int
+    activation_bytes: int = 4
+    """Bytes per activation value on the wire (4: fp32, 2: bf16)."""
+
+    @property
+    def hidden_state_bytes(self) -> int:
+        return self.hidden_size * self.activation_bytes
+
+
+@dataclass(frozen=True)
+class Link:
+    """A link between two ranks: its round trip and rate."""
+
+    round_trip_seconds: float
+    bytes_per_second: float = ASSUMED_LINK_BYTES_PER_SECOND
+
+    def collective_seconds(self, nbytes: int, ranks: int) -> float:
+        """One all-reduce of `nbytes` over a ring of `ranks` linked like this."""
+        return (ranks - 1) * (self.round_trip_seconds
+                              + 2 * nbytes / ranks / self.bytes_per_second)
+
+    def hop_seconds(self, nbytes: int) -> float:
+        """One send of `nbytes` to the next rank."""
+        return self.round_trip_seconds / 2 + nbytes / self.bytes_per_second
+
+
+def step_seconds(traffic: ModelTraffic, sharding: Sharding, read_rates: list[float],
+                 slowest_link: Link | None) -> float:
+    """Seconds per decoded token of one stream over ranks whose memory reads at
+    `read_rates` (bytes/s, one per rank), linked no better than `slowest_link`."""
+    ranks = len(read_rates)
+    if ranks == 1:
+        return traffic.weights_bytes / read_rates[0]
+    if slowest_link is None:
+        raise ValueError("a split needs the links between its ranks")
+    fixed = STEP_COLLECTIVES * slowest_link.collective_seconds(4 * ranks, ranks)
+    if sharding == "pipeline":
+        per_layer = traffic.weights_bytes / traffic.n_layers
+        shares = _layer_counts(traffic.n_layers, ranks)
+        compute = sum(count * per_layer / rate for count, rate in zip(shares, read_rates,
+                                                                      strict=True))
+        hops = (ranks - 1) * slowest_link.hop_seconds(traffic.hidden_state_bytes)
+        return compute + hops + fixed
+    compute = max(traffic.weights_bytes / ranks / rate for rate in read_rates)
+    reduces = 2 * traffic.n_layers * slowest_link.collective_seconds(
+        traffic.hidden_state_bytes, ranks)
+    return compute + reduces + fixed
+
+
+def decode_tokens_per_second(traffic: ModelTraffic, sharding: Sharding,
+                             read_rates: list[float], slowest_link: Link | None) -> float:
+    """The prediction itself: tokens per second of one stream."""
+    return 1.0 / step_seconds(traffic, sharding, read_rates, slowest_link)
+
+
+def _layer_counts(n_layers: int, ranks: int) -> list[int]:
+    bounds = [n_layers * r // ranks for r in range(ranks + 1)]
+    return [bounds[r + 1] - bounds[r] for r in range(ranks)]
+
+
+@cache
+def memory_read_bytes_per_second() -> float:
+    """This machine's memory read rate for one core, measured once per process: the best
+    of a few passes summing a buffer larger than the caches (numpy's reduction runs on
+    one thread, as a runner's decode with one BLAS thread reads its weights)."""
+    buffer = np.ones(MEMORY_PROBE_BYTES // 4, dtype=np.float32)
+    best = float("inf")
+    for _ in range(5):
+        started = time.perf_counter()
+        float(buffer.sum())
+        best = min(best, time.perf_counter() - started)
+    return MEMORY_PROBE_BYTES / best

@@ -1,0 +1,84 @@
+"""A plan's predicted decode speed, from what the cluster measured: each node's memory read
+rate (its reading) and each pair's round trip (the reachability prober's edges).
+
+What was not measured is assumed and said so: a node that predates the reading reads
+memory at ASSUMED_MEMORY_READ_BYTES_PER_SECOND, a pair with no edge either way has a LAN's
+round trip, and every link runs at gigabit Ethernet's rate (the prober times connections,
+not transfers).
+"""
+
+from dataclasses import dataclass
+
+from skulk.fitting.engines import engine_fit
+from skulk.fitting.speed import Link, ModelTraffic, decode_tokens_per_second
+from skulk.master.placement.cluster import ClusterView
+from skulk.master.placement.plans import Plan
+from skulk.shared.types.model_cards import ModelCard
+from skulk.shared.types.telemetry import NodeTelemetry
+
+DECODE_READ_EFFICIENCY = 0.35
+"""The share of one core's raw memory read rate (numpy's sum) that a decode step's matrix
+products reach: 7.6 of 25.5 GB/s for MLX's fp32 kernels on the bench machine's core
+(bench/heads_split.py's one node on Qwen2.5-0.5B's shape)."""
+ASSUMED_MEMORY_READ_BYTES_PER_SECOND = 10e9
+"""A node's read rate when its reading has none (a node that predates the measurement)."""
+ASSUMED_ROUND_TRIP_SECONDS = 0.0005
+"""A pair's round trip when neither has observed the other: a LAN's."""
+ACTIVATION_BYTES = 4
+"""Bytes per activation on the wire: the fp32 MLX imports (bf16 sends half)."""
+
+
+@dataclass(frozen=True)
+class SpeedPrediction:
+    """A plan's predicted decode speed, and which inputs were assumed."""
+
+    tokens_per_second: float
+    assumed: tuple[str, ...]
+
+    def describe(self) -> str:
+        text = f"~{self.tokens_per_second:.3g} tokens/s for one stream (predicted)"
+        return text + (f"; assumed {', '.join(self.assumed)}" if self.assumed else "")
+
+
+def read_rate(node: NodeTelemetry) -> tuple[float, bool]:
+    """The node's decode read rate in bytes/s, and whether it was measured."""
+    measured = node.memory_read_bytes_per_second
+    raw = measured if measured else ASSUMED_MEMORY_READ_BYTES_PER_SECOND
+    return raw * DECODE_READ_EFFICIENCY, measured is not None
+
+
+def round_trip(a: NodeTelemetry, b: NodeTelemetry) -> float | None:
+    """The best round trip either node observed to the other, in seconds."""
+    seen = [address.rtt_ms / 1000 for one, other in ((a, b), (b, a))
+            for peer in one.reachability.peers if peer.node_id == other.node_id
+            for address in peer.addresses]
+    return min(seen) if seen else None
+
+
+def predict(card: ModelCard, plan: Plan, cluster: ClusterView) -> SpeedPrediction | None:
+    """The plan's predicted single-stream decode speed; None when its nodes' readings
+    are missing or the card has no weights for its engine."""
+    source = card.source_for(engine_fit(plan.engine).weight_format)
+    nodes = [cluster.nodes.get(rank.node_id) for rank in plan.ranks]
+    if source is None or any(node is None for node in nodes):
+        return None
+    present = [node for node in nodes if node is not None]
+    assumed: list[str] = []
+    rates = []
+    for node in present:
+        rate, measured = read_rate(node)
+        rates.append(rate)
+        if not measured:
+            assumed.append(f"{node.node_id}'s memory rate")
+    link = None
+    if len(present) > 1:
+        trips = [round_trip(a, b) for i, a in enumerate(present) for b in present[i + 1:]]
+        if any(trip is None for trip in trips):
+            assumed.append("a LAN's round trip where no edge was observed")
+        link = Link(max(trip if trip is not None else ASSUMED_ROUND_TRIP_SECONDS
+                        for trip in trips))
+        assumed.append("gigabit links")
+    traffic = ModelTraffic(weights_bytes=source.size_bytes, n_layers=card.n_layers,
+                           hidden_size=card.hidden_size, activation_bytes=ACTIVATION_BYTES)
+    return SpeedPrediction(decode_tokens_per_second(traffic, plan.sharding, rates, link),
+                           tuple(assumed))
