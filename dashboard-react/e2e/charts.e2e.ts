@@ -55,12 +55,12 @@ describe("the charts on a real node", () => {
     await waitFor("a sample with the requests' tokens", async () => {
       const history = await api<{ cluster: { decode_tokens_per_second: number[] } }>("/v1/history");
       return history.cluster.decode_tokens_per_second.some((v) => v > 0);
-    }, 30_000);
-    await waitFor("points on the charts", async () => Number(await tokens.getAttribute("data-points")) >= 2, 30_000);
+    }, 60_000);
+    await waitFor("points on the charts", async () => Number(await tokens.getAttribute("data-points")) >= 2, 60_000);
     const instanceCharts = page.locator(`[data-instance-charts="${placed.instance_id}"]`);
-    await instanceCharts.waitFor({ timeout: 15_000 });
+    await instanceCharts.waitFor({ timeout: 30_000 });
     await waitFor("the placement marker", async () =>
-      (await tokens.locator(".chart-marker[data-kind=placement]").count()) > 0, 15_000);
+      (await tokens.locator(".chart-marker[data-kind=placement]").count()) > 0, 30_000);
 
     const diagnostics = await api<{ runners: { pid: number | null }[] }>("/v1/diagnostics/node");
     const [runner] = diagnostics.runners;
@@ -68,7 +68,7 @@ describe("the charts on a real node", () => {
     process.kill(runner!.pid!, "SIGKILL");
 
     const failover = tokens.locator(".chart-marker[data-kind=failover]");
-    await waitFor("a failover marker on the chart", async () => (await failover.count()) > 0, 30_000);
+    await waitFor("a failover marker on the chart", async () => (await failover.count()) > 0, 60_000);
     expect(await failover.first().getAttribute("aria-label")).toMatch(/^Failover at .*runner .* failed/);
     expect(await instanceCharts.locator(".chart-marker[data-kind=failover]").count()).toBeGreaterThan(0);
     expect(await page.getByRole("list", { name: "Markers" }).innerText()).toContain("Failover");
@@ -77,7 +77,7 @@ describe("the charts on a real node", () => {
     const plot = tokens.locator(".u-over");
     const box = (await plot.boundingBox())!;
     await page.mouse.move(box.x + box.width - 4, box.y + box.height / 2);
-    await waitFor("the hovered values", async () => /tok\/s/.test(await tokens.locator(".u-legend").innerText()));
+    await waitFor("the hovered values", async () => /tok\/s/.test(await tokens.locator(".u-legend").innerText()), 30_000);
 
     // The node table leads to the node's own charts.
     await page.locator("table.node-table tbody button").first().click();
