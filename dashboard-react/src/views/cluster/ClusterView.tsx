@@ -1,17 +1,25 @@
+import { useState } from "react";
 import { ErrorNote } from "../../components/ErrorNote";
 import { useClusterData } from "../../hooks/ClusterData";
 import { buildClusterGraph } from "../../state/cluster";
 import { requestsInFlight } from "../../state/instances";
+import { isLarge, worthALook } from "../../state/clusterGroups";
 import { ClusterGraph } from "./ClusterGraph";
+import { ClusterGroups } from "./ClusterGroups";
 import { NodeCard } from "./NodeCard";
 
 export function ClusterView() {
   const { state, cluster, error } = useClusterData();
+  const [everyCard, setEveryCard] = useState(false);
   if (!state || !cluster) {
     return <><ErrorNote error={error} what="read the cluster" /><p className="muted">Reading the cluster…</p></>;
   }
   const graph = buildClusterGraph(cluster, state);
   const alive = graph.nodes.filter((n) => n.alive).length;
+  // Past a couple of dozen nodes: groups instead of a circle, cards only for those worth
+  // a look until asked for all.
+  const large = isLarge(graph);
+  const carded = large && !everyCard ? graph.nodes.filter(worthALook) : graph.nodes;
   return (
     <section aria-labelledby="cluster-title">
       <h2 id="cluster-title">Cluster</h2>
@@ -30,9 +38,16 @@ export function ClusterView() {
         <li>event <strong>{state.last_event_applied_idx}</strong> of session <code>{state.session ?? "–"}</code></li>
       </ul>
       <div className="cluster-layout">
-        <div className="panel graph-panel"><ClusterGraph graph={graph} /></div>
+        <div className="panel graph-panel">
+          {large ? <ClusterGroups graph={graph} /> : <ClusterGraph graph={graph} />}
+        </div>
         <div className="node-cards">
-          {graph.nodes.map((node) => <NodeCard key={node.id} node={node} />)}
+          {carded.map((node) => <NodeCard key={node.id} node={node} />)}
+          {carded.length < graph.nodes.length && (
+            <button type="button" onClick={() => setEveryCard(true)}>
+              Show all {graph.nodes.length} nodes ({graph.nodes.length - carded.length} more, up and healthy)
+            </button>
+          )}
         </div>
       </div>
     </section>
