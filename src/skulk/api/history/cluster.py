@@ -1,7 +1,8 @@
 """The cluster's history as one node serves it: its own rings, and each peer's samples
 kept here as they were read. A refresh asks each live peer only for what is newer than
-what this node already holds, so a dashboard polling every few seconds moves a few
-samples per node, not an hour of them."""
+what this node already holds of it, so a dashboard polling every few seconds moves a few
+samples per node, not an hour of them (the first read of a peer moves its hour, about
+100 KB of JSON)."""
 
 import time
 from collections import deque
@@ -26,8 +27,8 @@ NODE_PATH = "/v1/history/node"
 _NODE_SAMPLES = TypeAdapter(list[NodeSample])
 _INSTANCE_SAMPLES = TypeAdapter(list[InstanceSample])
 
-# A peer's answers (node id -> JSON body) and why the others did not answer.
-AskPeers = Callable[[str], Awaitable[tuple[dict[NodeId, object], dict[NodeId, str]]]]
+# One peer's JSON answer to a path, or why there is none (`api.peers.ask_peer`).
+AskPeer = Callable[[NodeId, str], Awaitable[tuple[object, None] | tuple[None, str]]]
 
 
 @dataclass
@@ -45,10 +46,12 @@ class PeerHistory:
         if not isinstance(answer, dict):
             raise ValueError("not an object")
         try:
-            self.nodes.extend(_NODE_SAMPLES.validate_python(answer.get("nodes", [])))
-            self.instances.extend(_INSTANCE_SAMPLES.validate_python(answer.get("instances", [])))
+            nodes = _NODE_SAMPLES.validate_python(answer.get("nodes", []))
+            instances = _INSTANCE_SAMPLES.validate_python(answer.get("instances", []))
         except ValidationError as error:
             raise ValueError(str(error)) from error
+        self.nodes.extend(nodes)
+        self.instances.extend(instances)
 
     def forget_before(self, cutoff: float) -> None:
         while self.nodes and self.nodes[0].at < cutoff:
@@ -66,21 +69,29 @@ class ClusterHistory:
     clock: Callable[[], float] = time.time
     _refreshing: anyio.Lock = field(default_factory=anyio.Lock)
 
-    async def refresh(self, live_peers: Iterable[NodeId], ask: AskPeers) -> dict[NodeId, str]:
-        """Read what each live peer sampled since its newest sample held here; returns
-        why some did not answer. Peers that left keep their samples until they age out."""
+    async def refresh(self, live_peers: Iterable[NodeId], ask: AskPeer) -> dict[NodeId, str]:
+        """Read from each live peer what it sampled after its newest sample held here (so
+        a peer that lags or is silent costs only its own answer); returns why some did
+        not answer. Peers that left keep their samples until they age out."""
+        errors: dict[NodeId, str] = {}
+
+        async def read(node_id: NodeId) -> None:
+            history = self.peers.get(node_id) or PeerHistory()
+            answer, why_not = await ask(node_id, f"{NODE_PATH}?since={history.newest()}")
+            if why_not is not None:
+                errors[node_id] = why_not
+                return
+            try:
+                history.take(_only_after(answer, history.newest()))
+            except ValueError as error:
+                errors[node_id] = f"malformed history: {error}"[:300]
+                return
+            self.peers[node_id] = history
+
         async with self._refreshing:
-            wanted = sorted(live_peers)
-            newest = min((self.peers[p].newest() if p in self.peers else 0.0
-                          for p in wanted), default=0.0)
-            answers, errors = await ask(f"{NODE_PATH}?since={newest}")
-            for node_id, answer in answers.items():
-                history = self.peers.setdefault(node_id, PeerHistory())
-                fresh = _only_after(answer, history.newest())
-                try:
-                    history.take(fresh)
-                except ValueError as error:
-                    errors[node_id] = f"malformed history: {error}"[:300]
+            async with anyio.create_task_group() as tasks:
+                for node_id in sorted(set(live_peers)):
+                    tasks.start_soon(read, node_id)
             cutoff = self.clock() - WINDOW_SECONDS
             for node_id, history in list(self.peers.items()):
                 history.forget_before(cutoff)
@@ -105,8 +116,8 @@ class ClusterHistory:
 
 
 def _only_after(answer: object, newest: float) -> object:
-    """One request asks every peer from the oldest newest sample; keep only what this
-    peer's copy lacks."""
+    """Only what this peer's copy lacks (a peer restarted with its clock behind, or one
+    answering more than it was asked)."""
     if not isinstance(answer, dict):
         return answer
     return {key: [row for row in rows if isinstance(row, dict)

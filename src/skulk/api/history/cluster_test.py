@@ -19,17 +19,20 @@ async def test_refresh_asks_for_what_is_newer_and_keeps_copies() -> None:
     peer = peer_history(1000.0, 1005.0, 1010.0)
     asked: list[str] = []
 
-    async def ask(path: str) -> tuple[dict[NodeId, object], dict[NodeId, str]]:
-        asked.append(path)
-        since = float(path.partition("?since=")[2])
-        return {NodeId("b"): peer.answer(since)}, {NodeId("c"): "no signed answer"}
+    async def ask(node_id: NodeId, path: str) -> tuple[object, None] | tuple[None, str]:
+        asked.append(f"{node_id} {path}")
+        if node_id == "c":
+            return None, "no signed answer"
+        return peer.answer(float(path.partition("?since=")[2])), None
 
     history = ClusterHistory(clock=lambda: 1020.0)
     errors = await history.refresh([NodeId("b"), NodeId("c")], ask)
     assert errors == {NodeId("c"): "no signed answer"}
     peer.record(1015.0, CounterTotals(), NodeGauges())
     await history.refresh([NodeId("b")], ask)
-    assert asked == [f"{NODE_PATH}?since=0.0", f"{NODE_PATH}?since=1010.0"]
+    # c never answered: only b is asked from its newest sample; c from the start again.
+    assert sorted(asked) == [f"b {NODE_PATH}?since=0.0", f"b {NODE_PATH}?since=1010.0",
+                             f"c {NODE_PATH}?since=0.0"]
     samples = history.node_samples(NodeId("a"))
     assert [s.at for s in samples[NodeId("b")]] == [1005.0, 1010.0, 1015.0]
     assert samples[NodeId("a")] == []
@@ -37,8 +40,8 @@ async def test_refresh_asks_for_what_is_newer_and_keeps_copies() -> None:
 
 @pytest.mark.anyio
 async def test_a_malformed_answer_is_reported_not_kept_and_old_samples_age_out() -> None:
-    async def ask(path: str) -> tuple[dict[NodeId, object], dict[NodeId, str]]:
-        return {NodeId("b"): {"nodes": [{"at": 5.0, "cpu_percent": "lots"}]}}, {}
+    async def ask(node_id: NodeId, path: str) -> tuple[object, None] | tuple[None, str]:
+        return {"nodes": [{"at": 5.0, "cpu_percent": "lots"}]}, None
 
     history = ClusterHistory(clock=lambda: 10.0)
     errors = await history.refresh([NodeId("b")], ask)
@@ -47,8 +50,8 @@ async def test_a_malformed_answer_is_reported_not_kept_and_old_samples_age_out()
 
     old = peer_history(0.0, 5.0)
 
-    async def ask_old(path: str) -> tuple[dict[NodeId, object], dict[NodeId, str]]:
-        return {NodeId("b"): old.answer()}, {}
+    async def ask_old(node_id: NodeId, path: str) -> tuple[object, None] | tuple[None, str]:
+        return old.answer(), None
 
     history = ClusterHistory(clock=lambda: 5.0 + 3601.0)
     await history.refresh([NodeId("b")], ask_old)

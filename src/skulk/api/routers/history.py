@@ -17,7 +17,7 @@ from skulk.api.errors import ApiError
 from skulk.api.history.cluster import NODE_PATH
 from skulk.api.history.samples import SAMPLE_INTERVAL_SECONDS, WINDOW_SECONDS
 from skulk.api.history.series import cluster_series, instance_series, node_series
-from skulk.api.peers import ask_peers
+from skulk.api.peers import ask_peer
 from skulk.shared.types.ids import NodeId
 
 router = APIRouter(tags=["operations"])
@@ -28,7 +28,7 @@ async def _refreshed(context: ApiContext) -> dict[NodeId, str]:
     own = context.cluster.node_id
     peers = [n for n in context.cluster.live_nodes() if n != own]
     return await context.operations.history.refresh(
-        peers, lambda path: ask_peers(context, path))
+        peers, lambda node_id, path: ask_peer(context, node_id, path))
 
 
 @router.get(NODE_PATH, summary="This node's raw samples and markers newer than `since` "
