@@ -18,7 +18,8 @@ shape: single-stream TTFT and decode tokens/s, aggregate tokens/s at 4 and 8 str
 per token the collectives (two per layer, two for the step), the bytes of each and the
 measured µs of one (a chain of all-reduces in one graph, on the ring itself); and by
 arithmetic what a LAN's (0.5 ms) and a Wi-Fi's (5 ms) round trip would add per token,
-since this kernel has no netem.
+since this kernel has no netem. Then placement's predictions for the same configurations
+against the measured figures (bench/heads_split_prediction.py).
 
 Needs root (network namespaces).
 """
@@ -29,6 +30,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +38,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
+from bench.heads_split_prediction import calibrate_read_rate, check, print_check  # noqa: E402
 from bench.mlx_sharding import (  # noqa: E402
     RANK_SCRIPT,
     RING_PORT,
     cap,
+    machine_busy_seconds,
     rank_environment,
     run_processes,
 )
@@ -108,10 +112,25 @@ def rank_spec(model: Path, rank: int, ranks: int, n_layers: int, args: argparse.
     return spec
 
 
+def wait_until_quiet(longest_seconds: float) -> float:
+    """Wait (up to `longest_seconds`) for 5 s in which the machine's other work used less
+    than QUIET_OTHERS_CORES; the cores used in the last 5 s looked at."""
+    deadline = time.monotonic() + longest_seconds
+    while True:
+        before = machine_busy_seconds()
+        time.sleep(5)
+        used = (machine_busy_seconds() - before) / 5
+        if used < QUIET_OTHERS_CORES or time.monotonic() > deadline:
+            return used
+
+
 def run(hosts: Hosts, model: Path, ranks: int, args: argparse.Namespace, log_dir: Path,
         label: str, probe: dict[str, Any] | None = None) -> dict[str, Any]:
     import json
 
+    if args.wait_quiet:
+        used = wait_until_quiet(args.wait_quiet)
+        print(f"  (others used {used:.2f} of a core in the 5 s before)", flush=True)
     n_layers = int(json.loads((model / "config.json").read_text())["num_hidden_layers"])
     commands = [hosts.command(rank, [sys.executable, str(RANK_SCRIPT), json.dumps(
         rank_spec(model, rank, ranks, n_layers, args, probe))], core=rank)
@@ -148,7 +167,7 @@ def shape_run(hosts: Hosts, shape: str, args: argparse.Namespace, models: Path,
 
     model = build_model(models, shape, args.dtype)
     config = json.loads((model / "config.json").read_text())
-    probe = {"hidden": int(config["hidden_size"]), "dtype": args.dtype, "rows": [1, 8]}
+    probe = {"hidden": int(config["hidden_size"]), "dtype": args.dtype, "rows": [0, 1, 8]}
     cap(hosts, "off")
     first = run(hosts, model, 1, args, log_dir, f"{shape}-one")
     splits: dict[str, dict[str, Any]] = {}
@@ -171,9 +190,11 @@ def shape_run(hosts: Hosts, shape: str, args: argparse.Namespace, models: Path,
               for rate, s in splits.items()}
     others = max(run["others_cores"] for run in [first, last, *splits.values()])
     quiet = others <= QUIET_OTHERS_CORES
-    return {"shape": shape, "config": config, "one_node": one, "one_node_runs": [first, last],
-            "heads_split": splits, "ratios": ratios,
-            "conditions": {"quiet": quiet, "others_cores_max": others}}
+    result = {"shape": shape, "config": config, "one_node": one,
+              "one_node_runs": [first, last], "heads_split": splits, "ratios": ratios,
+              "conditions": {"quiet": quiet, "others_cores_max": others}}
+    result["prediction"] = check(model, result, calibrate_read_rate(0))
+    return result
 
 
 def print_shape(result: dict[str, Any]) -> None:
@@ -198,6 +219,7 @@ def print_shape(result: dict[str, Any]) -> None:
               f"({link['collective_ms_per_token']} ms per token); with a LAN round trip "
               f"{link['decode_tps_with_LAN_rtt']} tok/s, with Wi-Fi's "
               f"{link['decode_tps_with_Wi-Fi_rtt']} tok/s")
+    print_check(result["prediction"])
     conditions = result["conditions"]
     if not conditions["quiet"]:
         print(f"NOT A RESULT: others used up to {conditions['others_cores_max']:.2f} of a "
@@ -213,6 +235,9 @@ def main() -> int:
     parser.add_argument("--rates", default="1gbit,200mbit")
     parser.add_argument("--shapes", default=",".join(SHAPES))
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
+    parser.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
+                        help="before each configuration, wait up to SECONDS for 5 quiet "
+                             "seconds (a shared machine's others below 0.15 of a core)")
     parser.add_argument("--models", type=Path, default=Path(os.environ.get(
         "SKULK_BENCH_MODELS", Path(tempfile.gettempdir()) / "skulk-bench-models")))
     args = parser.parse_args()

@@ -142,7 +142,9 @@ def collective_probe(engine: MlxEngine, probe: dict[str, Any]) -> dict[str, Any]
     dtype = getattr(mx, probe["dtype"])
     measured: dict[str, Any] = {}
     for rows in probe["rows"]:
-        x = mx.ones((rows, 1, int(probe["hidden"])), dtype=dtype)
+        # 0 rows: one value, the ring's round trip with (almost) nothing to carry.
+        shape = (1,) if rows == 0 else (rows, 1, int(probe["hidden"]))
+        x = mx.ones(shape, dtype=dtype)
         times = []
         for _ in range(4):  # the first warms the ring's buffers
             y = x
@@ -152,7 +154,7 @@ def collective_probe(engine: MlxEngine, probe: dict[str, Any]) -> dict[str, Any]
             mx.eval(y)
             times.append((time.perf_counter() - started) / CHAIN)
         measured[f"rows-{rows}"] = {"us": round(statistics.median(times[1:]) * 1e6, 1),
-                                    "bytes": rows * int(probe["hidden"]) * dtype.size}
+                                    "bytes": x.size * dtype.size}
     return measured
 
 

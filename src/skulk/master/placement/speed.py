@@ -16,10 +16,10 @@ from skulk.master.placement.plans import Plan
 from skulk.shared.types.model_cards import ModelCard
 from skulk.shared.types.telemetry import NodeTelemetry
 
-DECODE_READ_EFFICIENCY = 0.35
+DECODE_READ_EFFICIENCY = 0.28
 """The share of one core's raw memory read rate (numpy's sum) that a decode step's matrix
-products reach: 7.6 of 25.5 GB/s for MLX's fp32 kernels on the bench machine's core
-(bench/heads_split.py's one node on Qwen2.5-0.5B's shape)."""
+products reach: 7.3 of 26 GB/s for MLX's fp32 kernels on the bench machine's core
+(bench/heads_split.py's one node on Qwen2.5-0.5B's shape, 4.57 tokens/s of 1.61 GB)."""
 ASSUMED_MEMORY_READ_BYTES_PER_SECOND = 10e9
 """A node's read rate when its reading has none (a node that predates the measurement)."""
 ASSUMED_ROUND_TRIP_SECONDS = 0.0005
