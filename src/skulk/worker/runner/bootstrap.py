@@ -2,7 +2,7 @@
 
 The engine takes every task as it comes and is stepped while it has work, the inbox
 drained between steps without blocking (tasks that come before the engine is loaded wait
-for it). The runner talks to its supervisor only through two queues of typed messages,
+for it). The runner talks to its supervisor only through two pipes of typed messages,
 checks for cancellation between steps, and exits when its parent dies.
 """
 
@@ -16,7 +16,6 @@ import time
 from collections import deque
 from collections.abc import Callable
 from multiprocessing.connection import Connection
-from multiprocessing.queues import Queue
 
 from skulk.shared.types.chunks import ErrorChunk, ErrorKind, TokenChunk
 from skulk.shared.types.ids import TaskId
@@ -43,8 +42,9 @@ from skulk.worker.engines.protocol import (
 )
 from skulk.worker.runner import messages
 from skulk.worker.runner.coalesce import packable
-from skulk.worker.runner.messages import TO_RUNNER, FromRunner, ToRunner
+from skulk.worker.runner.messages import FromRunner, ToRunner
 from skulk.worker.runner.pipe_frames import FrameWriter
+from skulk.worker.runner.runner_inbox import RunnerInbox
 from skulk.worker.runner.runner_stdout import point_stdout_at
 
 _PR_SET_PDEATHSIG = 1
@@ -70,7 +70,7 @@ def _install_parent_death_watch(parent_pid: int) -> None:
 
 class Runner:
     def __init__(self, engine: EngineDescription, config: EngineConfig,
-                 inbox: "Queue[ToRunner]",
+                 inbox: RunnerInbox,
                  outbox: FrameWriter[FromRunner]) -> None:
         self._description = engine
         self._config = config
@@ -93,7 +93,7 @@ class Runner:
                     self._step(self._engine)
                 continue
             try:
-                message = TO_RUNNER(self._inbox.get(timeout=self._idle_wait()))
+                message = self._inbox.get(timeout=self._idle_wait())
             except queue.Empty:
                 continue
             self._dispatch(message)
@@ -167,7 +167,7 @@ class Runner:
         warm-up (its peers may be warming up), so lifecycle messages come this way too."""
         while not self._shutdown:
             try:
-                message = TO_RUNNER(self._inbox.get_nowait())
+                message = self._inbox.get_nowait()
             except queue.Empty:
                 return
             self._dispatch(message)
@@ -246,11 +246,12 @@ class Runner:
             self._outbox.send(messages.TokensProduced.model_construct(pieces=pieces))
 
 
-def entrypoint(engine: EngineDescription, config: EngineConfig, inbox: "Queue[ToRunner]",
+def entrypoint(engine: EngineDescription, config: EngineConfig, inbox: Connection,
                outbox: Connection, parent_pid: int, stdout: Connection | None = None) -> None:
-    """`outbox`: the write end of the pipe to the supervisor (written as pipe_frames; every
-    message is out when `_send` returns, so nothing is left to flush at exit). `stdout`:
-    the write end of the pipe the supervisor logs this process's standard output from."""
+    """`inbox`: the read end of the pipe from the supervisor (runner_inbox). `outbox`: the
+    write end of the pipe to the supervisor (written as pipe_frames; every message is out
+    when `_send` returns, so nothing is left to flush at exit). `stdout`: the write end of
+    the pipe the supervisor logs this process's standard output from."""
     _install_parent_death_watch(parent_pid)
     if stdout is not None:
         point_stdout_at(os.dup(stdout.fileno()))
@@ -259,5 +260,5 @@ def entrypoint(engine: EngineDescription, config: EngineConfig, inbox: "Queue[To
     # reaches the whole process group, and the node decides, not the runner.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     writer: FrameWriter[FromRunner] = FrameWriter(outbox.fileno())
-    code = Runner(engine, config, inbox, writer).serve()
+    code = Runner(engine, config, RunnerInbox(inbox.fileno()), writer).serve()
     sys.exit(code)

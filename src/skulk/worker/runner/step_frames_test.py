@@ -2,8 +2,7 @@
 anything that came after them in the step; the rest goes as it is. No process: the echo
 engine runs in this one and the outbox records what would be written."""
 
-import queue
-from multiprocessing.queues import Queue
+import os
 from typing import cast
 
 from skulk.shared.types.ids import CommandId, TaskId
@@ -12,8 +11,9 @@ from skulk.testing.echo.description import ECHO, EchoOptions
 from skulk.worker.engines.protocol import EngineConfig
 from skulk.worker.runner import messages
 from skulk.worker.runner.bootstrap import Runner
-from skulk.worker.runner.messages import FromRunner, ToRunner
+from skulk.worker.runner.messages import FromRunner
 from skulk.worker.runner.pipe_frames import FrameWriter
+from skulk.worker.runner.runner_inbox import RunnerInbox
 
 
 class Outbox:
@@ -42,8 +42,8 @@ def test_a_step_for_three_requests_writes_their_tokens_as_one_message() -> None:
     config = EngineConfig(model_path="unused", context_token_limit=64,
                           options=EchoOptions(max_batch=3))
     outbox = Outbox()
-    inbox = cast("Queue[ToRunner]", queue.Queue())  # only the steps run: nothing is read
-    runner = Runner(ECHO, config, inbox, cast(FrameWriter[FromRunner], outbox))
+    read_end, write_end = os.pipe()  # only the steps run: nothing is read from it
+    runner = Runner(ECHO, config, RunnerInbox(read_end), cast(FrameWriter[FromRunner], outbox))
     runner._load()
     tasks = [f.task(f"t{index}").model_copy(update={"params": f.params().model_copy(
         update={"messages": [f.params().messages[0].model_copy(
@@ -65,3 +65,5 @@ def test_a_step_for_three_requests_writes_their_tokens_as_one_message() -> None:
         assert {command for _, command, _, _ in packed.pieces} == {
             CommandId(task.command_id) for task in tasks}
     assert [type(m).__name__ for m in ends][:6] == ["ChunkProduced", "TaskEnded"] * 3
+    os.close(read_end)
+    os.close(write_end)

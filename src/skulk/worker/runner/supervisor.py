@@ -11,7 +11,6 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from multiprocessing.process import BaseProcess
-from multiprocessing.queues import Queue
 
 import anyio
 from loguru import logger
@@ -30,7 +29,8 @@ from skulk.worker.runner.bootstrap import entrypoint
 from skulk.worker.runner.coalesce import coalesce
 from skulk.worker.runner.deadlines import Progress
 from skulk.worker.runner.flight_recorder import FlightRecorder
-from skulk.worker.runner.messages import FromRunner, ToRunner
+from skulk.worker.runner.messages import FromRunner
+from skulk.worker.runner.runner_inbox import InboxWriter
 from skulk.worker.runner.runner_output import RunnerOutput
 from skulk.worker.runner.runner_stdout import RunnerStdout
 
@@ -78,7 +78,7 @@ class RunnerSupervisor:
         self._in_flight: dict[TaskId, TextGenerationTask] = {}
         self._sequences: dict[TaskId, int] = {}
         self._process: BaseProcess | None = None
-        self._inbox: Queue[ToRunner] | None = None
+        self._inbox: InboxWriter | None = None
         self._stopping = False
         self._exited = False
         self._first_chunk_at: dict[TaskId, float] = {}
@@ -116,15 +116,18 @@ class RunnerSupervisor:
 
     async def run(self) -> None:
         context = multiprocessing.get_context("spawn")
-        self._inbox = context.Queue()
+        inbox_end, inbox_writer = context.Pipe(duplex=False)
         output_end, runner_end = context.Pipe(duplex=False)
         stdout_end, runner_stdout = context.Pipe(duplex=False)
         self._process = context.Process(
             target=entrypoint, name=f"skulk-runner-{self.runner_id}", daemon=True,
-            args=(self._engine, self._config, self._inbox, runner_end, os.getpid(),
+            args=(self._engine, self._config, inbox_end, runner_end, os.getpid(),
                   runner_stdout))
         with spawn_environment(self._engine, self._config):  # e.g. OpenBLAS preloaded
             self._process.start()
+        inbox_end.close()
+        self._inbox = InboxWriter(os.dup(inbox_writer.fileno()))  # ours to close
+        inbox_writer.close()
         runner_end.close()  # the runner holds the only write end: its exit is end of file
         runner_stdout.close()
         output = RunnerOutput(os.dup(output_end.fileno()))  # ours to close
@@ -145,6 +148,7 @@ class RunnerSupervisor:
         finally:
             output.close()
             printed.close()
+            self._inbox.close()
         if output.torn:
             logger.warning("runner {} died while writing a message", self.runner_id)
         bad_frame = output.bad_frame
@@ -168,7 +172,7 @@ class RunnerSupervisor:
 
     def send(self, message: messages.LifecycleMessage) -> None:
         if self._inbox is not None:
-            self._inbox.put(message)
+            self._inbox.send(message)
 
     def start_task(self, task: TextGenerationTask) -> None:
         self.recorder.record("task_started", task.task_id)
@@ -178,12 +182,12 @@ class RunnerSupervisor:
             self._busy_since = time.monotonic()
         self._in_flight[task.task_id] = task  # before sending: its chunks may come at once
         if self._inbox is not None:
-            self._inbox.put(messages.StartTaskRequest(task=task))
+            self._inbox.send(messages.StartTaskRequest(task=task))
 
     def cancel_task(self, task_id: TaskId) -> None:
         self.recorder.record("task_cancel_requested", task_id)
         if self._inbox is not None:
-            self._inbox.put(messages.CancelTaskRequest(task_id=task_id))
+            self._inbox.send(messages.CancelTaskRequest(task_id=task_id))
 
     async def _forward_batch(self, batch: list[FromRunner]) -> None:
         """What one read brought, chunks first: a request's first token comes in the

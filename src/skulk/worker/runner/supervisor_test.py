@@ -157,8 +157,9 @@ def test_the_runner_exits_when_its_parent_dies() -> None:
             ctx = multiprocessing.get_context("spawn")
             config = EngineConfig(model_path="x", context_token_limit=10)
             output = ctx.Pipe(duplex=False)[1]
+            inbox = ctx.Pipe(duplex=False)  # its write end held open until this process dies
             child = ctx.Process(target=entrypoint, daemon=False,
-                                args=(ECHO, config, ctx.Queue(), output, os.getpid()))
+                                args=(ECHO, config, inbox[0], output, os.getpid()))
             child.start()
             print(child.pid, flush=True)
             time.sleep(60)
