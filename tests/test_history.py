@@ -10,7 +10,7 @@ import httpx
 import openai
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.node_process import serving_bundled_model
+from tests.node_process import meshed_nodes, serving_bundled_model
 
 
 def test_a_node_samples_its_requests_and_marks_a_runner_failure(tmp_path: Path) -> None:
@@ -65,3 +65,24 @@ def test_a_node_samples_its_requests_and_marks_a_runner_failure(tmp_path: Path) 
                   for s in family.samples
                   if s.name == "skulk_certificate_expiry_timestamp_seconds"]
         assert {s.labels["certificate"] for s in expiry} == {"node", "ca"}
+
+
+def test_any_node_serves_every_nodes_history_and_prometheus_targets(tmp_path: Path) -> None:
+    # On every interface, so each node advertises its API (a loopback one is not).
+    with meshed_nodes(tmp_path, 2, "--no-worker", "--api-host", "0.0.0.0") as (a, b):
+        ids = {a.node_id(), b.node_id()}
+
+        def both_sampled() -> bool:
+            body = b.get("/v1/history").json()
+            sampled = {n["node_id"] for n in body["nodes"] if n["latest"] is not None}
+            return sampled == ids and not body["errors"]
+
+        b.wait_until(both_sampled, 30.0, "b to serve a's samples beside its own")
+        series = b.get("/v1/history").json()["cluster"]
+        assert 2.0 in series["nodes_reporting"]
+        assert b.get(f"/v1/history/nodes/{a.node_id()}").json()["series"]["t"]
+
+        targets = b.get("/v1/prometheus/targets").json()
+        assert {t["labels"]["skulk_node_id"] for t in targets} == ids
+        assert {t["targets"][0].rsplit(":", 1)[1] for t in targets} == {
+            str(a.api_port), str(b.api_port)}

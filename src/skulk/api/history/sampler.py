@@ -1,6 +1,7 @@
 """The loops that fill the history: a sample every interval, a marker per event worth
 one. Both run beside the node's API."""
 
+import math
 import time
 from collections.abc import Callable
 
@@ -20,10 +21,20 @@ async def sample_forever(history: MetricsHistory, metrics: ApiMetrics,
                          gauges: Callable[[], NodeGauges], *,
                          clock: Callable[[], float] = time.time,
                          interval: float = SAMPLE_INTERVAL_SECONDS) -> None:
-    """Every `interval` seconds: read the counters and gauges into the history."""
+    """Read the counters and gauges into the history now (the baseline), then at every
+    multiple of `interval` of the wall clock, each sample stamped with its tick: nodes
+    whose clocks agree sample at the same moments, so their samples meet in one time slot
+    when added up. A tick missed (a loop held up past it) is skipped, not sampled twice."""
+    history.record(clock(), read_totals(metrics), gauges())
+    tick = _next_tick(clock(), interval)
     while True:
-        history.record(clock(), read_totals(metrics), gauges())
-        await anyio.sleep(interval)
+        await anyio.sleep(max(tick - clock(), 0.0))
+        history.record(tick, read_totals(metrics), gauges())
+        tick = max(tick + interval, _next_tick(clock(), interval))
+
+
+def _next_tick(now: float, interval: float) -> float:
+    return (math.floor(now / interval) + 1) * interval
 
 
 async def mark_forever(history: MetricsHistory, replica: StateReplica, *,

@@ -1,6 +1,7 @@
 """`GET /v1/prometheus/targets`: every live node's `/metrics` as a Prometheus HTTP service
 discovery answer, so a Prometheus pointed at any node scrapes them all as the cluster
-grows and shrinks (deployment/prometheus/prometheus.yml)."""
+grows and shrinks (deployment/prometheus/prometheus.yml). A node advertises its API only
+when it listens beyond loopback (`--api-host`), so a loopback one is not listed."""
 
 from urllib.parse import urlsplit
 
