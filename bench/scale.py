@@ -53,7 +53,11 @@ HARNESS = "(harness)"
 
 def _node_cpu(clock: StepClock, cluster: ScaleCluster) -> dict[str, float]:
     """Each node's CPU so far, less what the bus spent fanning its publications out."""
-    return {name: clock.busy[name] - cluster.bus.fan_out[name] for name in cluster.members}
+    spent = {name: clock.busy[name] for name in cluster.members}
+    for (name, _), seconds in cluster.bus.fan_out.items():
+        if name in spent:
+            spent[name] -= seconds
+    return spent
 
 
 def _spent(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:
@@ -61,17 +65,31 @@ def _spent(after: dict[str, float], before: dict[str, float]) -> dict[str, float
 
 
 # The tasks of the planes that run whether or not events flow: readings, probes, links,
-# elections. What a node spends elsewhere while events flow is what the events cost it.
+# elections. What a node spends in its other tasks while events flow is what the events
+# cost it.
 IDLE_PLANE_TASKS = ("TelemetryView.follow", "OwnReadings.publish_forever",
                     "ReachabilityProber", "NodeLinks", "Election")
 
 
-def _idle_plane_cpu(clock: StepClock) -> dict[str, float]:
+def _event_path(task: str) -> bool:
+    return not any(name in task for name in IDLE_PLANE_TASKS)
+
+
+def _event_path_cpu(clock: StepClock, cluster: ScaleCluster) -> dict[str, float]:
+    """Each node's CPU so far in its event-path tasks, less the bus's fan-out in them."""
     spent: dict[str, float] = {}
     for (node, task), seconds in clock.busy_by_task.items():
-        if any(name in task for name in IDLE_PLANE_TASKS):
+        if _event_path(task):
             spent[node] = spent.get(node, 0.0) + seconds
+    for (node, task), seconds in cluster.bus.fan_out.items():
+        if _event_path(task) and node in spent:
+            spent[node] -= seconds
     return spent
+
+
+def _event_path_fan_out(cluster: ScaleCluster, node: str) -> float:
+    return sum(seconds for (name, task), seconds in cluster.bus.fan_out.items()
+               if name == node and _event_path(task))
 
 
 def _per_topic(traffic: Traffic, divisor: float) -> dict[str, float]:
@@ -127,28 +145,28 @@ async def measure(n: int, *, events: int, rate: float, idle_seconds: float,
             master = cluster.members[cluster.name_of(master_id)]
             first = master.node.replica.next_index()
             followers = [m for m in cluster.members.values() if m is not master]
-            cpu_before, traffic_before = _node_cpu(clock, cluster), cluster.bus.traffic.copy()
-            idle_plane_before = _idle_plane_cpu(clock)
-            fan_out_before = cluster.bus.fan_out[master.name]
+            events_before, traffic_before = (_event_path_cpu(clock, cluster),
+                                             cluster.bus.traffic.copy())
+            fan_out_before = _event_path_fan_out(cluster, master.name)
             load_started = time.perf_counter()
             await _propose(cluster, followers, events, rate)
             await _until_applied(cluster, first + events, timeout=60 + n)
             load_seconds = time.perf_counter() - load_started
-            load_cpu = _spent(_node_cpu(clock, cluster), cpu_before)
-            idle_plane = _spent(_idle_plane_cpu(clock), idle_plane_before)
+            event_cpu = _spent(_event_path_cpu(clock, cluster), events_before)
             load = cluster.bus.traffic.since(traffic_before)
             indexed = master.node.replica.next_index() - first
-            master_fan_out = cluster.bus.fan_out[master.name] - fan_out_before
+            master_fan_out = _event_path_fan_out(cluster, master.name) - fan_out_before
 
             def marginal(name: str) -> float:
-                """CPU per indexed event, in ms: the node's CPU while events flowed, less
-                its idle planes' tasks (and the bus's fan-out, taken off already)."""
-                return 1000 * (load_cpu[name] - idle_plane.get(name, 0.0)) / indexed
+                """CPU per indexed event, in ms: the node's event-path tasks' while events
+                flowed."""
+                return 1000 * event_cpu.get(name, 0.0) / indexed
 
             longest = {name: seconds for name, seconds in clock.longest.items()
                        if name not in (BUS, HARNESS)}
             gc_pause = clock.longest_gc_pause
             lag_node = max(longest, key=lambda name: longest[name])
+            worst_task = clock.longest_task.get(lag_node, "?")
 
             clock.reset_longest()
             before_failover = cluster.bus.traffic.copy()
@@ -196,6 +214,7 @@ async def measure(n: int, *, events: int, rate: float, idle_seconds: float,
         "idle_cpu_ms_per_node_second": round(
             1000 * sum(idle_cpu.values()) / n / idle_seconds, 3),
         "worst_step_ms": round(1000 * longest[lag_node], 2),
+        "worst_step_task": worst_task,
         "worst_step_failover_ms": round(1000 * max(failover_longest.values()), 2),
         "longest_gc_pause_ms_all_nodes_heap": round(1000 * gc_pause, 2),
         "election_deliveries_formation": formation_traffic.deliveries["election"],
@@ -235,6 +254,8 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=20.0, help="events proposed a second")
     parser.add_argument("--idle", type=float, default=16.0,
                         help="seconds of idle measured (at least the 15 s full refresh)")
+    parser.add_argument("--name", default="scale",
+                        help="the results' benchmark name (the website charts `scale`)")
     parser.add_argument("--election-timeout", type=float, default=1.0,
                         help="the nodes' election timeout (the product's default: 1 s)")
     args = parser.parse_args()
@@ -243,9 +264,9 @@ def main() -> None:
     rows = anyio.run(lambda: run_sizes(sizes, events=args.events, rate=args.rate,
                                        idle_seconds=args.idle,
                                        election_timeout=args.election_timeout))
-    write_result("scale", {"sizes": sizes, "events": args.events, "rate": args.rate,
-                           "idle_seconds": args.idle,
-                           "election_timeout": args.election_timeout, "rows": rows},
+    write_result(args.name, {"sizes": sizes, "events": args.events, "rate": args.rate,
+                             "idle_seconds": args.idle,
+                             "election_timeout": args.election_timeout, "rows": rows},
                  source="bench/scale.py: N whole nodes on the in-memory bus, one process")
 
 

@@ -51,6 +51,7 @@ class StepClock:
         # The same by (node, task name): anyio names a task after its function.
         self.busy_by_task: defaultdict[tuple[str, str], float] = defaultdict(float)
         self.longest: dict[str, float] = {}
+        self.longest_task: dict[str, str] = {}  # the task that ran each node's longest step
         self.longest_gc_pause = 0.0
         self._original: Callable[[asyncio.Handle], None] | None = None
         self._gc_started = 0.0
@@ -68,6 +69,7 @@ class StepClock:
         original = asyncio.events.Handle._run
         self._original = original
         busy, longest, by_task = self.busy, self.longest, self.busy_by_task
+        longest_task = self.longest_task
         gc.callbacks.append(self._gc_phase)
 
         def timed(handle: asyncio.Handle) -> None:
@@ -79,10 +81,11 @@ class StepClock:
             node = context.get(NODE) or "(harness)"
             busy[node] += spent
             task = getattr(handle._callback, "__self__", None)  # type: ignore[attr-defined]
-            by_task[node, task.get_name() if isinstance(task, asyncio.Task) else "(callback)"
-                    ] += spent
+            name = task.get_name() if isinstance(task, asyncio.Task) else "(callback)"
+            by_task[node, name] += spent
             if spent > longest.get(node, 0.0):
                 longest[node] = spent
+                longest_task[node] = name
 
         asyncio.events.Handle._run = timed  # type: ignore[method-assign,assignment]
 
@@ -126,8 +129,8 @@ class CountingBus(MemoryBus):
     def __init__(self, clock: StepClock) -> None:
         super().__init__()
         self.traffic = Traffic()
-        # CPU each node's publications cost the bus (inside that node's steps).
-        self.fan_out: defaultdict[str, float] = defaultdict(float)
+        # CPU each node's publications cost the bus (inside that node's steps), by task.
+        self.fan_out: defaultdict[tuple[str, str], float] = defaultdict(float)
         self._clock = clock
         # Which subscriptions match a key, kept per key until a subscription comes or goes.
         self._matching: dict[str, list[QueueSubscription]] = {}
@@ -166,7 +169,9 @@ class CountingBus(MemoryBus):
             self.traffic.delivered_bytes[topic] += len(receivers) * len(message.payload)
         spent = time.thread_time() - started
         self._clock.busy[BUS] += spent
-        self.fan_out[NODE.get() or "(harness)"] += spent
+        task = asyncio.current_task()
+        self.fan_out[NODE.get() or "(harness)", task.get_name() if task else "(callback)"
+                      ] += spent
 
 
 @dataclass
