@@ -17,8 +17,8 @@ BUDGET = 96
 def vocabulary(tmp_path_factory: pytest.TempPathFactory) -> Vocabulary:
     model = write_tiny_model(tmp_path_factory.mktemp("tiny"))
     config = json.loads((model / "config.json").read_text())
-    return Vocabulary(Path(model / "tokenizer.json"), config["vocab_size"],
-                      [config["eos_token_id"]])
+    return Vocabulary.of_tokenizer_json(Path(model / "tokenizer.json"), config["vocab_size"],
+                                        [config["eos_token_id"]])
 
 
 def random_answer(vocabulary: Vocabulary, grammar: str, budget: int, seed: int) -> list[int]:
@@ -80,3 +80,11 @@ def test_schemas_that_cannot_be_enforced_are_refused_with_why() -> None:
     with pytest.raises(GrammarRefused, match="uniqueItems"):
         compile_json_schema('{"type": "array", "uniqueItems": true}')
     compile_json_schema('{"type": "array", "uniqueItems": false}')
+
+
+def test_a_string_admits_no_raw_control_character(vocabulary: Vocabulary) -> None:
+    grammar = compile_json_schema('{"type": "object", "properties": {"a": {"type": "string"}}}')
+    constraint = Constraint(vocabulary, grammar,
+                            already=vocabulary.tokenizer.tokenize_str('{"a":"x'))
+    [newline] = vocabulary.tokenizer.tokenize_str("\n")
+    assert not constraint.allowed()[newline]

@@ -20,9 +20,10 @@ import numpy as np
 from skulk.shared.types.chunks import ErrorChunk, ErrorKind, FinishReason
 from skulk.shared.types.ids import TaskId
 from skulk.shared.types.tasks import GenerationParams
+from skulk.worker.engines.grammar.constraint import Constraint
+from skulk.worker.engines.grammar.vocabulary import Vocabulary
 from skulk.worker.engines.llama_cpp import batch_plan
 from skulk.worker.engines.llama_cpp.batch_plan import Feed, Portion
-from skulk.worker.engines.llama_cpp.llama_lib import Grammar
 from skulk.worker.engines.llama_cpp.sequences_lib import (
     Sampler,
     SequenceContext,
@@ -47,7 +48,7 @@ class Admitted:
     params: GenerationParams
     prompt: list[int]
     max_tokens: int
-    grammar: Grammar | None
+    grammar: str | None  # the llguidance grammar its output follows
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ class Running:
     cached: int
     pending: list[int]  # what enters the KV next: the prompt's rest, or the last token drawn
     order: int  # admission order: the youngest is paused first
+    constraint: Constraint | None = None
     cancelled: bool = False
 
     def feed(self) -> Feed:
@@ -84,6 +86,7 @@ class ContinuousBatch:
     _cancelled_waiting: set[TaskId] = field(default_factory=set)
     _admissions: int = 0
     pauses: int = 0  # requests that gave up their cells for older ones (shared cells only)
+    _vocabulary: Vocabulary | None = None  # made for the first constrained request
 
     @property
     def has_work(self) -> bool:
@@ -162,10 +165,19 @@ class ContinuousBatch:
         seed = params.seed if params.seed is not None else random.getrandbits(32)
         sampler = self.model.sampler(temperature=params.temperature,
                                      top_k=params.top_k or TOP_K, top_p=params.top_p,
-                                     min_p=MIN_P, seed=seed, grammar=request.grammar)
+                                     min_p=MIN_P, seed=seed)
         self._admissions += 1
         return Running(request, slot, sampler, TokenText(list(params.stop)), cached=reused,
-                       pending=request.prompt[reused:], order=self._admissions)
+                       pending=request.prompt[reused:], order=self._admissions,
+                       constraint=self._constraint(request))
+
+    def _constraint(self, request: Admitted) -> Constraint | None:
+        if request.grammar is None:
+            return None
+        if self._vocabulary is None:
+            self._vocabulary = self.model.vocabulary()
+        return Constraint(self._vocabulary, request.grammar,
+                          already=request.params.continuation)
 
     def _plan(self) -> tuple[list[Portion], list[batch_plan.BatchEntry]]:
         """This step's batch: decoding requests first (oldest first), then prefills; the
@@ -246,14 +258,16 @@ class ContinuousBatch:
             self._fail(run, "NaN/Inf in the model's logits: this instance's output cannot "
                        "be trusted", events, kind="pipeline_corrupt")
             return
-        token = run.sampler.sample(self.context, portion.logits_at)
+        asked = run.request.params.logprobs
+        # The raw logits, before a grammar masks them in place.
+        raw = self.context.logits(portion.logits_at)
+        raw = raw.copy() if asked is not None and run.constraint is not None else raw
+        token = self._choose(run, portion.logits_at)
         if self.model.ends_generation(token):
             self._finish(run, "stop", events)
             return
-        asked = run.request.params.logprobs
         logprob = None if asked is None else token_logprob(
-            self.context.logits(portion.logits_at), token, asked,
-            lambda t: self.model.detokenize([t]))
+            raw, token, asked, lambda t: self.model.detokenize([t]))
         chunk = run.text.add(token, self.model.detokenize([token]), logprob)
         if chunk is not None:
             events.append(TaskOutput(run.request.task_id, chunk))
@@ -263,6 +277,21 @@ class ContinuousBatch:
             self._finish(run, "length", events)
         else:
             run.pending = [token]
+
+    def _choose(self, run: Running, index: int) -> int:
+        """The next token: the sampler's draw, under the request's grammar if it has one
+        (its mask applied to the logits, the closing strategy near the end of the budget)."""
+        constraint = run.constraint
+        if constraint is None:
+            return run.sampler.sample(self.context, index)
+        token = constraint.forced()
+        if token is None:
+            logits = self.context.logits(index)
+            logits[~constraint.allowed()] = -np.inf
+            token = constraint.vetted(run.sampler.sample(self.context, index),
+                                      run.request.max_tokens - run.text.generated)
+        constraint.advance([token])
+        return token
 
     def _finish(self, run: Running, reason: FinishReason, events: list[EngineEvent]) -> None:
         final = run.text.finish(reason, len(run.request.prompt), run.cached)

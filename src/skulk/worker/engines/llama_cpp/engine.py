@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from skulk.shared.types.chunks import ErrorChunk, TokenChunk, Usage
 from skulk.shared.types.ids import ModelId, TaskId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams
+from skulk.worker.engines.grammar import compile as grammar_compile
 from skulk.worker.engines.llama_cpp.continuous_batch import (
     Admitted,
     ContinuousBatch,
@@ -22,12 +23,9 @@ from skulk.worker.engines.llama_cpp.continuous_batch import (
 from skulk.worker.engines.llama_cpp.description import LlamaCppOptions
 from skulk.worker.engines.llama_cpp.llama_lib import (
     ChatTemplate,
-    Grammar,
     LlamaContext,
     Offload,
-    any_json_grammar,
     gpu_offload,
-    json_schema_grammar,
     offload_for,
     open_context,
 )
@@ -51,17 +49,13 @@ from skulk.worker.engines.request_alone import RequestAlone
 MAX_SAVED_SESSIONS = 8
 
 
-def grammar_for(params: GenerationParams) -> Grammar | None:
-    """The llama.cpp grammar that constrains sampling to the requested JSON, if any."""
-    if params.output != "json":
-        return None
-    if params.json_schema is None:
-        return any_json_grammar()
+def grammar_for(params: GenerationParams) -> str | None:
+    """The llguidance grammar that constrains sampling to the requested JSON, if any (the
+    same grammar the mlx engine applies, so a schema means the same on both)."""
     try:
-        return json_schema_grammar(params.json_schema)
-    except Exception as error:  # the converter raises whatever it meets first
-        raise InvalidRequest(f"the JSON schema cannot be turned into a grammar: {error}") \
-            from error
+        return grammar_compile.grammar_for(params)
+    except grammar_compile.GrammarRefused as error:
+        raise InvalidRequest(str(error)) from error
 
 
 class LlamaCppEngine:

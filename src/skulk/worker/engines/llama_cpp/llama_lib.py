@@ -1,5 +1,5 @@
 """The typed doorway to llama-cpp-python (with `sequences_lib`, the only modules that
-import it): chat templates, grammars, where layers go, and one-sequence `Llama` contexts
+import it): chat templates, where layers go, and one-sequence `Llama` contexts
 for embeddings.
 
 Most of llama-cpp-python is annotated; its raw C bindings and the private parts the engine
@@ -17,33 +17,9 @@ import llama_cpp
 import llama_cpp.llama_cpp
 from llama_cpp import _internals
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar, json_schema_to_gbnf
 from llama_cpp.llama_types import ChatCompletionRequestMessage
 
 from skulk.shared.types.tasks import ChatMessage
-
-Grammar = LlamaGrammar
-
-
-def any_json_grammar() -> Grammar:
-    """A grammar that admits any JSON value."""
-    return LlamaGrammar.from_string(JSON_GBNF, verbose=False)
-
-
-def json_schema_grammar(schema: str) -> Grammar:
-    """A grammar that admits only JSON satisfying `schema` (JSON Schema as JSON text).
-
-    Raises whatever llama-cpp-python's converter meets first in a schema it cannot turn
-    into a grammar. Its string characters (`[^"\\]`) admit raw control characters, which
-    JSON forbids inside a string (a sampled newline there made unparseable output): they
-    are excluded, as its own any-JSON grammar does.
-    """
-    text = json_schema_to_gbnf(schema).replace(_LOOSE_CHAR, _JSON_CHAR)
-    return LlamaGrammar.from_string(text, verbose=False)
-
-
-_LOOSE_CHAR = 'char ::= [^"\\\\]'
-_JSON_CHAR = 'char ::= [^"\\\\\\x7F\\x00-\\x1F]'
 
 
 @dataclass(frozen=True)
@@ -104,13 +80,12 @@ class LlamaContext:
         return bool(llama_cpp.llama_vocab_is_eog(self._llama._model.vocab, token))
 
     def generate(self, prompt: list[int], *, top_k: int, top_p: float, min_p: float,
-                 temperature: float, repeat_penalty: float, grammar: Grammar | None
+                 temperature: float, repeat_penalty: float
                  ) -> Generator[int, Sequence[int] | None, None]:
         """Sampled tokens after `prompt`, reusing the longest prefix the context holds;
         closing the generator stops it."""
         return self._llama.generate(prompt, top_k=top_k, top_p=top_p, min_p=min_p,
-                                    temp=temperature, repeat_penalty=repeat_penalty,
-                                    grammar=grammar)
+                                    temp=temperature, repeat_penalty=repeat_penalty)
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """One unit-length vector per text (a context opened with `embedding=True`)."""

@@ -39,7 +39,7 @@ def _head(endpoints: list[str], results: Connection) -> None:
     prompt = context.tokenize("The capital of France is", add_bos=True, special=False)
     tokens = []
     for token in context.generate(prompt, top_k=1, top_p=1.0, min_p=0.0, temperature=0.0,
-                                  repeat_penalty=1.0, grammar=None):
+                                  repeat_penalty=1.0):
         tokens.append(token)
         if len(tokens) == 8:
             break

@@ -8,18 +8,21 @@ decodes a single sequence.
 """
 
 import ctypes
+import warnings
 from collections.abc import Callable
 
 import llama_cpp
 import llama_cpp.llama_cpp
+import llguidance
 import numpy as np
 import numpy.typing as npt
 from llama_cpp import _internals, _logger
+from llguidance.llamacpp import lltokenizer_from_vocab
 
+from skulk.worker.engines.grammar.vocabulary import Vocabulary
 from skulk.worker.engines.llama_cpp.batch_plan import BatchEntry
 from skulk.worker.engines.llama_cpp.llama_lib import (
     ChatTemplate,
-    Grammar,
     Offload,
     chat_template_from,
     model_params,
@@ -53,9 +56,23 @@ class SequenceModel:
         return bool(llama_cpp.llama_vocab_is_eog(self._model.vocab, token))
 
     def sampler(self, *, temperature: float, top_k: int, top_p: float, min_p: float,
-                seed: int, grammar: Grammar | None) -> "Sampler":
+                seed: int) -> "Sampler":
         return Sampler(self, temperature=temperature, top_k=top_k, top_p=top_p,
-                       min_p=min_p, seed=seed, grammar=grammar)
+                       min_p=min_p, seed=seed)
+
+    def vocabulary(self) -> Vocabulary:
+        """The vocabulary as llguidance sees it, for grammars (built on first use)."""
+        vocab, size = self._model.vocab, self.n_vocab
+        ends = [t for t in range(size) if llama_cpp.llama_vocab_is_eog(vocab, t)]
+
+        def build() -> llguidance.LLTokenizer:
+            # llguidance reads each token's attributes through a call llama-cpp-python
+            # deprecates, once per token: one warning each otherwise.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                return lltokenizer_from_vocab(vocab, n_vocab=size, eos_token=ends)
+
+        return Vocabulary(build, size, ends)
 
     @property
     def handle(self) -> _internals.LlamaModel:
@@ -157,18 +174,14 @@ class SequenceContext:
 
 
 class Sampler:
-    """One sequence's sampler chain: the grammar first when there is one, then greedy, or
+    """One sequence's sampler chain: greedy, or
     top-k, top-p, min-p, temperature and a seeded draw, as llama-cpp-python chains them."""
 
     def __init__(self, model: SequenceModel, *, temperature: float, top_k: int,
-                 top_p: float, min_p: float, seed: int, grammar: Grammar | None) -> None:
+                 top_p: float, min_p: float, seed: int) -> None:
         self._chain = llama_cpp.llama_sampler_chain_init(
             llama_cpp.llama_sampler_chain_default_params())
         links = []
-        if grammar is not None:
-            links.append(llama_cpp.llama_sampler_init_grammar(
-                model.handle.vocab, grammar._grammar.encode("utf-8"),
-                grammar._root.encode("utf-8")))
         if temperature == 0.0:
             links.append(llama_cpp.llama_sampler_init_greedy())
         else:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import mlx.core as mx
 import numpy as np
 
-from skulk.worker.engines.grammar.constraint import Mask
+from skulk.worker.engines.grammar.closing import Mask
 from skulk.worker.engines.grammar.vocabulary import Vocabulary
 from skulk.worker.engines.mlx import mlx_api
 from skulk.worker.engines.mlx.batch_rows import Row

@@ -98,8 +98,9 @@ class MlxEngine:
                 speculator.measure_drafters()
         vocabulary = None
         if shard.decides:
-            vocabulary = Vocabulary(self._model_dir / "tokenizer.json", shape.vocab_size,
-                                    self._tokenizer.eos_token_ids)
+            vocabulary = Vocabulary.of_tokenizer_json(self._model_dir / "tokenizer.json",
+                                                      shape.vocab_size,
+                                                      self._tokenizer.eos_token_ids)
         self._loop = GenerationLoop(shard, prefix, self._new_output, settings, speculator,
                                     vocabulary=vocabulary)
 
