@@ -48,6 +48,8 @@ export interface ClusterHistory {
   node_id: string;
   interval_seconds: number;
   window_seconds: number;
+  /** The series hold only the time slots after this (0: all of the window). */
+  since: number;
   cluster: Series;
   instances: InstanceHistory[];
   nodes: NodeLatest[];
@@ -67,6 +69,6 @@ async function get<T>(path: string): Promise<T> {
 }
 
 export const historyApi = {
-  cluster: () => get<ClusterHistory>("/v1/history"),
+  cluster: (since = 0) => get<ClusterHistory>(`/v1/history${since > 0 ? `?since=${since}` : ""}`),
   node: (nodeId: string) => get<NodeHistory>(`/v1/history/nodes/${encodeURIComponent(nodeId)}`),
 };

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
-import type { HistoryMarker, NodeLatest, Series } from "../api/history";
-import { alignedColumns, formatSeconds, lastValue, markersWithin, nodesToShow, pointsDrawn } from "./history";
+import type { ClusterHistory, HistoryMarker, NodeLatest, Series } from "../api/history";
+import {
+  alignedColumns, formatSeconds, lastValue, markersWithin, mergeHistory, mergeSeries, nextSince, nodesToShow, pointsDrawn,
+} from "./history";
 
 const series: Series = {
   t: [100, 105, 110],
@@ -54,5 +56,38 @@ describe("history charts' data", () => {
     expect(formatSeconds(0.0425)).toBe("43 ms");
     expect(formatSeconds(2.5)).toBe("2.50 s");
     expect(formatSeconds(null)).toBe("–");
+  });
+});
+
+function answer(since: number, cluster: Series, instances: ClusterHistory["instances"] = []): ClusterHistory {
+  return { node_id: "a", interval_seconds: 5, window_seconds: 20, since, cluster, instances, nodes: [], markers: [], errors: {} };
+}
+
+describe("polling for newer slots", () => {
+  it("asks again for the last three slots held, everything at first", () => {
+    expect(nextSince(null)).toBe(0);
+    expect(nextSince(answer(0, { t: [100, 105, 110, 115] }))).toBe(100);
+  });
+
+  it("replaces the slots asked again, appends the new and drops those past the window", () => {
+    const held = { t: [100, 105, 110, 115], cpu_percent: [1, 2, 3, 4] };
+    const fresh = { t: [110, 115, 120], cpu_percent: [30, 40, 50], queue_depth: [7, 8, 9] };
+    expect(mergeSeries(held, fresh, 20)).toEqual({
+      t: [100, 105, 110, 115, 120], cpu_percent: [1, 2, 30, 40, 50], queue_depth: [null, null, 7, 8, 9] });
+    expect(mergeSeries(held, fresh, 10).t).toEqual([110, 115, 120]);
+    expect(mergeSeries(held, { t: [] }, 20)).toEqual(held);
+  });
+
+  it("takes a whole answer as it is, and extends instances, keeping a quiet one for its window", () => {
+    const first = answer(0, { t: [100, 105] }, [
+      { instance_id: "i-1", model_id: "m", series: { t: [100, 105], queue_depth: [1, 2] } },
+      { instance_id: "i-2", model_id: "m", series: { t: [100], queue_depth: [5] } }]);
+    expect(mergeHistory(null, first)).toBe(first);
+    const later = answer(100, { t: [105, 110, 115, 120, 125] }, [
+      { instance_id: "i-1", model_id: "m", series: { t: [105, 110], queue_depth: [3, 4] } }]);
+    const merged = mergeHistory(first, later);
+    expect(merged.cluster.t).toEqual([105, 110, 115, 120, 125]);
+    expect(merged.instances.map((i) => i.instance_id)).toEqual(["i-1"]);
+    expect(merged.instances[0]!.series).toEqual({ t: [100, 105, 110], queue_depth: [1, 3, 4] });
   });
 });

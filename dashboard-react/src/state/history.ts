@@ -1,7 +1,7 @@
 // What the charts draw, as plain data: which measures each chart shows and how to read
 // them, columns aligned for uPlot, the markers in a chart's window, the node table's order.
 
-import type { HistoryMarker, MarkerKind, MeasureField, NodeLatest, Series } from "../api/history";
+import type { ClusterHistory, HistoryMarker, MarkerKind, MeasureField, NodeLatest, Series } from "../api/history";
 import { formatBytes } from "./format";
 
 // The node samples every 5 s; polling as often keeps the charts live.
@@ -136,4 +136,55 @@ export function nodesToShow(nodes: NodeLatest[], order: NodeOrder, filter: strin
     ? a.node_id.localeCompare(b.node_id)
     : orderValue(b, order) - orderValue(a, order) || a.node_id.localeCompare(b.node_id));
   return sorted.slice(0, limit);
+}
+
+// A poll asks again for the last few slots: a node's sample may reach the answering node
+// a moment after the others', so the newest slots can still grow.
+const SLOTS_ASKED_AGAIN = 3;
+
+/** What to ask `/v1/history` for next: slots after this (0: everything). */
+export function nextSince(held: ClusterHistory | null): number {
+  const last = held?.cluster.t.at(-1);
+  return held && last !== undefined ? last - SLOTS_ASKED_AGAIN * held.interval_seconds : 0;
+}
+
+/** `held` with `fresh`'s slots in place of its own from `fresh`'s first on, and those older
+ * than `windowSeconds` before the newest dropped. */
+export function mergeSeries(held: Series | undefined, fresh: Series | undefined, windowSeconds: number): Series {
+  const old = held ?? { t: [] };
+  const add = fresh ?? { t: [] };
+  const from = add.t[0] ?? Infinity;
+  const kept = old.t.filter((t) => t < from).length;
+  const times = [...old.t.slice(0, kept), ...add.t];
+  const newest = times.at(-1) ?? 0;
+  const start = times.findIndex((t) => t >= newest - windowSeconds);
+  const merged: Series = { t: times.slice(start) };
+  const fields = new Set([...Object.keys(old), ...Object.keys(add)].filter((k) => k !== "t")) as Set<MeasureField>;
+  for (const field of fields) {
+    const column = [...(old[field] ?? old.t.map(() => null)).slice(0, kept), ...(add[field] ?? add.t.map(() => null))];
+    merged[field] = column.slice(start);
+  }
+  return merged;
+}
+
+/** The history held after a poll: all of `fresh` when it was a whole answer, else `held`'s
+ * series extended by it; nodes, markers and errors are always `fresh`'s. */
+export function mergeHistory(held: ClusterHistory | null, fresh: ClusterHistory): ClusterHistory {
+  if (!held || fresh.since <= 0) return fresh;
+  const window = fresh.window_seconds;
+  const instances = new Map(held.instances.map((i) => [i.instance_id, i]));
+  for (const instance of fresh.instances) {
+    instances.set(instance.instance_id, { ...instance,
+      series: mergeSeries(instances.get(instance.instance_id)?.series, instance.series, window) });
+  }
+  const newest = fresh.cluster.t.at(-1) ?? held.cluster.t.at(-1) ?? 0;
+  return {
+    ...fresh,
+    cluster: mergeSeries(held.cluster, fresh.cluster, window),
+    // An instance with no new slot keeps its old ones until they leave the window.
+    instances: [...instances.values()]
+      .map((i) => ({ ...i, series: mergeSeries(i.series, undefined, window) }))
+      .filter((i) => (i.series.t.at(-1) ?? 0) >= newest - window)
+      .sort((a, b) => a.instance_id.localeCompare(b.instance_id)),
+  };
 }

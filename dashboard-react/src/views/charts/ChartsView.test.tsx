@@ -35,7 +35,7 @@ const { ChartsView } = await import("./ChartsView");
 
 function history(): ClusterHistory {
   return {
-    node_id: "node-a", interval_seconds: 5, window_seconds: 3600,
+    node_id: "node-a", interval_seconds: 5, window_seconds: 3600, since: 0,
     cluster: { t: [150, 155], decode_tokens_per_second: [10, 20], ttft_p95_seconds: [0.2, null] },
     instances: [{ instance_id: "inst-1", model_id: "smollm2-135m",
       series: { t: [150, 155], decode_tokens_per_second: [10, 20], queue_depth: [1, 0] } }],

@@ -1,9 +1,9 @@
-import { useState } from "react";
-import { historyApi } from "../../api/history";
+import { useCallback, useRef, useState } from "react";
+import { type ClusterHistory, historyApi } from "../../api/history";
 import { ErrorNote } from "../../components/ErrorNote";
 import { TimeChart } from "../../components/TimeChart";
 import { usePoll } from "../../hooks/usePoll";
-import { CLUSTER_CHARTS, HISTORY_POLL_MS } from "../../state/history";
+import { CLUSTER_CHARTS, HISTORY_POLL_MS, mergeHistory, nextSince } from "../../state/history";
 import "./charts.css";
 import { InstanceCharts } from "./InstanceCharts";
 import { MarkerList } from "./MarkerList";
@@ -12,7 +12,13 @@ import { NodeTable } from "./NodeTable";
 
 /** The last hour, live: the whole cluster first, then each instance and each node. */
 export function ChartsView() {
-  const { data, error } = usePoll(historyApi.cluster, HISTORY_POLL_MS);
+  // Polls ask only for the slots after those held, and add them on.
+  const held = useRef<ClusterHistory | null>(null);
+  const fetchNewer = useCallback(async () => {
+    held.current = mergeHistory(held.current, await historyApi.cluster(nextSince(held.current)));
+    return held.current;
+  }, []);
+  const { data, error } = usePoll(fetchNewer, HISTORY_POLL_MS);
   const [nodeId, setNodeId] = useState<string | null>(null);
   const silent = Object.entries(data?.errors ?? {});
   return (

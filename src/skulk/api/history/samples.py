@@ -6,7 +6,7 @@ so samples of several nodes add up exactly: the cluster's p95 is read from the s
 buckets, never averaged from the nodes' own p95s.
 """
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Literal
 
 from skulk.api.metrics import LATENCY_BUCKETS
@@ -26,6 +26,10 @@ class RequestCounts:
     tokens: float = 0.0
     generations: int = 0
     first_token_buckets: tuple[int, ...] = (0,) * (len(LATENCY_BUCKETS) + 1)
+
+    def as_json(self) -> dict[str, object]:
+        return {"tokens": self.tokens, "generations": self.generations,
+                "first_token_buckets": list(self.first_token_buckets)}
 
     def __add__(self, other: "RequestCounts") -> "RequestCounts":
         return RequestCounts(
@@ -51,7 +55,15 @@ class NodeSample:
     runner_restarts: int  # runners on this node that failed in the interval
 
     def as_json(self) -> dict[str, object]:
-        return asdict(self)
+        # Written out (not `dataclasses.asdict`, which deep-copies): a peer sends up to
+        # 720 of these at once.
+        return {"at": self.at, "seconds": self.seconds, "requests": self.requests.as_json(),
+                "refused": self.refused, "queue_depth": self.queue_depth,
+                "cpu_percent": self.cpu_percent, "memory_used_bytes": self.memory_used_bytes,
+                "memory_total_bytes": self.memory_total_bytes,
+                "vram_used_bytes": self.vram_used_bytes,
+                "vram_total_bytes": self.vram_total_bytes,
+                "runner_restarts": self.runner_restarts}
 
 
 @dataclass(frozen=True)
@@ -67,7 +79,9 @@ class InstanceSample:
     queue_depth: int
 
     def as_json(self) -> dict[str, object]:
-        return asdict(self)
+        return {"at": self.at, "seconds": self.seconds, "instance_id": self.instance_id,
+                "model_id": self.model_id, "requests": self.requests.as_json(),
+                "queue_depth": self.queue_depth}
 
 
 @dataclass(frozen=True)
@@ -81,7 +95,8 @@ class Marker:
     instance_id: str | None = None
 
     def as_json(self) -> dict[str, object]:
-        return asdict(self)
+        return {"at": self.at, "kind": self.kind, "text": self.text, "node_id": self.node_id,
+                "instance_id": self.instance_id}
 
 
 def quantile(buckets: tuple[int, ...], q: float) -> float | None:

@@ -76,11 +76,14 @@ def _by_slot(samples: Iterable[T], at: Callable[[T], float]) -> dict[float, list
     return dict(sorted(slots.items()))
 
 
-def _sum_counts(counts: Iterable[RequestCounts]) -> RequestCounts:
-    total = RequestCounts()
-    for count in counts:
-        total = total + count
-    return total
+def _sum_counts(counts: Sequence[RequestCounts]) -> RequestCounts:
+    """The counts added up (column sums: a slot of a 200-node cluster adds 200)."""
+    if not counts:
+        return RequestCounts()
+    return RequestCounts(
+        tokens=sum(c.tokens for c in counts), generations=sum(c.generations for c in counts),
+        first_token_buckets=tuple(map(sum, zip(*(c.first_token_buckets for c in counts),
+                                               strict=True))))
 
 
 def cluster_series(by_node: Mapping[NodeId, Sequence[NodeSample]]) -> Series:
@@ -88,7 +91,7 @@ def cluster_series(by_node: Mapping[NodeId, Sequence[NodeSample]]) -> Series:
     averaged."""
     slots = _by_slot((s for samples in by_node.values() for s in samples), lambda s: s.at)
     merged = [_Slot(
-        requests=_sum_counts(s.requests for s in group),
+        requests=_sum_counts([s.requests for s in group]),
         rate_seconds=sum(s.seconds for s in group) / len(group),
         refused=sum(s.refused / s.seconds for s in group),
         queue_depth=sum(s.queue_depth for s in group),
@@ -116,7 +119,7 @@ def instance_series(samples: Iterable[InstanceSample]) -> dict[str, tuple[str, S
     result: dict[str, tuple[str, Series]] = {}
     for instance_id, rows in sorted(by_instance.items()):
         slots = _by_slot(rows, lambda s: s.at)
-        counts = [(_sum_counts(s.requests for s in group),
+        counts = [(_sum_counts([s.requests for s in group]),
                    sum(s.seconds for s in group) / len(group)) for group in slots.values()]
         model_id = next((s.model_id for s in reversed(rows) if s.model_id), "")
         result[instance_id] = (model_id, {

@@ -5,7 +5,9 @@ each instance's (the requests all nodes took for it), each node's latest sample 
 the one to look at among many), and markers from the event log; one node's whole series
 is `GET /v1/history/nodes/{node_id}`. A series is columns: `t` (Unix seconds, one per
 sample interval) and one list per measure, `null` where there is nothing to say (no
-first token in that interval, no p95).
+first token in that interval, no p95). With `since`, the series hold only the slots after
+it: a chart that polls keeps what it has and replaces the last few slots (a node's sample
+may arrive a moment after the others').
 """
 
 from typing import Annotated
@@ -16,7 +18,7 @@ from skulk.api.context import ApiContext, Context
 from skulk.api.errors import ApiError
 from skulk.api.history.cluster import NODE_PATH
 from skulk.api.history.samples import SAMPLE_INTERVAL_SECONDS, WINDOW_SECONDS
-from skulk.api.history.series import cluster_series, instance_series, node_series
+from skulk.api.history.series import cluster_series, instance_series, node_series, slot_of
 from skulk.api.peers import ask_peer
 from skulk.shared.types.ids import NodeId
 
@@ -41,18 +43,26 @@ async def node_history(context: Context,
 
 @router.get("/v1/history", summary="The last hour of the cluster: series for the whole "
             "cluster and each instance, each node's latest sample, and markers")
-async def cluster_history(context: Context) -> dict[str, object]:
+async def cluster_history(context: Context,
+                          since: Annotated[float, Query(ge=0, description=(
+                              "Only the series' time slots after this (Unix seconds), for a "
+                              "reader that holds the earlier ones"))] = 0.0,
+                          ) -> dict[str, object]:
     errors = await _refreshed(context)
     history = context.operations.history
     by_node = history.node_samples(context.cluster.node_id)
+    newer = {node_id: [s for s in samples if slot_of(s.at) > since]
+             for node_id, samples in by_node.items()}
+    instances = [s for s in history.instance_samples() if slot_of(s.at) > since]
     return {
         "node_id": context.cluster.node_id,
         "interval_seconds": SAMPLE_INTERVAL_SECONDS,
         "window_seconds": WINDOW_SECONDS,
-        "cluster": cluster_series(by_node),
+        "since": since,
+        "cluster": cluster_series(newer),
         "instances": [{"instance_id": instance_id, "model_id": model_id, "series": series}
                       for instance_id, (model_id, series)
-                      in instance_series(history.instance_samples()).items()],
+                      in instance_series(instances).items()],
         "nodes": [{"node_id": node_id,
                    "latest": node_series(samples[-1:]) if samples else None,
                    "runner_restarts": sum(s.runner_restarts for s in samples)}

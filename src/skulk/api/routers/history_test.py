@@ -44,6 +44,10 @@ async def test_the_cluster_history_adds_up_every_nodes_samples() -> None:
         assert [n["node_id"] for n in body["nodes"]] == ["a", "b"]
         assert body["nodes"][1]["latest"]["cpu_percent"] == [60.0]
 
+        newer = (await client.get("/v1/history", params={"since": 1005.0})).json()
+        assert newer["cluster"]["t"] == [1010.0] and newer["since"] == 1005.0
+        assert len(newer["nodes"]) == 2  # every node's latest, whatever `since`
+
         one = (await client.get("/v1/history/nodes/b")).json()
         assert one["series"]["t"] == [1005.0, 1010.0]
         missing = await client.get("/v1/history/nodes/nobody")
