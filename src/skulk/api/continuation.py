@@ -3,7 +3,8 @@ client already has, with what is left of its budget. Pure; `failover.py` acts on
 
 Greedy output is the uninterrupted run's: the new instance sees the same tokens and picks
 the same next one. Sampled output goes on from the same prefix, but with a fresh sampler,
-so it is not the text the first instance would have drawn.
+so it is not the text the first instance would have drawn. Constrained (JSON) output goes
+on too: the new run's grammar matcher first consumes the tokens already sent.
 """
 
 from dataclasses import dataclass, field
@@ -40,11 +41,6 @@ class Continuation:
             "completion_tokens": usage.completion_tokens + moved,
             "cached_tokens": min(usage.cached_tokens, usage.prompt_tokens - moved)})
         return chunk.model_copy(update={"usage": fixed})
-
-    def can_go_on(self) -> bool:
-        """Whether another run could go on from here. Constrained (JSON) output restarts
-        its grammar with each run, so once the client has part of it, none can."""
-        return not (self.sent and self.params.output == "json")
 
     def resumed(self) -> GenerationParams | TokenChunk:
         """The parameters that go on from here, or the final chunk when the budget is

@@ -50,7 +50,7 @@ class Failover:
         # After a failover, "no instance" means the one just found went away meanwhile.
         kind_ok = error.error_kind in RECOVERABLE or (
             self.attempts > 0 and error.error_kind == "model_not_found")
-        return kind_ok and self.attempts < MAX_FAILOVERS and self.continuation.can_go_on()
+        return kind_ok and self.attempts < MAX_FAILOVERS
 
     async def resume(self, failed: CommandId, error: ErrorChunk) -> Submitted | TokenChunk | \
             ErrorChunk:
