@@ -180,6 +180,7 @@ class Member:
     node: Node
     scope: anyio.CancelScope
     transport: MemoryTransport
+    stopped: anyio.Event
 
 
 class ScaleCluster:
@@ -201,19 +202,26 @@ class ScaleCluster:
                                run_worker=False, insecure=True, auto_place=False,
                                election_timeout=self._election_timeout), transport)
         scope = anyio.CancelScope()
+        stopped = anyio.Event()
 
         async def run() -> None:
-            with scope:
-                await node.run()
+            try:
+                with scope:
+                    await node.run()
+            finally:
+                stopped.set()
 
         with _as_node(name):
             self._tasks.start_soon(run, name=f"node {name}")
-        member = self.members[name] = Member(name, node, scope, transport)
+        member = self.members[name] = Member(name, node, scope, transport, stopped)
         return member
 
     async def kill(self, name: str) -> None:
+        """Stop the node's tasks, then close its transport (its liveliness token goes): a
+        transport closed under a task still publishing would fail that task instead."""
         member = self.members.pop(name)
         member.scope.cancel()
+        await member.stopped.wait()
         await member.transport.close()
 
     def name_of(self, node_id: NodeId) -> str:
