@@ -41,7 +41,7 @@ async def test_refresh_asks_for_what_is_newer_and_keeps_copies() -> None:
 @pytest.mark.anyio
 async def test_a_malformed_answer_is_reported_not_kept_and_old_samples_age_out() -> None:
     async def ask(node_id: NodeId, path: str) -> tuple[object, None] | tuple[None, str]:
-        return {"nodes": [{"at": 5.0, "cpu_percent": "lots"}]}, None
+        return {"nodes": {"at": [5.0], "cpu_percent": ["lots"]}}, None
 
     history = ClusterHistory(clock=lambda: 10.0)
     errors = await history.refresh([NodeId("b")], ask)

@@ -13,6 +13,7 @@ from skulk.api.history.samples import (
     RequestCounts,
 )
 from skulk.api.history.totals import CounterTotals, difference
+from skulk.api.history.wire import instance_columns, node_columns
 
 MARKER_CAPACITY = 1000
 
@@ -87,11 +88,13 @@ class MetricsHistory:
     def note(self, marker: Marker) -> None:
         self.markers.append(marker)
 
-    def answer(self, since: float = 0.0) -> dict[str, list[dict[str, object]]]:
-        """What a peer read of `/v1/history/node` returns: samples and markers after
-        `since`, as JSON."""
+    def answer(self, since: float = 0.0) -> dict[str, object]:
+        """What a peer read of `/v1/history/node` returns: samples after `since` as
+        columns (`wire.py`), and markers."""
         return {
-            "nodes": [s.as_json() for s in self.nodes if s.at > since],
-            "instances": [s.as_json() for ring in self.instances.values() for s in ring
-                          if s.at > since],
+            "nodes": node_columns([s for s in self.nodes if s.at > since]),
+            # By time, so a reader's copy stays oldest first (it ages out from the front).
+            "instances": instance_columns(sorted(
+                (s for ring in self.instances.values() for s in ring if s.at > since),
+                key=lambda s: s.at)),
             "markers": [m.as_json() for m in self.markers if m.at > since]}

@@ -51,4 +51,4 @@ def test_answer_is_what_came_after_since() -> None:
     for at in (0.0, 5.0, 10.0):
         history.record(at, totals(at), NodeGauges())
     answer = history.answer(since=5.0)
-    assert [row["at"] for row in answer["nodes"]] == [10.0]
+    assert answer["nodes"]["at"] == [10.0]  # type: ignore[index]
