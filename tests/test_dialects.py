@@ -1,6 +1,7 @@
 """The official `anthropic` and `ollama` clients against a real node serving the bundled
 model: each streams and non-streams a chat and gets errors as its own exception types."""
 
+import json
 from collections.abc import Iterator
 
 import anthropic
@@ -8,6 +9,7 @@ import httpx
 import ollama
 import pytest
 
+from skulk.testing.function_schemas import function_schemas, validate_answer
 from tests.node_process import NodeProcess
 
 QUESTION = "Name three colours of the rainbow."
@@ -73,6 +75,38 @@ def test_anthropic_errors_are_its_own_exceptions(serving_node: NodeProcess) -> N
     assert response.status_code == 400, "max_tokens is required, as Anthropic requires"
     assert response.json()["type"] == "error"
     assert "max_tokens" in response.json()["error"]["message"]
+
+
+def anthropic_tool_use_turn(node: NodeProcess) -> None:
+    """A forced `tool_use` turn, whole and streamed, then the history with its result."""
+    client = anthropic_client(node)
+    schema = function_schemas()["get_weather"]
+    tools: list[anthropic.types.ToolParam] = [
+        {"name": "get_weather", "description": "The current weather", "input_schema": schema}]
+    ask: list[anthropic.types.MessageParam] = [
+        {"role": "user", "content": "What is the weather in Paris?"}]
+    reply = client.messages.create(model="smollm2-135m", max_tokens=64, extra_body=GREEDY,
+                                   tools=tools, tool_choice={"type": "any"}, messages=ask)
+    assert reply.stop_reason == "tool_use"
+    [use] = reply.content
+    assert use.type == "tool_use" and use.name == "get_weather"
+    validate_answer(schema, json.dumps(use.input))
+    with client.messages.stream(model="smollm2-135m", max_tokens=64, extra_body=GREEDY,
+                                tools=tools, messages=ask,
+                                tool_choice={"type": "tool", "name": "get_weather"}) as stream:
+        streamed = stream.get_final_message()
+    assert streamed.content[0].type == "tool_use" and streamed.content[0].input == use.input
+    follow = httpx.post(f"{node.url}/v1/messages", timeout=180, json={
+        "model": "smollm2-135m", "max_tokens": 16, "temperature": 0, "tools": tools,
+        "messages": [*ask, {"role": "assistant", "content": [use.model_dump()]}, {
+            "role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id,
+                                         "content": "18 degrees and sunny"}]}]})
+    assert follow.status_code == 200, follow.text
+    assert follow.json()["stop_reason"] in ("end_turn", "max_tokens", "tool_use")
+
+
+def test_anthropic_tool_use(serving_node: NodeProcess) -> None:
+    anthropic_tool_use_turn(serving_node)
 
 
 def test_ollama_chat_whole_and_streamed(serving_node: NodeProcess) -> None:

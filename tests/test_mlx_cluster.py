@@ -17,12 +17,22 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import ollama
+import openai
 import pytest
+from openai.types.chat import (
+    ChatCompletionFunctionToolParam,
+    ChatCompletionMessageParam,
+    ChatCompletionToolChoiceOptionParam,
+)
+from openai.types.shared_params import ResponseFormatJSONSchema
 
+from skulk.testing.function_schemas import function_schemas, validate_answer
 from skulk.worker.engines.mlx.corruption_guard import INJECT_NAN_VARIABLE
 from tests.chrome_trace import validate_chrome_trace
 from tests.node_process import NodeProcess
 from tests.speculative_support import import_models, seed_store
+from tests.test_dialects import anthropic_tool_use_turn
 
 pytestmark = pytest.mark.integration
 
@@ -186,6 +196,54 @@ def test_tensor_split_three_way_serves(trio: list[NodeProcess]) -> None:
     assert len(instance["ranks"]) == 3 and instance["sharding"] == "tensor"
     assert all(t.strip() for t in texts)
     _delete(trio[0], instance["instance_id"])
+
+
+@pytest.mark.parametrize("shape", [{"min_nodes": 1}, {"min_nodes": 2, "sharding": "pipeline"},
+                                   {"min_nodes": 3, "sharding": "tensor"}],
+                         ids=["whole", "layers", "heads"])
+def test_forced_tools_json_schemas_and_ollama_format_whole_and_split(
+        trio: list[NodeProcess], shape: dict[str, Any]) -> None:
+    api = trio[0]
+    placed = _place(api, **shape)
+    assert placed.status_code == 201, placed.text
+    instance = api.wait_instance_ready(placed.json()["instance_id"], READY_SECONDS)
+    schemas = function_schemas()
+    client = openai.OpenAI(base_url=f"{api.url}/v1", api_key="unused", max_retries=0)
+    ask: list[ChatCompletionMessageParam] = [
+        {"role": "user", "content": "What is the weather in Paris?"}]
+    tools: list[ChatCompletionFunctionToolParam] = [
+        {"type": "function", "function": {"name": name, "parameters": schemas[name],
+                                          "description": f"{name} with its arguments"}}
+        for name in ("get_weather", "book_flight")]
+    choices: list[ChatCompletionToolChoiceOptionParam] = [
+        "required", {"type": "function", "function": {"name": "book_flight"}}]
+    for choice in choices:
+        reply = client.chat.completions.create(
+            model="smollm2-135m", messages=ask, tools=tools, tool_choice=choice,
+            max_tokens=64, temperature=0)
+        [call] = reply.choices[0].message.tool_calls or []
+        assert call.type == "function" and call.function.name in schemas
+        validate_answer(schemas[call.function.name], call.function.arguments)
+    answer = client.chat.completions.create(
+        model="smollm2-135m", messages=ask, max_tokens=64, temperature=0,
+        response_format=ResponseFormatJSONSchema(type="json_schema", json_schema={
+            "name": "contact", "schema": schemas["update_contact"]}))
+    validate_answer(schemas["update_contact"], answer.choices[0].message.content or "")
+    chat = ollama.Client(host=api.url).chat(
+        model="smollm2-135m", messages=ask, format=schemas["set_thermostat"],
+        options={"temperature": 0, "num_predict": 64})
+    validate_answer(schemas["set_thermostat"], chat.message.content or "")
+    anthropic_tool_use_turn(api)
+    scored = httpx.post(f"{api.url}/v1/chat/completions", timeout=180, json={
+        "model": "smollm2-135m", "messages": ask, "max_tokens": 4, "logprobs": True,
+        "top_logprobs": 2})
+    if shape.get("sharding") == "pipeline":
+        assert scored.status_code == 400 and "split by layers" in scored.text
+    else:
+        assert scored.status_code == 200, scored.text
+        entries = scored.json()["choices"][0]["logprobs"]["content"]
+        assert len(entries) == 4 and all(len(e["top_logprobs"]) == 2 for e in entries)
+    _delete(api, instance["instance_id"])
 
 
 def test_killing_a_rank_mid_stream_fails_over_with_the_same_greedy_text(

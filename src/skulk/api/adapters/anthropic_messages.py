@@ -1,15 +1,17 @@
 """The Anthropic Messages dialect (`POST /v1/messages`): wire types in, bodies and events out.
 
 As Anthropic requires: `max_tokens` is mandatory, the system prompt is a top-level field,
-turns alternate user/assistant, temperature is 0..1. Image and tool blocks are refused
-with a clear error rather than silently dropped.
+turns alternate user/assistant, temperature is 0..1. Tools are anthropic_tools.py's;
+image blocks are refused with a clear error rather than silently dropped.
 """
 
 import json
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
+from skulk.api.adapters import tool_calls
+from skulk.api.adapters.anthropic_tools import AnthropicTool, ToolChoice, ToolPlan, tool_plan
 from skulk.api.adapters.keep_alive import KEEP_ALIVE_DESCRIPTION, keep_alive_seconds
 from skulk.api.adapters.lenient import Lenient
 from skulk.api.errors import ApiError
@@ -19,8 +21,13 @@ from skulk.shared.types.tasks import ChatMessage, GenerationParams
 
 
 class TextBlock(Lenient):
-    type: str = Field(description="Only `text` blocks are supported.")
+    type: str = Field(description="`text`, `tool_use` or `tool_result`.")
     text: str | None = Field(default=None, description="The text of a `text` block.")
+    name: str | None = Field(default=None, description="A `tool_use` block's tool.")
+    input: dict[str, Any] | None = Field(default=None,
+                                         description="A `tool_use` block's input.")
+    content: str | list["TextBlock"] | None = Field(
+        default=None, description="A `tool_result` block's content.")
 
 
 class AnthropicMessage(Lenient):
@@ -43,6 +50,8 @@ class MessagesRequest(Lenient):
     stream: bool = Field(default=False, description="Stream server-sent events.")
     keep_alive: str | float | None = Field(
         default=None, description=KEEP_ALIVE_DESCRIPTION + " (an extension)")
+    tools: list[AnthropicTool] | None = Field(default=None, description="Tools it may call.")
+    tool_choice: ToolChoice | None = Field(default=None, description="Whether it must call.")
 
 
 def _text(content: str | list[TextBlock], where: str) -> str:
@@ -50,25 +59,37 @@ def _text(content: str | list[TextBlock], where: str) -> str:
         return content
     texts = []
     for index, block in enumerate(content):
-        if block.type != "text" or block.text is None:
+        if block.type == "tool_use" and block.name is not None:
+            texts.append(tool_calls.render_call(block.name, json.dumps(block.input or {})))
+        elif block.type == "tool_result":
+            texts.append(_text(block.content or "", f"{where}.{index}.content"))
+        elif block.type != "text" or block.text is None:
             raise ApiError(400, f"{where}.{index} is a '{block.type}' block; this model takes "
-                           "text blocks only", param=f"{where}.{index}")
-        texts.append(block.text)
+                           "text and tool blocks only", param=f"{where}.{index}")
+        else:
+            texts.append(block.text)
     return "".join(texts)
 
 
-def to_generation_params(request: MessagesRequest, card: ModelCard) -> GenerationParams:
+def to_generation_params(request: MessagesRequest, card: ModelCard
+                         ) -> tuple[GenerationParams, ToolPlan]:
+    """The generation, and the tools its reply may call."""
+    plan = tool_plan(request.tools, request.tool_choice)
     messages = []
+    if plan.tools:
+        messages.append(ChatMessage(role="system", content=tool_calls.system_prompt(plan.tools)))
     if request.system:
         messages.append(ChatMessage(role="system", content=_text(request.system, "system")))
     for index, message in enumerate(request.messages):
         messages.append(ChatMessage(role=message.role,
                                     content=_text(message.content, f"messages.{index}.content")))
+    schema = json.dumps(tool_calls.call_schema(plan.tools)) if plan.forced else None
     return GenerationParams(
         model_id=card.model_id, messages=messages, max_tokens=request.max_tokens,
         temperature=request.temperature, top_p=request.top_p, top_k=request.top_k,
         stop=[s for s in request.stop_sequences or [] if s],
-        keep_alive_seconds=keep_alive_seconds(request.keep_alive))
+        output="json" if plan.forced else "text", json_schema=schema,
+        keep_alive_seconds=keep_alive_seconds(request.keep_alive)), plan
 
 
 def stop_reason(finish: FinishReason | None, stop_sequence: str | None) -> str:
@@ -84,10 +105,12 @@ def usage_body(usage: Usage | None) -> dict[str, int]:
 
 
 def message_body(message_id: str, model: str, text: str, finish: FinishReason | None,
-                 stop_sequence: str | None, usage: Usage | None) -> dict[str, object]:
+                 stop_sequence: str | None, usage: Usage | None,
+                 tool_uses: list[dict[str, object]] | None = None) -> dict[str, object]:
+    content: list[dict[str, object]] = tool_uses or [{"type": "text", "text": text}]
+    reason = "tool_use" if tool_uses else stop_reason(finish, stop_sequence)
     return {"id": message_id, "type": "message", "role": "assistant", "model": model,
-            "content": [{"type": "text", "text": text}],
-            "stop_reason": stop_reason(finish, stop_sequence), "stop_sequence": stop_sequence,
+            "content": content, "stop_reason": reason, "stop_sequence": stop_sequence,
             "usage": usage_body(usage)}
 
 

@@ -1,6 +1,12 @@
-"""`POST /v1/messages`: the Anthropic Messages dialect, streaming or not."""
+"""`POST /v1/messages`: the Anthropic Messages dialect, streaming or not.
 
+With tools, the reply is read whole before anything is sent (it may turn out to be a
+call), then sent as a text block or as tool_use blocks; a stream then carries each block
+whole."""
+
+import json
 from collections.abc import AsyncIterator
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
@@ -14,6 +20,7 @@ from skulk.api.adapters.anthropic_messages import (
     to_generation_params,
     usage_body,
 )
+from skulk.api.adapters.anthropic_tools import tool_use_blocks
 from skulk.api.consume import announce, client_gone, collect, event_stream, token_chunks
 from skulk.api.context import ApiContext, Context
 from skulk.api.errors import ApiError
@@ -27,17 +34,41 @@ router = APIRouter(tags=["anthropic"])
              summary="Create a message (Anthropic dialect), streamed as events or whole")
 async def create_message(body: MessagesRequest, request: Request,
                          context: Context) -> Response:
-    params = to_generation_params(body, resolve_card(context, body.model))
+    params, plan = to_generation_params(body, resolve_card(context, body.model))
     generation = await open_generation(context, params, request)
     message_id = f"msg_{generation.command_id.removeprefix('cmd-')}"
-    if body.stream:
+    if body.stream and not plan.tools:
         return event_stream(generation, _stream(context, generation, message_id, body.model))
     completion = await collect(context, generation, request)
     if completion is None:
         return client_gone().response("anthropic")
-    return JSONResponse(message_body(message_id, body.model, completion.text,
-                                     completion.finish_reason, completion.stop_sequence,
-                                     completion.usage), headers=announce(generation))
+    uses = tool_use_blocks(plan.calls_in(completion.text), message_id)
+    whole = message_body(message_id, body.model, completion.text, completion.finish_reason,
+                         completion.stop_sequence, completion.usage, uses)
+    if body.stream:
+        return event_stream(generation, _replay(whole))
+    return JSONResponse(whole, headers=announce(generation))
+
+
+async def _replay(whole: dict[str, Any]) -> AsyncIterator[bytes]:
+    """A reply read whole, as the event sequence of a stream: each block in one delta."""
+    yield message_start(whole["id"], whole["model"], whole["usage"]["input_tokens"])
+    for index, block in enumerate(whole["content"]):
+        if block["type"] == "tool_use":
+            yield event("content_block_start", {"index": index, "content_block": {
+                **block, "input": {}}})
+            yield event("content_block_delta", {"index": index, "delta": {
+                "type": "input_json_delta", "partial_json": json.dumps(block["input"])}})
+        else:
+            yield event("content_block_start", {"index": index,
+                                                "content_block": {"type": "text", "text": ""}})
+            yield event("content_block_delta", {"index": index, "delta": {
+                "type": "text_delta", "text": block["text"]}})
+        yield event("content_block_stop", {"index": index})
+    yield event("message_delta", {"delta": {"stop_reason": whole["stop_reason"],
+                                            "stop_sequence": whole["stop_sequence"]},
+                                  "usage": whole["usage"]})
+    yield event("message_stop", {})
 
 
 async def _stream(context: ApiContext, generation: Generation, message_id: str,
