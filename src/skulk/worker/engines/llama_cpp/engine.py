@@ -11,9 +11,10 @@ import os
 from collections import deque
 from collections.abc import Iterator
 
-from skulk.shared.types.chunks import ErrorChunk, TokenChunk, Usage
+from skulk.shared.types.chunks import TokenChunk
 from skulk.shared.types.ids import ModelId, TaskId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams
+from skulk.worker.engines.embedding_events import embedding_events
 from skulk.worker.engines.grammar import compile as grammar_compile
 from skulk.worker.engines.llama_cpp.continuous_batch import (
     Admitted,
@@ -37,9 +38,6 @@ from skulk.worker.engines.protocol import (
     EngineConfig,
     EngineEvent,
     InvalidRequest,
-    TaskDone,
-    TaskJoined,
-    TaskOutput,
 )
 from skulk.worker.engines.request_alone import RequestAlone
 
@@ -201,20 +199,8 @@ class LlamaCppEngine:
     def step(self) -> list[EngineEvent]:
         events = self._alone.take_held()
         if self._to_embed:  # one embedding request per step, between batches
-            events += self._embedding_events(*self._to_embed.popleft())
+            events += embedding_events(self, *self._to_embed.popleft())
         return events + self._loaded()[2].step()
-
-    def _embedding_events(self, task_id: TaskId, texts: list[str]) -> list[EngineEvent]:
-        try:
-            vectors, tokens = self.embed(texts)
-        except InvalidRequest as invalid:
-            return [TaskJoined(task_id),
-                    TaskOutput(task_id, ErrorChunk(error_kind="invalid_request",
-                                                   message=str(invalid))),
-                    TaskDone(task_id, "failed", str(invalid))]
-        chunk = TokenChunk(text="", embeddings=vectors, finish_reason="stop",
-                           usage=Usage(prompt_tokens=tokens, completion_tokens=0))
-        return [TaskJoined(task_id), TaskOutput(task_id, chunk), TaskDone(task_id, "complete")]
 
     # One request on its own (the warm-up, tests).
 

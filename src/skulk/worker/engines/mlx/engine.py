@@ -5,6 +5,7 @@ are `MlxOptions` (options.py), parsed from `EngineConfig.options` when it is mad
 
 import dataclasses
 import time
+from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from loguru import logger
 from skulk.shared.types.chunks import TokenChunk
 from skulk.shared.types.ids import ModelId, TaskId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams
+from skulk.worker.engines.embedding_events import embedding_events
 from skulk.worker.engines.grammar.vocabulary import Vocabulary
 from skulk.worker.engines.mlx import cpu, mlx_api
 from skulk.worker.engines.mlx.collectives import RingGroup, SoloGroup, connect_ring
@@ -29,7 +31,7 @@ from skulk.worker.engines.mlx.requests import (
     SpeculationChoice,
     build_request,
 )
-from skulk.worker.engines.mlx.shard import ModelShard
+from skulk.worker.engines.mlx.shard import ModelShard, WholeModelShard
 from skulk.worker.engines.mlx.shard_loader import load_shard
 from skulk.worker.engines.mlx.speculation.speculator import Speculator
 from skulk.worker.engines.mlx.weights_agreement import check_ranks_agree
@@ -59,6 +61,7 @@ class MlxEngine:
         self._alone = RequestAlone(lambda: self._running().step(), self.cancel)
         self._speculation = NO_SPECULATION  # what requests that do not choose get
         self._joined_us: dict[TaskId, int] = {}  # when each traced request was submitted
+        self._to_embed: deque[tuple[TaskId, list[str]]] = deque()  # a whole model's
 
     @property
     def loop(self) -> GenerationLoop:
@@ -146,7 +149,24 @@ class MlxEngine:
         logger.info("mlx engine warmed up in {:.2f} s", time.monotonic() - started)
 
     def embed(self, texts: list[str]) -> tuple[list[list[float]], int]:
-        raise InvalidRequest(EMBEDDINGS_UNSUPPORTED)
+        """Mean-pooled, unit-length embeddings of a whole model (a split refuses)."""
+        assert self._tokenizer is not None, "embed before load"
+        shard = self._running().shard
+        if self._config.world_size > 1 or not isinstance(shard, WholeModelShard):
+            raise InvalidRequest(EMBEDDINGS_UNSUPPORTED)
+        vectors, counted = [], 0
+        for index, text in enumerate(texts):
+            tokens = self._tokenizer.encode(text, add_special_tokens=True) or [0]
+            if len(tokens) > self._config.context_token_limit:
+                raise InvalidRequest(f"input {index} is {len(tokens)} tokens; this model "
+                                     f"embeds at most {self._config.context_token_limit}")
+            vector = shard.model.mean_pooled(tokens)
+            if vector is None:
+                raise InvalidRequest("this model's MLX class exposes no hidden states to "
+                                     "embed from; place it with the llama_cpp engine")
+            vectors.append(vector)
+            counted += len(tokens)
+        return vectors, counted
 
     @property
     def _logprobs_here(self) -> bool:
@@ -155,6 +175,9 @@ class MlxEngine:
 
     def submit(self, task_id: TaskId, params: GenerationParams) -> None:
         assert self._tokenizer is not None, "submit before load"
+        if params.embed is not None and self._config.world_size == 1:
+            self._to_embed.append((task_id, params.embed))
+            return
         request = build_request(task_id, params, self._tokenizer,
                                 self._config.context_token_limit, self._vocab_size,
                                 self._speculation, self._logprobs_here)
@@ -173,10 +196,13 @@ class MlxEngine:
 
     @property
     def has_work(self) -> bool:
-        return self._alone.holding or (self._loop is not None and self._loop.has_work)
+        return self._alone.holding or bool(self._to_embed) or (
+            self._loop is not None and self._loop.has_work)
 
     def step(self) -> list[EngineEvent]:
         events = self._alone.take_held()
+        if self._to_embed:  # one embedding request per step, between decode steps
+            events += embedding_events(self, *self._to_embed.popleft())
         if self._running().has_work or not events:
             events += self._running().step()
         return [self._with_hops(event) for event in events]

@@ -100,6 +100,19 @@ class LanguageModel:
         logits: mx.array = self._module(tokens, cache=cache)
         return logits
 
+    def mean_pooled(self, tokens: list[int]) -> list[float] | None:
+        """The unit-length mean of the last hidden states (after the final norm) over
+        `tokens`, as llama.cpp pools a decoder's embeddings; None for a model class with
+        no inner model to read them from."""
+        inner = getattr(self._module, "model", None)
+        if inner is None:
+            return None
+        hidden: mx.array = inner(mx.array([tokens], dtype=mx.int32)).astype(mx.float32)
+        mean = hidden[0].mean(axis=0)
+        unit = mean / mx.maximum(mx.linalg.norm(mean), mx.array(1e-12))
+        vector: list[float] = unit.tolist()  # type: ignore[assignment]
+        return vector
+
 
 def load_model(model_dir: Path) -> LanguageModel:
     """Load weights eagerly, so the first request does not pay for reading them."""

@@ -16,7 +16,9 @@ from skulk.worker.engines.protocol import ContextOverflow
 
 # What the mlx engine cannot do, and who can.
 _NOT_HERE = "; place the model with the llama_cpp engine for this"
-EMBEDDINGS_UNSUPPORTED = "the mlx engine does not compute embeddings" + _NOT_HERE
+EMBEDDINGS_UNSUPPORTED = ("a split MLX instance does not compute embeddings (each rank "
+                          "holds only part of the model, and the pooled hidden states are "
+                          "not passed between them)" + _NOT_HERE + ", or on one node")
 # A split by layers decides tokens on its last rank, and only the tokens travel back.
 LOGPROBS_UNSUPPORTED = ("this MLX instance is split by layers, whose last rank decides "
                         "tokens and sends back only the tokens, so it cannot report log "
