@@ -65,14 +65,16 @@ class _Run:
             return self.only
         text = "".join(self.texts)
         # Built from checked parts, not validated again: this runs per request and step.
-        # Every list field is given: pydantic inspects a default factory's signature on
-        # each construction (about 0.3 ms).
+        # Every field is given: pydantic inspects a default factory's signature on each
+        # construction (about 0.2 ms), and looks up each missing default (about 1 µs).
         chunk = self.closing.model_copy(update={
             "text": text, "token_ids": self.token_ids, "logprobs": self.logprobs}) \
             if self.closing is not None else TokenChunk.model_construct(
-                text=text, token_ids=self.token_ids, logprobs=self.logprobs, spans=[])
+                kind="token", text=text, token_ids=self.token_ids, finish_reason=None,
+                usage=None, stop_sequence=None, logprobs=self.logprobs, embeddings=None,
+                spans=[])
         return messages.ChunkProduced.model_construct(
-            task_id=self.task_id, command_id=self.command_id, chunk=chunk)
+            kind="chunk", task_id=self.task_id, command_id=self.command_id, chunk=chunk)
 
 
 class _Runs:
