@@ -25,6 +25,8 @@ SERIES_SUFFIXES = {"counter": ("_total", "_created"), "histogram": (
     "_bucket", "_count", "_sum", "_created"), "gauge": ("",), "summary": ("_count", "_sum")}
 # What Prometheus itself adds to every target.
 PROMETHEUS_SERIES = {"up"}
+# Labels every scraped series gets: Prometheus's, and prometheus.yml's relabelling.
+TARGET_LABELS = {"instance", "job", "node_id", "hostname", "le"}
 
 
 def load_yaml(path: Path) -> dict[str, Any]:
@@ -45,18 +47,30 @@ def promtool(*args: str) -> str:
     return done.stdout + done.stderr
 
 
-def exported_series() -> set[str]:
-    """Every series name a node's /metrics can hold: each family, with its type's
-    suffixes, from a registry where every labelled family has a sample."""
+def exported_labels() -> dict[str, set[str]]:
+    """Every series name a node's /metrics can hold (each family with its type's suffixes)
+    and the labels it carries, from a registry where every labelled family has a sample."""
     metrics = ApiMetrics()
     metrics.watch_node(lambda: NodeCounters(
         dropped_messages={("events", "unsigned"): 1}, certificate_expiry={"node": 1.0},
         instance_queues={"i": QueueFill(1, 2)}, machine=MachineUse()), State)
     metrics.failovers.labels("timeout").inc()
     metrics.requests.labels("openai", "/v1/models", "200").inc()
+    metrics.count_tokens("i", 1)
+    metrics.observe_first_token("i", 0.1)
+    metrics.drafted_tokens.labels("i", "ngram").inc()
+    metrics.accepted_tokens.labels("i", "ngram").inc()
     text = metrics.exposition().decode()
-    return {family.name + suffix for family in text_string_to_metric_families(text)
-            for suffix in SERIES_SUFFIXES[family.type]}
+    labels: dict[str, set[str]] = {}
+    for family in text_string_to_metric_families(text):
+        names = {name for sample in family.samples for name in sample.labels}
+        for suffix in SERIES_SUFFIXES[family.type]:
+            labels[family.name + suffix] = names - ({"le"} if suffix != "_bucket" else set())
+    return labels
+
+
+def exported_series() -> set[str]:
+    return set(exported_labels())
 
 
 def rule_expressions() -> Iterator[tuple[str, str]]:
@@ -93,6 +107,23 @@ def named_series(expression: str) -> set[str]:
     return {n for n in names if n not in keywords and not n.startswith("__")}
 
 
+def used_labels(expression: str) -> set[str]:
+    """Labels an expression groups by, matches on or selects with."""
+    without_strings = re.sub(r'"[^"]*"', '""', expression)
+    groupings = re.findall(r"\b(?:by|without|on|ignoring)\s*\(([^)]*)\)", without_strings)
+    matchers = re.findall(r"\{([^}]*)\}", without_strings)
+    names = {name.strip() for group in groupings for name in group.split(",") if name.strip()}
+    names |= {m.group(1) for selector in matchers
+              for m in re.finditer(r"([a-zA-Z_]\w*)\s*(?:=~|!~|!=|=)", selector)}
+    return names
+
+
+def unknown_labels(expression: str, exported: dict[str, set[str]]) -> set[str]:
+    """Labels an expression uses that none of its series carries and no target has."""
+    carried = set().union(*(exported.get(name, set()) for name in named_series(expression)))
+    return used_labels(expression) - carried - TARGET_LABELS
+
+
 def test_prometheus_accepts_the_configuration_and_the_rules() -> None:
     assert "SUCCESS: 1 rule files found" in promtool("check", "config", "prometheus.yml")
     assert "SUCCESS: 10 rules found" in promtool("check", "rules", str(RULES))
@@ -116,11 +147,24 @@ def test_every_metric_named_is_one_skulk_exports(source: str) -> None:
     assert unknown == set()
 
 
-def test_the_name_check_catches_a_misspelt_metric() -> None:
+@pytest.mark.parametrize("source", ["rules", "board"])
+def test_every_label_grouped_or_matched_is_one_its_metrics_carry(source: str) -> None:
+    exported = exported_labels()
+    expressions = list(rule_expressions() if source == "rules" else board_expressions())
+    unknown = {(where, label) for where, expression in expressions
+               for label in unknown_labels(expression, exported)}
+    assert unknown == set()
+
+
+def test_the_checks_catch_a_misspelt_metric_and_a_wrong_label() -> None:
     names = named_series('sum by (instance) (rate(skulk_tokens_generatd_total{a="b"}[5m])) '
                          '/ on (instance) skulk_machine_cpus > 0')
     assert names == {"skulk_tokens_generatd_total", "skulk_machine_cpus"}
     assert "skulk_tokens_generatd_total" not in exported_series()
+    # The model instance is `instance_id`; `instance` is the scrape target.
+    assert unknown_labels('max by (instance_name) (skulk_instance_queue_depth{reason="x"})',
+                          exported_labels()) == {"instance_name", "reason"}
+    assert unknown_labels('sum by (reason) (skulk_failovers_total)', exported_labels()) == set()
 
 
 def test_the_board_is_provisioned_with_one_datasource_and_distinct_panels() -> None:
