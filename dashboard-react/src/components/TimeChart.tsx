@@ -63,7 +63,8 @@ export function TimeChart({ spec, series, markers, height = 170 }: TimeChartProp
       scales: {
         // Wide enough for the markers too: a placement just before the first sample shows.
         x: { time: true, range: (_, min, max) => xRange(min, max, markersNow.current) },
-        y: spec.range ? { range: spec.range } : {},
+        // Every measure is at least 0; a flat 0 line sits at the bottom of 0-1, not mid-way.
+        y: { range: spec.range ?? ((_, __, max) => [0, max !== null && max > 0 ? max * 1.1 : 1]) },
       },
       series: [
         { value: (_, v) => (v === null ? "–" : formatClock(v).slice(0, 8)) },
