@@ -176,10 +176,10 @@ class ApiMetrics:
             "(or its final error)", buckets=LATENCY_BUCKETS, registry=self.registry)
         self.drafted_tokens = Counter(
             "skulk_speculative_drafted_tokens", "Tokens proposed by drafters for the model to "
-            "verify, by instance and drafter", ["instance", "drafter"], registry=self.registry)
+            "verify, by instance and drafter", ["instance_id", "drafter"], registry=self.registry)
         self.accepted_tokens = Counter(
             "skulk_speculative_accepted_tokens", "Drafted tokens the model kept (acceptance "
-            "= accepted / drafted), by instance and drafter", ["instance", "drafter"],
+            "= accepted / drafted), by instance and drafter", ["instance_id", "drafter"],
             registry=self.registry)
 
     def count_speculation(self, instance: str, usage: Usage) -> None:

@@ -75,7 +75,7 @@ def test_metrics_count_drafted_and_accepted_tokens_per_instance() -> None:
                                               accepted_tokens=6))
     metrics.count_speculation("inst-1", Usage(prompt_tokens=3, completion_tokens=4))
     text = metrics.exposition().decode()
-    assert 'skulk_speculative_drafted_tokens_total{drafter="ngram",instance="inst-1"} 8.0' \
+    assert 'skulk_speculative_drafted_tokens_total{drafter="ngram",instance_id="inst-1"} 8.0' \
         in text
-    assert 'skulk_speculative_accepted_tokens_total{drafter="ngram",instance="inst-1"} 6.0' \
+    assert 'skulk_speculative_accepted_tokens_total{drafter="ngram",instance_id="inst-1"} 6.0' \
         in text
