@@ -33,14 +33,15 @@ from skulk.testing.runners import echo_instead  # noqa: E402
 from skulk.trust.setup import trust_at_start  # noqa: E402
 
 
-async def serve(config: NodeConfig, step_seconds: float, batch: int, logs: LogBuffer) -> None:
+async def serve(config: NodeConfig, step_seconds: float, batch: int, logs: LogBuffer,
+                local_delivery: bool) -> None:
     """Run the node until SIGTERM or SIGINT, its runners echoing."""
     identity = load_or_create_identity(config.data_dir)
     trust = await trust_at_start(config.data_dir, identity, insecure=config.insecure,
                                  join=config.join, peers=config.peers,
                                  cluster_name=config.namespace)
     transport = await open_zenoh(config, trust.tls)
-    node = Node(config, transport, trust=trust, logs=logs,
+    node = Node(config, transport, trust=trust, logs=logs, local_delivery=local_delivery,
                 supervisor_factory=echo_instead(delay=step_seconds, max_batch=batch))
     try:
         async with anyio.create_task_group() as tasks:
@@ -59,6 +60,8 @@ def main() -> None:
     add_run_arguments(parser)
     parser.add_argument("--echo-step-ms", type=float, default=0.0)
     parser.add_argument("--echo-batch", type=int, default=512)
+    parser.add_argument("--no-local-delivery", dest="local_delivery", action="store_false",
+                        help="the node's own messages round-trip through the transport")
     parser.add_argument("--profile", type=Path, default=None,
                         help="write the node's cProfile statistics here when it stops")
     args = parser.parse_args()
@@ -69,7 +72,7 @@ def main() -> None:
         profile.enable()
     try:
         anyio.run(serve, config_from_args(args), args.echo_step_ms / 1000, args.echo_batch,
-                  logs, backend_options={"use_uvloop": uvloop_installed()})
+                  logs, args.local_delivery, backend_options={"use_uvloop": uvloop_installed()})
     finally:
         if profile is not None:
             profile.disable()
