@@ -206,6 +206,10 @@ export interface PlacementPreview {
   fits: boolean;
   reason: string | null;
   nodes: PreviewRank[];
+  /** Predicted tokens/s of one stream; absent from nodes that predate predictions. */
+  predicted_decode_tps?: number | null;
+  /** What the prediction assumed for want of a measurement. */
+  prediction_assumes?: string[];
 }
 
 export interface PlacementPreviews {

@@ -8,7 +8,15 @@ interface Props {
   onSelect: (key: string) => void;
 }
 
-/** The candidate placements to choose from, each with its ranks' layers and memory. */
+/** What a prediction assumed, for its tooltip. */
+function predictionNote(preview: PlacementPreview): string {
+  const assumed = preview.prediction_assumes ?? [];
+  return "one stream's decode speed, predicted from the nodes' memory read rates and links"
+    + (assumed.length ? `; assumed ${assumed.join(", ")}` : "");
+}
+
+/** The candidate placements to choose from, each with its ranks' layers and memory, and
+ * each one's predicted decode speed. */
 export function CandidateList({ previews, selected, onSelect }: Props) {
   return (
     <fieldset className="candidates">
@@ -22,6 +30,11 @@ export function CandidateList({ previews, selected, onSelect }: Props) {
               disabled={!preview.fits} onChange={() => onSelect(key)} />
             <label htmlFor={id}>
               <strong>{describePreview(preview)}</strong>
+              {preview.predicted_decode_tps != null && (
+                <span className="muted small" title={predictionNote(preview)}>
+                  {" "}— ~{preview.predicted_decode_tps.toPrecision(3)} tokens/s predicted
+                </span>
+              )}
               {!preview.fits && <span className="muted small"> — {preview.reason}</span>}
             </label>
             {preview.nodes.length > 0 && (
