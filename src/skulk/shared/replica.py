@@ -10,6 +10,7 @@ import math
 from collections.abc import AsyncIterable, Callable
 
 import anyio
+import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from loguru import logger
 
@@ -85,8 +86,10 @@ class StateReplica:
         return receive
 
     async def run(self, events: AsyncIterable[IndexedEvent]) -> None:
+        # One step per event: a queue of them (a replay) is not applied in one long step.
         async for indexed in events:
             self.receive(indexed)
+            await anyio.lowlevel.checkpoint()
 
     def receive(self, indexed: IndexedEvent) -> list[IndexedEvent]:
         """Take one event off the wire; returns the events applied because of it."""

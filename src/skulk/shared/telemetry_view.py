@@ -3,6 +3,8 @@
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 
+import anyio.lowlevel
+
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.telemetry import NodeTelemetry
 
@@ -34,9 +36,12 @@ class TelemetryView:
         self._own_node = node_id
 
     async def follow(self, readings: AsyncIterator[NodeTelemetry]) -> None:
-        """Keep every reading the telemetry plane brings."""
+        """Keep every reading the telemetry plane brings, yielding after each: a queue of
+        them (every node's at a cold start) would otherwise be read in one step, which at
+        120 nodes held the event loop 50 ms."""
         async for reading in readings:
             self.update(reading)
+            await anyio.lowlevel.checkpoint()
 
     def update(self, reading: NodeTelemetry, *, gossip: bool = True) -> None:
         if gossip and reading.node_id == self._own_node:
