@@ -140,6 +140,25 @@ def test_tensor_split_over_three_ranks_matches_one_process(
     assert tokens == expected_tokens
 
 
+def test_a_quantized_split_by_heads_decodes_through_the_split_head(
+    tmp_path: Path, ranks: list[subprocess.Popen[str]]
+) -> None:
+    """One row of three tokens: the prompt's logits and every decode step go through the
+    head split by vocabulary rows (at most 4 rows), on a 4-bit model whose tied embedding
+    is split with its scales and biases."""
+    model_dir = write_random_llama(tmp_path / "q4", tiny_llama_config(n_layers=2), seed=5,
+                                   quantize_bits=4)
+    prompt, padding = [[5, 17, 99]], [0]
+    shard = load_shard(model_dir, SoloGroup(), 0, 2, "pipeline")
+    want_tokens, want_logits, _ = greedy(shard, SoloGroup(), prompt, padding, 8)
+    assert want_logits is not None
+    tokens, logits = distributed(ranks, model_dir, tmp_path / "out", "tensor",
+                                 [[0, 2]] * 2, prompt=prompt, padding=padding, steps=8)
+    np.testing.assert_allclose(logits, np.array(want_logits.astype(mx.float32)),
+                               rtol=1e-4, atol=1e-4)
+    assert tokens == want_tokens
+
+
 def test_a_missing_neighbour_ends_the_connect_within_its_deadline(
     ranks: list[subprocess.Popen[str]]
 ) -> None:
