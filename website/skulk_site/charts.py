@@ -193,6 +193,37 @@ def failover_gap(results: Document) -> Figure:
     return figure
 
 
+def control_plane_scale(results: Document) -> Figure:
+    """bench/scale.py's rows against the number of nodes: CPU per event, duplicates and
+    idle traffic, and the busiest node's CPU over formation and failover (the harness's
+    wall times are every node's CPU on one core: bench/README.md has them)."""
+    rows = [row for row in results["rows"] if "error" not in row]
+    nodes = [row["nodes"] for row in rows]
+    figure, (cpu, traffic, times) = plt.subplots(1, 3, figsize=(11, 3.2))
+    for axes, series, label in (
+            (cpu, {"master": "master_cpu_ms_per_event",
+                   "follower (median)": "follower_cpu_ms_per_event_median"},
+             "CPU per indexed event (ms)"),
+            (traffic, {"idle kB/s per node": "idle_bytes_per_node_second",
+                       "duplicates per event x 100": "duplicates_per_event"},
+             "idle traffic, duplicates"),
+            (times, {"formation": "formation_cpu_seconds_busiest_node",
+                     "failover": "failover_cpu_seconds_busiest_node"},
+             "busiest node's CPU over (s)")):
+        for index, (name, key) in enumerate(series.items()):
+            scale = {"idle_bytes_per_node_second": 1e-3, "duplicates_per_event": 100.0}
+            values = [row[key] * scale.get(key, 1.0) for row in rows]
+            axes.plot(nodes, values, marker="o", label=name, color=COLOURS[index])
+        axes.set_xscale("log")
+        axes.set_xticks(nodes, [str(n) for n in nodes])
+        axes.set_xlabel("nodes")
+        axes.set_title(label, fontsize=10)
+        axes.set_ylim(bottom=0)
+        axes.legend(fontsize=7)
+        axes.spines[["top", "right"]].set_visible(False)
+    return figure
+
+
 @dataclass(frozen=True)
 class Chart:
     slug: str
@@ -231,6 +262,11 @@ CHARTS = (
     Chart("failover-gap", "Failover gap of a stream in flight", "failover", "gap_s",
           failover_gap, "How long a client's stream stalls when the node serving it dies "
           "(`bench/failover.py`)."),
+    Chart("control-plane-scale", "The control plane from 3 to 200 nodes", "scale", "rows",
+          control_plane_scale, "N whole nodes (API and worker off) on the in-memory bus in "
+          "one process (`bench/scale.py`): each node's CPU per indexed event, the idle "
+          "traffic a node receives and the duplicates per event, and the CPU the busiest "
+          "node spent over formation and over failover (what it pays on its own machine)."),
 )
 
 

@@ -77,3 +77,19 @@ def test_every_seeded_result_draws_its_chart() -> None:
     for item in rendered.values():
         if item.document is not None:
             assert "Measured on" in provenance(item.document)
+
+
+def scale_row(nodes: int) -> dict[str, Any]:
+    return {"nodes": nodes, "master_cpu_ms_per_event": 0.5, "formation_seconds": 1.0,
+            "follower_cpu_ms_per_event_median": 0.2, "idle_bytes_per_node_second": 3000,
+            "duplicates_per_event": 0.0, "failover_cpu_seconds_busiest_node": 0.01,
+            "formation_cpu_seconds_busiest_node": 0.02}
+
+
+def test_the_scale_curves_leave_out_a_size_that_did_not_finish(tmp_path: Path) -> None:
+    write(tmp_path, "scale-1.json", "scale", "2026-11-28", {"rows": [
+        scale_row(3), scale_row(30), {"nodes": 200, "error": "a phase did not finish"}]})
+    rendered = {item.chart.slug: item for item in render_charts(load_results(tmp_path))}
+    image = rendered["control-plane-scale"].image
+    assert image is not None and b"CPU per indexed event" in image
+    assert b">30<" in image and b">200<" not in image
