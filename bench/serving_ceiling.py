@@ -123,11 +123,14 @@ def control_plane_ms(node: NodeProcess, samples: int) -> dict[str, float]:
     return row
 
 
+NODE_FLAGS: list[str] = []  # given to every node this run starts (--no-local-delivery)
+
+
 def echo_node(directory: Path, *flags: str, authority: Path | None = None) -> NodeProcess:
     """A node running bench/echo_node.py; its queue takes every stream of the levels (the
     default bound follows the real engine's batch size, not the echo runner's)."""
-    return NodeProcess(directory, "--max-queue", "2048", *flags, authority=authority,
-                       program=LAUNCHER)
+    return NodeProcess(directory, "--max-queue", "2048", *NODE_FLAGS, *flags,
+                       authority=authority, program=LAUNCHER)
 
 
 def run_levels(client_node: NodeProcess, model_node: NodeProcess, levels: list[int],
@@ -197,19 +200,25 @@ def main() -> None:
                         help="the echo engine's pause per step (0: costs nothing)")
     parser.add_argument("--paced-step-ms", type=float, default=10.0,
                         help="the paced row's step (0: no paced row)")
+    parser.add_argument("--no-local-delivery", action="store_true",
+                        help="the nodes' own messages round-trip through the transport, "
+                             "sealed and verified (the comparison for local delivery)")
     parser.add_argument("--one-node-only", action="store_true")
     parser.add_argument("--no-write", action="store_true", help="print, write no JSON")
     args = parser.parse_args()
     args.tokens = args.tokens or (64 if args.quick else 200)
     args.requests = args.requests or (1 if args.quick else 2)
     levels = [int(level) for level in args.streams.split(",")]
+    if args.no_local_delivery:
+        NODE_FLAGS.append("--no-local-delivery")
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="skulk-ceiling-") as scratch:
         root = Path(scratch)
         payload: dict[str, Any] = {
             "settings": {"levels": levels, "tokens_per_request": args.tokens,
                          "requests_per_stream": args.requests, "echo_step_ms": args.step_ms,
-                         "quick": args.quick},
+                         "quick": args.quick,
+                         "local_delivery": not args.no_local_delivery},
             "one_node": one_node(root, args, levels)}
         if args.paced_step_ms > 0:
             payload["paced"] = paced(root, args)
@@ -219,8 +228,10 @@ def main() -> None:
     payload["load_average_after"] = [round(value, 2) for value in os.getloadavg()]
     print(f"load average before {load_before}, after {os.getloadavg()}")
     if not args.no_write:
-        write_result("serving_ceiling", payload,
-                     "bench/serving_ceiling.py" + (" --quick" if args.quick else ""))
+        write_result("serving_ceiling", payload, "bench/serving_ceiling.py" + "".join(
+            f" {flag}" for flag, given in (("--quick", args.quick),
+                                           ("--no-local-delivery", args.no_local_delivery))
+            if given))
 
 
 if __name__ == "__main__":
