@@ -78,10 +78,18 @@ class DataPlaneReceiver:
             self._ranks.popitem(last=False)
 
     def state_changed(self, state: State) -> None:
-        """Deliver or drop the chunks that waited for their task."""
-        waiting, self._waiting = self._waiting, {}
-        for arrivals in waiting.values():
-            for arrival in arrivals:
+        """Deliver or drop the chunks that waited for their task: each waiting request is
+        looked up once per applied event, its chunks only once it is known (or its stream
+        closed). Trying every waiting chunk again on every event, each a scan of the tasks,
+        grew with requests × chunks × tasks and stalled a node that took hundreds of
+        streams from another node's model."""
+        if not self._waiting:
+            return
+        known = {task.command_id for task in state.tasks.values()}
+        ready = [command_id for command_id in self._waiting
+                 if command_id in known or not self._streams.is_open(command_id)]
+        for command_id in ready:
+            for arrival in self._waiting.pop(command_id):
                 self.take_chunk(arrival, state)
 
     def _wait(self, arrival: Received[DataChunk]) -> None:

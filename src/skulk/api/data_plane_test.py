@@ -84,6 +84,29 @@ async def test_a_chunk_that_outruns_its_task_waits_for_it() -> None:
 
 
 @pytest.mark.anyio
+async def test_each_waiting_request_is_released_once_its_own_task_is_known() -> None:
+    """Of several requests whose chunks outran their tasks, a state change releases those
+    it made known, in order, and the rest keep waiting (their chunks untouched)."""
+    plane, streams, dropped = receiver()
+    commands = [CommandId(f"cmd-{index}") for index in range(3)]
+    opened = [streams.open(command) for command in commands]
+    for command in commands:
+        for sequence, word in enumerate(["x", "y"]):
+            plane.take_chunk(Received(NODE, chunk(sequence, word).model_copy(
+                update={"command_id": command})), State())
+    first_known = state_with(InstanceCreated(instance=instance()), TaskCreated(
+        task=task("task-0", command_id="cmd-0")))
+    plane.state_changed(first_known)
+    assert await text(opened[0], 2) == "xy"
+    plane.state_changed(first_known)  # nothing new: the others still wait
+    streams.close(commands[2])  # its client left: its chunks go at the next change
+    plane.state_changed(state_with(TaskCreated(task=task("task-1", command_id="cmd-1")),
+                                   start=first_known))
+    assert await text(opened[1], 2) == "xy"
+    assert plane._waiting == {} and dropped.total() == 0
+
+
+@pytest.mark.anyio
 async def test_the_ranks_are_kept_per_request_once_known() -> None:
     """A request's instance does not change, so its ranks are looked up once: the last
     tokens still arrive after the instance left the state, and a stranger is still
