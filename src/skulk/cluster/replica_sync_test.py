@@ -7,10 +7,11 @@ import anyio
 import pytest
 
 from skulk.cluster.local_events import LocalEventSender
-from skulk.cluster.replica_sync import ReplicaSync
+from skulk.cluster.replica_sync import SYNC_INTERVAL_SECONDS, ReplicaSync
 from skulk.shared.replica import StateReplica
 from skulk.shared.types.election import StateSyncMessage
-from skulk.shared.types.ids import NodeId, SessionId
+from skulk.shared.types.events import IndexedEvent, TaskDeleted
+from skulk.shared.types.ids import NodeId, SessionId, TaskId
 from skulk.shared.types.state import State
 from skulk.testing.channels import Collected
 
@@ -43,4 +44,23 @@ async def test_after_a_round_a_follower_asks_for_what_follows_its_last_index() -
     asked.clear()
     election.master = ME
     sync.catch_up()  # the master asks nobody
-    assert sync._gap_from is None
+    assert sync._caught_up_from is None
+
+
+@pytest.mark.anyio
+async def test_after_a_round_a_follower_receiving_events_does_not_ask() -> None:
+    replica = StateReplica()
+    replica.restore(State(last_event_applied_idx=6), SessionId("sess-1"), MASTER)
+    requests: Collected[StateSyncMessage] = Collected()
+    sync = ReplicaSync(node_id=ME, replica=replica, election=Elected(MASTER),
+                       requests=requests)
+    sync.catch_up()
+    replica.receive(IndexedEvent(index=7, session=SessionId("sess-1"), master_node=MASTER,
+                                 event=TaskDeleted(task_id=TaskId("t"))))
+    assert replica.next_index() == 8, "the event arrived after the round"
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(sync.run, LocalEventSender(node_id=ME, epoch="e",
+                                                    published=Collected()))
+        await anyio.sleep(SYNC_INTERVAL_SECONDS * 2.5)
+        tasks.cancel_scope.cancel()
+    assert requests.items == [], "events are flowing: a gap among them shows itself"
