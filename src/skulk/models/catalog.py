@@ -69,9 +69,15 @@ class ModelCatalog:
         self._models_dir = models_dir
         self._cluster_cards: ClusterCards = cluster_cards or dict
         self._seen_cluster: Mapping[ModelId, ModelCard] = {}
+        self._generation = 0
+        # The last `seeing` catalogue, with the announced cards and store it was built
+        # from: the master asks on every command, and a rebuild costs ~0.3 ms.
+        self._seen_by: tuple[Mapping[ModelId, ModelCard], list[StoreEntry],
+                             ModelCatalog] | None = None
         self._index(list(stored))
 
     def _index(self, stored: list[StoreEntry]) -> None:
+        self._generation += 1
         self._stored = stored
         self._seen_cluster = self._cluster_cards()
         # A built-in card of a model pulled here is served as the hub corrected it.
@@ -93,6 +99,13 @@ class ModelCatalog:
         if cluster is not self._seen_cluster and cluster != self._seen_cluster:
             self._index(self._stored)
 
+    @property
+    def generation(self) -> int:
+        """A number that changes whenever the cards or the store as read change (a
+        result derived from this catalogue stays valid while it does not)."""
+        self._current()
+        return self._generation
+
     def refresh(self) -> None:
         """Read the store again (after a fetch, a pull or an add on this node)."""
         self._index(stored_entries(self._models_dir))
@@ -105,9 +118,17 @@ class ModelCatalog:
 
     def seeing(self, cluster_cards: Mapping[ModelId, ModelCard]) -> "ModelCatalog":
         """This catalogue with exactly `cluster_cards` announced (the master places from
-        its own State, which is ahead of the node's replica)."""
-        return ModelCatalog(self._builtin, self._models_dir, self._stored,
+        its own State, which is ahead of the node's replica). The same catalogue comes
+        back while `cluster_cards` and the store as read are unchanged."""
+        cached = self._seen_by
+        if cached is not None and cached[1] is self._stored and (
+                cached[0] is cluster_cards or cached[0] == cluster_cards):
+            self._seen_by = (cluster_cards, cached[1], cached[2])
+            return cached[2]
+        seen = ModelCatalog(self._builtin, self._models_dir, self._stored,
                             lambda: cluster_cards)
+        self._seen_by = (cluster_cards, self._stored, seen)
+        return seen
 
     def builtin_card(self, name: str) -> ModelCard | None:
         """The built-in card `name` (id or alias) names, ignoring stored and announced

@@ -109,3 +109,32 @@ def test_a_stage_copy_serves_only_stages_inside_its_layers_and_never_a_whole_loa
     assert catalog.local_path(card, "mlx") == whole
     assert catalog.stage_path(card, "mlx", (2, 6)) == whole
     assert catalog.stage_path(card, "mlx", (0, 2)) == whole  # a whole copy first
+
+
+def test_seeing_is_rebuilt_only_when_the_announced_cards_or_the_store_change(
+        tmp_path: Path) -> None:
+    from skulk.testing import factories as f
+
+    catalog = ModelCatalog.builtin(tmp_path)
+    announced = {ModelId("tiny-added"): f.added_card()}
+    seen = catalog.seeing(announced)
+    assert catalog.seeing(announced) is seen
+    assert catalog.seeing(dict(announced)) is seen  # equal cards: the same catalogue
+    other = catalog.seeing({})
+    assert other is not seen and other.resolve("tiny-added") is None
+    again = catalog.seeing(announced)
+    assert again is not seen and again.resolve("tiny-added") == f.added_card()
+
+    # A model stored here since: the catalogue is built again and serves its card.
+    generation = catalog.generation
+    stored_card = f.added_card("stored-two")
+    (tmp_path / "stored-two-gguf").mkdir()
+    write_entry(tmp_path / "stored-two-gguf", StoreEntry(
+        directory="stored-two-gguf", model_id=stored_card.model_id, format="gguf",
+        files=[StoredFile(name="tiny.gguf", size_bytes=1000, sha256="0" * 64)],
+        card=stored_card))
+    assert catalog.seeing(announced) is again
+    catalog.refresh()
+    assert catalog.generation != generation
+    refreshed = catalog.seeing(announced)
+    assert refreshed is not again and refreshed.resolve("stored-two") == stored_card
