@@ -2,7 +2,7 @@
 
 from collections.abc import Mapping
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from skulk.shared.types.base import WireModel
 from skulk.shared.types.event_source import EventSource
@@ -11,6 +11,7 @@ from skulk.shared.types.instances import Instance
 from skulk.shared.types.model_cards import ModelCard
 from skulk.shared.types.runners import RunnerStatus
 from skulk.shared.types.tasks import Task
+from skulk.shared.types.tasks_by_command import TasksByCommand
 
 
 class NodeCoolOff(WireModel):
@@ -56,6 +57,8 @@ class State(WireModel):
     last_event_applied_idx: int = Field(
         default=-1, description="Index of the last applied event; -1 before any."
     )
+    # Derived from `tasks` on first use; never serialized (copies of a State share it).
+    _tasks_by_command: TasksByCommand = PrivateAttr(default_factory=TasksByCommand)
 
     def cooling_nodes(self, now: float) -> frozenset[NodeId]:
         """Nodes still in their cool-off at `now` (Unix seconds)."""
@@ -65,4 +68,4 @@ class State(WireModel):
         return [i for i in self.instances.values() if i.model_id == model_id]
 
     def task_for_command(self, command_id: CommandId) -> Task | None:
-        return next((t for t in self.tasks.values() if t.command_id == command_id), None)
+        return self._tasks_by_command.task(self.tasks, command_id)
