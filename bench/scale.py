@@ -1,7 +1,7 @@
 """What the control plane costs per node as the cluster grows, on the in-memory bus.
 
     .venv/bin/python bench/scale.py            # N = 3, 10, 30, 60, 120, 200
-    .venv/bin/python bench/scale.py --quick    # N = 3, 10, 30 (well under a minute)
+    .venv/bin/python bench/scale.py --quick    # N = 3, 10, 30 (about two minutes)
     .venv/bin/python bench/scale.py --sizes 50 --events 100
 
 N whole nodes (API and worker off) in one process on one core (bench/scale_harness.py).
