@@ -13,7 +13,7 @@ else a stage copy covering its layers, and fetches a stage copy (`stage_layers`)
 Tensor-parallel ranks and whole instances need the whole model.
 """
 
-from collections.abc import Awaitable, Callable, Set
+from collections.abc import Awaitable, Callable, Mapping, Set
 from pathlib import Path
 
 import anyio
@@ -99,10 +99,27 @@ class WeightsFetcher:
         self._publish_event = publish_event
         self._sources_for = sources_for
         self.fetching: set[RunnerId] = set()
+        # The last answer of `missing` and what it was computed from: the plan loop asks
+        # several times per request, and the instances rarely change in between.
+        self._missing: tuple[Mapping[InstanceId, Instance], frozenset[InstanceId], int,
+                             frozenset[RunnerId]] | None = None
 
-    def missing(self, state: State, given_up: Set[InstanceId]) -> set[RunnerId]:
+    def missing(self, state: State, given_up: Set[InstanceId]) -> frozenset[RunnerId]:
         """The ranks here whose weights must be fetched first (two ranks of one pipeline
-        on this node may need different layers)."""
+        on this node may need different layers). Computed again only when the instances,
+        the instances given up or the catalogue changed, or a fetch ended."""
+        given_up = frozenset(given_up)
+        generation = self._catalog.generation
+        cached = self._missing
+        if (cached is not None and cached[0] is state.instances and cached[1] == given_up
+                and cached[2] == generation):
+            return cached[3]
+        missing = self._compute_missing(state, given_up)
+        self._missing = (state.instances, given_up, generation, missing)
+        return missing
+
+    def _compute_missing(self, state: State, given_up: Set[InstanceId]
+                         ) -> frozenset[RunnerId]:
         missing = set()
         for instance in state.instances.values():
             if instance.instance_id in given_up:
@@ -116,10 +133,16 @@ class WeightsFetcher:
                         self._catalog, card, engine_description(instance.engine),
                         stage_layers(instance, shard)):
                     missing.add(runner_id)
-        return missing
+        return frozenset(missing)
 
     async def fetch(self, instance: Instance, runner_id: RunnerId) -> None:
         """Bring the rank's weights here; raises NoWeights when every source failed."""
+        try:
+            await self._fetch(instance, runner_id)
+        finally:
+            self._missing = None  # the files here may have changed, whatever the outcome
+
+    async def _fetch(self, instance: Instance, runner_id: RunnerId) -> None:
         card = self._catalog.resolve(instance.model_id)
         layers = stage_layers(instance, instance.shards[runner_id])
         format = None if card is None else needed_format(

@@ -18,6 +18,7 @@ from skulk.testing import factories as f
 from skulk.testing.fake_hub import FakeHub
 from skulk.testing.models import bundled_gguf
 from skulk.worker.weight_sources import HubSource, WeightSource
+from skulk.worker.weights_fetch import WeightsFetcher
 from skulk.worker.wiring import WorkerReach
 from skulk.worker.worker import Worker
 from skulk.worker.worker_test import Cluster, FakeSupervisor
@@ -121,3 +122,25 @@ async def test_when_no_source_has_the_weights_the_instance_is_given_up_saying_wh
     assert status.error.startswith(f"could not fetch {MODEL} (gguf): broken: KeyError: "
                                    f"'a bug'; hub {REPO}: cannot list"), status.error
     assert not FakeSupervisor.created
+
+
+@pytest.mark.anyio
+async def test_missing_is_computed_again_only_after_what_it_depends_on_changed(
+        hub: FakeHub, tmp_path: Path) -> None:
+    async def publish(event: object) -> None:
+        pass
+
+    fetcher = WeightsFetcher(node_id=f.NODE, catalog=ModelCatalog([_card()], tmp_path),
+                             publish_event=publish, sources_for=lambda *_: [HUB])
+    placed = f.instance().model_copy(update={"model_id": MODEL})
+    [runner_id] = placed.shards
+    state = f.state_with(InstanceCreated(instance=placed))
+    first = fetcher.missing(state, set())
+    assert first == {runner_id}
+    assert fetcher.missing(state, set()) is first  # nothing changed: the same answer
+    assert fetcher.missing(state, {placed.instance_id}) == frozenset()
+    assert fetcher.missing(f.state_with(), set()) == frozenset()
+    assert fetcher.missing(state, set()) == {runner_id}
+
+    await fetcher.fetch(placed, runner_id)
+    assert fetcher.missing(state, set()) == frozenset()  # the weights are here now
