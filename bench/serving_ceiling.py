@@ -22,6 +22,7 @@ import os
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,20 @@ def runners_cpu_seconds(pid: int) -> float:
         except OSError:
             pass
     return total
+
+
+def settle(pid: int, timeout: float = 5.0) -> float:
+    """Wait until the node and its runners are idle (under a tenth of a core over 0.2 s):
+    a node finishes a burst's streams for a few hundred ms after the client has them all,
+    and a request sent meanwhile measures that work, not its own way to the runner.
+    Returns the seconds waited."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        before = cpu_seconds(pid) + runners_cpu_seconds(pid)
+        time.sleep(0.2)
+        if cpu_seconds(pid) + runners_cpu_seconds(pid) - before <= 0.02:
+            break
+    return round(time.monotonic() - started, 2)
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -97,7 +112,9 @@ def measure_level(client_node: NodeProcess, model_node: NodeProcess, streams: in
 
 def control_plane_ms(node: NodeProcess, samples: int) -> dict[str, float]:
     """Traced one-token requests: request received → handed to the runner, and the
-    runner taking it (medians, ms)."""
+    runner taking it (medians, ms), once the node is idle after the levels before."""
+    assert node.process is not None
+    settled_s = settle(node.process.pid)
     body = {"model": "smollm2-135m", "max_tokens": 1,
             "messages": [{"role": "user", "content": "one"}]}
     before_runner, runner_queue, first_chunk = [], [], []
@@ -115,7 +132,7 @@ def control_plane_ms(node: NodeProcess, samples: int) -> dict[str, float]:
             first_chunk.append((prefill["start_us"] + prefill["duration_us"]
                                 - trace["started_us"]) / 1000)
         http.post("/v1/tracing", json={"enabled": False}).raise_for_status()
-    row = {"samples": samples,
+    row = {"samples": samples, "settled_after_s": settled_s,
            "api_to_runner_handover_ms_p50": round(statistics.median(before_runner), 3),
            "runner_takes_task_ms_p50": round(statistics.median(runner_queue), 3),
            "api_to_first_chunk_ms_p50": round(statistics.median(first_chunk), 3)}
@@ -149,7 +166,7 @@ def one_node(root: Path, args: argparse.Namespace, levels: list[int]) -> dict[st
         node.wait_model_ready()
         print(f"one node (echo step {args.step_ms} ms):", flush=True)
         rows = run_levels(node, node, levels, args.tokens, args.requests)
-        control = control_plane_ms(node, 5 if args.quick else 20)
+        control = control_plane_ms(node, 20 if args.quick else 50)
     finally:
         node.stop()
     return {"levels": rows, "control_plane": control}
