@@ -261,6 +261,9 @@ def test_killing_a_rank_mid_stream_fails_over_with_the_same_greedy_text(
             "messages": [{"role": "user", "content": "Count from one to one hundred."}]}
     whole = httpx.post(f"{api.url}/v1/chat/completions", json=body, timeout=180)
     expected = whole.json()["choices"][0]["message"]["content"]
+    # An earlier test's deleted instance may still have its runner shutting down there.
+    victim.wait_until(lambda: len(victim.runner_pids()) == 1, 60,
+                      "the victim to run this instance's runner alone")
     parts: list[str] = []
     errors: list[str] = []
     with httpx.stream("POST", f"{api.url}/v1/chat/completions", json={**body, "stream": True},
