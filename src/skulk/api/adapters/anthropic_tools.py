@@ -40,15 +40,7 @@ class ToolPlan:
     forced: bool = False
 
     def calls_in(self, text: str) -> list[ToolCall]:
-        if not self.tools:
-            return []
-        if self.forced:
-            try:
-                return [tool_calls.parse_forced(text)]
-            except (ValueError, KeyError) as error:
-                raise ApiError(500, "the model's call was cut short; raise max_tokens",
-                               type="server_error", code="tool_call_incomplete") from error
-        return tool_calls.parse_tagged(text, {t.name for t in self.tools})
+        return tool_calls.calls_in(text, self.tools, self.forced)
 
 
 def tool_plan(tools: list[AnthropicTool] | None, choice: ToolChoice | None) -> ToolPlan:

@@ -140,15 +140,7 @@ class ChatPlan:
     forced: bool = False  # the output is exactly one call, constrained by a grammar
 
     def tool_calls_in(self, text: str) -> list[ToolCall]:
-        if not self.tools:
-            return []
-        if self.forced:
-            try:
-                return [tool_calls.parse_forced(text)]
-            except (ValueError, KeyError) as error:
-                raise ApiError(500, "the model's call was cut short; raise max_tokens",
-                               type="server_error", code="tool_call_incomplete") from error
-        return tool_calls.parse_tagged(text, {t.name for t in self.tools})
+        return tool_calls.calls_in(text, self.tools, self.forced)
 
 
 def _text_of(message: WireMessage, index: int) -> str:

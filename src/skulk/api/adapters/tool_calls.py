@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from skulk.api.errors import ApiError
+
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 _TAGGED = re.compile(re.escape(OPEN) + r"\s*(\{.*?\})\s*" + re.escape(CLOSE), re.DOTALL)
 
@@ -74,3 +76,17 @@ def render_call(name: str, arguments: str) -> str:
     except json.JSONDecodeError:
         parsed = arguments
     return f"{OPEN}{json.dumps({'name': name, 'arguments': parsed})}{CLOSE}"
+
+
+def calls_in(text: str, tools: list[Tool], forced: bool) -> list[ToolCall]:
+    """The calls a reply makes: the one forced call (its grammar made the text exactly one;
+    an ApiError when max_tokens cut it short), or the tagged calls of given tools."""
+    if not tools:
+        return []
+    if forced:
+        try:
+            return [parse_forced(text)]
+        except (ValueError, KeyError) as error:
+            raise ApiError(500, "the model's call was cut short; raise max_tokens",
+                           type="server_error", code="tool_call_incomplete") from error
+    return parse_tagged(text, {t.name for t in tools})
