@@ -104,6 +104,16 @@ class NodeProcess:
         return [child.pid for child in psutil.Process(self.process.pid).children()
                 if "spawn_main" in " ".join(child.cmdline())]
 
+    def newest_runner_pid(self) -> int:
+        """The runner this node started last (one shutting down may linger beside it)."""
+        import psutil
+        assert self.process is not None
+        runners = [child for child in psutil.Process(self.process.pid).children()
+                   if child.status() != psutil.STATUS_ZOMBIE
+                   and "spawn_main" in " ".join(child.cmdline())]
+        assert runners, "this node runs no runner"
+        return max(runners, key=lambda child: child.create_time()).pid
+
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-6000:]
 

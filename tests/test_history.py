@@ -82,7 +82,10 @@ def test_any_node_serves_every_nodes_history_and_prometheus_targets(tmp_path: Pa
         assert 2.0 in series["nodes_reporting"]
         assert b.get(f"/v1/history/nodes/{a.node_id()}").json()["series"]["t"]
 
+        # Targets follow the cluster's live nodes, which b's replica learns on its own time.
+        b.wait_until(lambda: {t["labels"]["skulk_node_id"] for t in
+                              b.get("/v1/prometheus/targets").json()} == ids,
+                     30.0, "b to list both nodes as Prometheus targets")
         targets = b.get("/v1/prometheus/targets").json()
-        assert {t["labels"]["skulk_node_id"] for t in targets} == ids
         assert {t["targets"][0].rsplit(":", 1)[1] for t in targets} == {
             str(a.api_port), str(b.api_port)}

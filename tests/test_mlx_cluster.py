@@ -261,9 +261,9 @@ def test_killing_a_rank_mid_stream_fails_over_with_the_same_greedy_text(
             "messages": [{"role": "user", "content": "Count from one to one hundred."}]}
     whole = httpx.post(f"{api.url}/v1/chat/completions", json=body, timeout=180)
     expected = whole.json()["choices"][0]["message"]["content"]
-    # An earlier test's deleted instance may still have its runner shutting down there.
-    victim.wait_until(lambda: len(victim.runner_pids()) == 1, 60,
-                      "the victim to run this instance's runner alone")
+    # An earlier test's deleted instance may still have its runner shutting down there:
+    # this instance's runner is the victim's newest.
+    victim_pid = victim.newest_runner_pid()
     parts: list[str] = []
     errors: list[str] = []
     with httpx.stream("POST", f"{api.url}/v1/chat/completions", json={**body, "stream": True},
@@ -277,8 +277,7 @@ def test_killing_a_rank_mid_stream_fails_over_with_the_same_greedy_text(
             elif event["choices"] and event["choices"][0]["delta"].get("content"):
                 parts.append(event["choices"][0]["delta"]["content"])
                 if len(parts) == 3:
-                    [pid] = victim.runner_pids()
-                    os.kill(pid, signal.SIGKILL)
+                    os.kill(victim_pid, signal.SIGKILL)
     assert errors == [] and "".join(parts) == expected
     assert 'skulk_failovers_total{reason="runner_failed"} 1.0' in api.get("/metrics").text
 
