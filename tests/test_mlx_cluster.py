@@ -234,16 +234,26 @@ def test_forced_tools_json_schemas_and_ollama_format_whole_and_split(
         options={"temperature": 0, "num_predict": 64})
     validate_answer(schemas["set_thermostat"], chat.message.content or "")
     anthropic_tool_use_turn(api)
-    scored = httpx.post(f"{api.url}/v1/chat/completions", timeout=180, json={
-        "model": "smollm2-135m", "messages": ask, "max_tokens": 4, "logprobs": True,
-        "top_logprobs": 2})
-    if shape.get("sharding") == "pipeline":
-        assert scored.status_code == 400 and "split by layers" in scored.text
-    else:
-        assert scored.status_code == 200, scored.text
-        entries = scored.json()["choices"][0]["logprobs"]["content"]
-        assert len(entries) == 4 and all(len(e["top_logprobs"]) == 2 for e in entries)
+    _greedy_logprobs_are_the_likeliest_tokens(client, ask)
     _delete(api, instance["instance_id"])
+
+
+def _greedy_logprobs_are_the_likeliest_tokens(client: openai.OpenAI,
+                                              ask: list[ChatCompletionMessageParam]) -> None:
+    """Whole, by heads (rank 0 decides) or by layers (the last rank decides and carries
+    them back): a greedy token is its step's likeliest, and the entries spell the text."""
+    scored = client.chat.completions.create(
+        model="smollm2-135m", messages=ask, max_tokens=4, temperature=0, logprobs=True,
+        top_logprobs=2)
+    choice = scored.choices[0]
+    entries = choice.logprobs.content if choice.logprobs is not None else None
+    assert entries is not None and len(entries) == 4
+    assert "".join(e.token for e in entries) == choice.message.content
+    for entry in entries:
+        assert len(entry.top_logprobs) == 2 and entry.logprob <= 0
+        best = entry.top_logprobs[0]
+        assert best.token == entry.token and abs(best.logprob - entry.logprob) < 1e-4
+        assert entry.top_logprobs[1].logprob <= best.logprob
 
 
 def test_killing_a_rank_mid_stream_fails_over_with_the_same_greedy_text(

@@ -3,11 +3,11 @@ rows of the decoding batch (their tokens, counts and, on rank 0, their output)."
 
 from dataclasses import dataclass, field
 
-from skulk.shared.types.chunks import TokenLogprob
 from skulk.worker.engines.grammar.constraint import Constraint
 from skulk.worker.engines.mlx import mlx_api
 from skulk.worker.engines.mlx.output import StreamedText
 from skulk.worker.engines.mlx.requests import Request
+from skulk.worker.engines.token_logprobs import Scored
 
 
 @dataclass
@@ -33,5 +33,6 @@ class Row:
     drafted: int = 0  # drafted tokens verified for this request
     accepted: int = 0  # of which the model kept
     constraint: Constraint | None = None  # its grammar, on the deciding rank
-    # The deciding rank's log probabilities of tokens decided and not yet sent out.
-    scored: list[TokenLogprob] = field(default_factory=list)
+    # Log probabilities of tokens decided and not yet streamed: the deciding rank's, and
+    # rank 0's once carried there (score_carrier.py).
+    scored: list[Scored] = field(default_factory=list)

@@ -12,7 +12,7 @@ from skulk.worker.engines.grammar.vocabulary import Vocabulary
 from skulk.worker.engines.mlx import mlx_api
 from skulk.worker.engines.mlx.batch_rows import Row
 from skulk.worker.engines.mlx.sampling import sample_rows
-from skulk.worker.engines.token_logprobs import token_logprob
+from skulk.worker.engines.token_logprobs import scored
 
 
 def remaining(row: Row) -> int:
@@ -57,7 +57,8 @@ def decide_rows(logits: mx.array, rows: Sequence[Row], vocabulary: Vocabulary | 
 
 def note(row: Row, logits: mx.array, tokens: Sequence[int],
          vocabulary: Vocabulary | None) -> None:
-    """Advance the row's grammar over tokens it commits and score them when asked;
+    """Advance the row's grammar over tokens it commits and score them when asked (by id:
+    rank 0 names them, score_carrier.py brings them there from a pipeline's last rank);
     `logits` [len(tokens), V] (or [V] for one token) are the rows they were drawn from."""
     if row.constraint is not None:
         row.constraint.advance(tokens)
@@ -65,8 +66,8 @@ def note(row: Row, logits: mx.array, tokens: Sequence[int],
     if top is None:
         return
     if vocabulary is None:
-        raise RuntimeError("log probabilities need the deciding rank's vocabulary")
+        raise RuntimeError("log probabilities need the deciding rank's end tokens")
     rows = np.array(logits, dtype=np.float32).reshape(len(tokens), -1)
     for index, token in enumerate(tokens):
         if token not in vocabulary.eos_token_ids:
-            row.scored.append(token_logprob(rows[index], token, top, vocabulary.piece))
+            row.scored.append(scored(rows[index], token, top))

@@ -100,7 +100,7 @@ class MlxEngine:
                                         adaptive=options.draft_adaptive)
                 speculator.measure_drafters()
         vocabulary = None
-        if shard.decides:
+        if shard.decides or config.rank == 0:  # grammars there, log probabilities named here
             vocabulary = Vocabulary.of_tokenizer_json(self._model_dir / "tokenizer.json",
                                                       shape.vocab_size,
                                                       self._tokenizer.eos_token_ids)
@@ -168,11 +168,6 @@ class MlxEngine:
             counted += len(tokens)
         return vectors, counted
 
-    @property
-    def _logprobs_here(self) -> bool:
-        """Whether the rank that emits is the rank that decides (see LOGPROBS_UNSUPPORTED)."""
-        return self._config.world_size == 1 or self._options.sharding != "pipeline"
-
     def submit(self, task_id: TaskId, params: GenerationParams) -> None:
         assert self._tokenizer is not None, "submit before load"
         if params.embed is not None and self._config.world_size == 1:
@@ -180,7 +175,7 @@ class MlxEngine:
             return
         request = build_request(task_id, params, self._tokenizer,
                                 self._config.context_token_limit, self._vocab_size,
-                                self._speculation, self._logprobs_here)
+                                self._speculation)
         if params.trace:
             self._joined_us[task_id] = time.time_ns() // 1000
         self._running().submit(request)
@@ -226,7 +221,7 @@ class MlxEngine:
         assert self._tokenizer is not None, "generate before load"
         request = build_request(task_id, params, self._tokenizer,
                                 self._config.context_token_limit, self._vocab_size,
-                                self._speculation, self._logprobs_here)
+                                self._speculation)
         if request.refusal is not None:
             if request.refusal.kind == "context_length_exceeded":
                 raise ContextOverflow(len(request.prompt), self._config.context_token_limit)

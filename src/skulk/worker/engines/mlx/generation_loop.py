@@ -52,11 +52,13 @@ from skulk.worker.engines.mlx.pipeline_run import PipelineRun
 from skulk.worker.engines.mlx.pipeline_schedule import may_overlap
 from skulk.worker.engines.mlx.prefix_cache import PrefixCache
 from skulk.worker.engines.mlx.requests import Request
+from skulk.worker.engines.mlx.score_carrier import carry_scores
 from skulk.worker.engines.mlx.shard import ModelShard
 from skulk.worker.engines.mlx.speculation.accept import Verdict
 from skulk.worker.engines.mlx.speculation.round import speculative_round
 from skulk.worker.engines.mlx.speculation.speculator import Speculator
 from skulk.worker.engines.protocol import EngineEvent, TaskDone, TaskJoined, TaskOutput
+from skulk.worker.engines.token_logprobs import described
 
 # Builds rank 0's output of a request as it joins, given the prompt tokens it reused.
 OutputFactory = Callable[[Request, int], StreamedText]
@@ -84,7 +86,7 @@ class GenerationLoop:
     make_output: OutputFactory
     settings: LoopSettings = field(default_factory=LoopSettings)
     speculator: Speculator | None = None  # the deciding rank's drafting, if it drafts
-    # The deciding rank's tokens as grammars and log probabilities see them.
+    # The tokens as the deciding rank's grammars and rank 0's log probabilities see them.
     vocabulary: Vocabulary | None = None
     _pending: dict[TaskKey, Request] = field(default_factory=dict)
     _prefilling: list[Prefilling] = field(default_factory=list)
@@ -311,6 +313,7 @@ class GenerationLoop:
             drafts, verdict = speculative_round(self.shard, self.speculator,
                                                 self.settings.slots, self._all_sum, row,
                                                 self._batch.only(), self.vocabulary)
+            carry_scores(self.shard, [row], verdict.accepted + 1)
             self._commit(row, drafts, verdict, events)
             return
         started = time.perf_counter()
@@ -330,6 +333,7 @@ class GenerationLoop:
         if self.speculator is not None and len(self._rows) == 1:
             self.speculator.cost.observe(1, time.perf_counter() - started)
         tokens = self._all_sum(chosen, decided=True).tolist()
+        carry_scores(self.shard, self._rows, 1)
         for row, token in zip(self._rows, tokens, strict=True):
             self._commit(row, [], Verdict(0, token), events)
 
@@ -346,6 +350,9 @@ class GenerationLoop:
 
     def run_decide(self, rows: list[int], logits: mx.array) -> list[int]:
         return decide_rows(logits, [self._rows[i] for i in rows], self.vocabulary)
+
+    def run_carry_scores(self, rows: list[int]) -> None:
+        carry_scores(self.shard, [self._rows[i] for i in rows], 1)
 
     def run_commit(self, row: int, token: int, events: list[EngineEvent]) -> None:
         self._commit(self._rows[row], [], Verdict(0, token), events)
@@ -376,8 +383,11 @@ class GenerationLoop:
         for token in new_tokens:
             if row.output.finished is not None:
                 break
-            logprob = row.scored.pop(0) if row.scored and not row.output.is_end(token) \
-                else None
+            logprob = None
+            if row.scored and not row.output.is_end(token):
+                if self.vocabulary is None:
+                    raise RuntimeError("rank 0 has no vocabulary to name scored tokens")
+                logprob = described(row.scored.pop(0), self.vocabulary.piece)
             for chunk in row.output.on_token(token, logprob):
                 events.append(TaskOutput(row.request.task_id, chunk))
         if row.output.finished is not None:

@@ -53,6 +53,11 @@ class RunHost(Protocol):
     def run_decide(self, rows: list[int], logits: mx.array) -> list[int]:
         ...
 
+    def run_carry_scores(self, rows: list[int]) -> None:
+        """The last rank sends rank 0 the log probabilities of these rows' new tokens
+        (score_carrier.py), right after their reply; rank 0 receives them."""
+        ...
+
     def run_commit(self, row: int, token: int, events: list[EngineEvent]) -> None:
         """A row's next token is known: commit it (rank 0 also streams it)."""
         ...
@@ -135,6 +140,7 @@ class PipelineRun:
         if len(reply.tokens) != len(rows):
             raise PipelineProtocolError(
                 f"{len(reply.tokens)} tokens for a micro-batch of {len(rows)} rows")
+        self.host.run_carry_scores(rows)
         for row, token in zip(rows, reply.tokens, strict=True):
             self.host.run_commit(row, token, events)
         wants = bool(reply.flags & WANTS_AGREEMENT) or self.host.run_wants_agreement()
@@ -172,6 +178,7 @@ class PipelineRun:
         chosen = self.host.run_decide(rows, logits[:, -1, :])
         reply = Reply(header.micro_batch, tuple(chosen), flags)
         self.shard.group.send(mx.array(encode_reply(reply, self.slots), dtype=mx.int32), 0)
+        self.host.run_carry_scores(rows)
         for row, token in zip(rows, chosen, strict=True):
             self.host.run_commit(row, token, events)
 

@@ -1,7 +1,8 @@
 """Overlapped pipeline runs over 3 ranks in threads of one process, joined by queues: a
 middle rank that neither embeds nor samples learns the tokens from the headers, three
 micro-batches go round, a cancel asked on the middle rank alone drains a run; rank 0's
-tokens are one engine's and every rank ends with the same prefix-cache keys.
+tokens are one engine's, and so are the log probabilities the last rank carries back to it
+(score_carrier.py), and every rank ends with the same prefix-cache keys.
 (tests/test_mlx_families_ring.py runs the same over the real ring with 2 ranks.)"""
 
 import threading
@@ -11,11 +12,12 @@ from typing import Any
 
 import pytest
 
-from skulk.shared.types.chunks import TokenChunk
+from skulk.shared.types.chunks import TokenChunk, TokenLogprob
 from skulk.shared.types.ids import ModelId, TaskId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams
 from skulk.testing.queue_group import QueueGroup, shared_state
 from skulk.testing.tiny_model import write_tiny_model
+from skulk.worker.engines.grammar.vocabulary import Vocabulary
 from skulk.worker.engines.mlx import mlx_api
 from skulk.worker.engines.mlx.engine import MlxEngine
 from skulk.worker.engines.mlx.generation_loop import GenerationLoop, LoopSettings
@@ -29,13 +31,14 @@ from skulk.worker.engines.protocol import EngineConfig, EngineEvent, TaskDone, T
 RANKS = 3
 
 
-def chat(text: str, max_tokens: int) -> GenerationParams:
+def chat(text: str, max_tokens: int, logprobs: int | None = None) -> GenerationParams:
     return GenerationParams(model_id=ModelId("tiny"), max_tokens=max_tokens, temperature=0.0,
-                            messages=[ChatMessage(role="user", content=text)])
+                            messages=[ChatMessage(role="user", content=text)],
+                            logprobs=logprobs)
 
 
-REQUESTS = {"a": chat("The quick brown fox", 12), "b": chat("Hello! How are you?", 9),
-            "c": chat("Numbers like 12345", 14), "d": chat("Skulk joins machines", 10),
+REQUESTS = {"a": chat("The quick brown fox", 12), "b": chat("Hello! How are you?", 9, 3),
+            "c": chat("Numbers like 12345", 14), "d": chat("Skulk joins machines", 10, 0),
             "cancelled": chat("user assistant system", 300)}
 ARRIVE = {"a": 0, "b": 0, "c": 0, "cancelled": 0, "d": 6}  # the step, on every rank
 CANCEL_AT = 15  # the middle rank's step
@@ -58,8 +61,11 @@ def run_rank(rank: int, model_dir: Path, shared: dict[str, Any],
                             max_tokens=request.max_tokens, prompt_tokens=len(request.prompt),
                             cached_tokens=reused)
 
+    vocabulary = Vocabulary.of_tokenizer_json(
+        model_dir / "tokenizer.json", mlx_api.read_model_shape(model_dir).vocab_size,
+        tokenizer.eos_token_ids) if rank in (0, RANKS - 1) else None
     loop = GenerationLoop(shard, PrefixCache(8, 100_000), output,
-                          LoopSettings(slots=6, micro_batches=RANKS))
+                          LoopSettings(slots=6, micro_batches=RANKS), vocabulary=vocabulary)
     loops[rank] = loop
     events = results[rank]
     step = 0
@@ -100,15 +106,23 @@ def test_three_ranks_overlap_and_agree(model_dir: Path) -> None:
     want_status = {**{t: "complete" for t in REQUESTS}, "cancelled": "cancelled"}
     assert ended == [want_status] * RANKS
     got: dict[str, list[int]] = defaultdict(list)
+    scored: dict[str, list[TokenLogprob]] = defaultdict(list)
     for event in results[0]:
         if isinstance(event, TaskOutput) and isinstance(event.chunk, TokenChunk):
             got[event.task_id].extend(event.chunk.token_ids)
+            scored[event.task_id].extend(event.chunk.logprobs)
     alone = MlxEngine(EngineConfig(model_path=str(model_dir), context_token_limit=512,
                                    options=MlxOptions.parse({"speculation": "false",
                                                               "prefix_cache_mb": "0"})))
     alone.load()
     for task_id, params in REQUESTS.items():
-        want = [t for c in alone.generate(params) for t in c.token_ids]
+        chunks = list(alone.generate(params))
+        want = [t for c in chunks for t in c.token_ids]
+        if params.logprobs is not None:
+            _same_scores(scored[task_id], [e for c in chunks for e in c.logprobs],
+                         params.logprobs)
+        else:
+            assert not scored[task_id], task_id
         if task_id == "cancelled":
             assert 0 < len(got[task_id]) < len(want) and got[task_id] == want[: len(got[task_id])]
         else:
@@ -119,3 +133,16 @@ def test_three_ranks_overlap_and_agree(model_dir: Path) -> None:
     assert loops[0].overlapped_runs >= 2
     assert loops[0].overlapped_steps == loops[1].overlapped_steps == loops[2].overlapped_steps
     assert loops[0].overlapped_steps >= 20
+
+
+def _same_scores(got: list[TokenLogprob], want: list[TokenLogprob], top: int) -> None:
+    """The split's log probabilities are the whole model's (its last rank computes the
+    same logits, up to float rounding), with the same alternatives."""
+    assert got and len(got) == len(want)
+    for mine, theirs in zip(got, want, strict=True):
+        assert (mine.token, mine.bytes) == (theirs.token, theirs.bytes)
+        assert abs(mine.logprob - theirs.logprob) < 1e-3
+        assert len(mine.top) == len(theirs.top) == top
+        assert [t.token for t in mine.top] == [t.token for t in theirs.top]
+        assert all(abs(a.logprob - b.logprob) < 1e-3
+                   for a, b in zip(mine.top, theirs.top, strict=True))

@@ -19,10 +19,6 @@ _NOT_HERE = "; place the model with the llama_cpp engine for this"
 EMBEDDINGS_UNSUPPORTED = ("a split MLX instance does not compute embeddings (each rank "
                           "holds only part of the model, and the pooled hidden states are "
                           "not passed between them)" + _NOT_HERE + ", or on one node")
-# A split by layers decides tokens on its last rank, and only the tokens travel back.
-LOGPROBS_UNSUPPORTED = ("this MLX instance is split by layers, whose last rank decides "
-                        "tokens and sends back only the tokens, so it cannot report log "
-                        "probabilities; place the model on one node (or split it by heads)")
 
 
 @dataclass(frozen=True)
@@ -79,12 +75,10 @@ class Request:
         self.key = task_key(self.task_id)
 
 
-def unsupported(params: GenerationParams, logprobs_here: bool = True) -> str | None:
+def unsupported(params: GenerationParams) -> str | None:
     """Why this mlx instance cannot honour these parameters, if it cannot."""
     if params.embed is not None:
         return EMBEDDINGS_UNSUPPORTED
-    if params.logprobs is not None and not logprobs_here:
-        return LOGPROBS_UNSUPPORTED
     return None
 
 
@@ -104,8 +98,7 @@ def _prompt_only(params: GenerationParams, tokenizer: Tokenizer) -> list[int]:
 
 def build_request(task_id: TaskId, params: GenerationParams, tokenizer: Tokenizer,
                   context_limit: int, vocab_size: int,
-                  speculation: SpeculationChoice = NO_SPECULATION,
-                  logprobs_here: bool = True) -> Request:
+                  speculation: SpeculationChoice = NO_SPECULATION) -> Request:
     """The request, or a refused one: refusals are decided with the other ranks."""
     sampler = RowSampler(temperature=params.temperature, top_p=params.top_p,
                          top_k=params.top_k, seed=params.seed)
@@ -113,7 +106,7 @@ def build_request(task_id: TaskId, params: GenerationParams, tokenizer: Tokenize
     def refused(kind: ErrorKind, message: str, prompt: list[int] | None = None) -> Request:
         return Request(task_id, params, prompt or [], 0, sampler, Refusal(kind, message))
 
-    reason = unsupported(params, logprobs_here)
+    reason = unsupported(params)
     if reason is not None:
         return refused("invalid_request", reason)
     try:
