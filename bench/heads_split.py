@@ -3,6 +3,9 @@
     .venv/bin/python bench/heads_split.py            # the full run (tens of minutes)
     .venv/bin/python bench/heads_split.py --quick    # 8 tokens, one repeat, 1gbit only
         [--shapes qwen2.5-0.5b,llama-3.2-1b] [--rates 1gbit,200mbit] [--dtype float32]
+    .venv/bin/python bench/heads_split.py --recheck bench/results/heads_split-....json
+        # placement's predictions again, from constants measured now, against that run's
+        # measurements (no root, seconds)
 
 Models: random-weight models of two real shapes, built with mlx-lm's own ModelArgs and
 model classes (`skulk.testing.random_family`) and the bundled SmolLM2 tokenizer (so the
@@ -38,7 +41,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
-from bench.heads_split_prediction import calibrate_read_rate, check, print_check  # noqa: E402
+from bench.heads_split_prediction import (  # noqa: E402
+    calibrate_decode,
+    calibrate_read_rate,
+    check,
+    print_check,
+)
 from bench.mlx_sharding import (  # noqa: E402
     RANK_SCRIPT,
     RING_PORT,
@@ -198,7 +206,8 @@ def shape_run(hosts: Hosts, shape: str, args: argparse.Namespace, models: Path,
     result = {"shape": shape, "config": config, "one_node": one,
               "one_node_runs": [first, last], "heads_split": splits, "ratios": ratios,
               "conditions": {"quiet": quiet, "others_cores_max": others}}
-    result["prediction"] = check(model, result, calibrate_read_rate(0))
+    result["prediction"] = check(model, result, calibrate_read_rate(0),
+                                 calibrate_decode(0, rank_environment(model)))
     return result
 
 
@@ -231,6 +240,20 @@ def print_shape(result: dict[str, Any]) -> None:
               "core meanwhile (the fastest-token figures are the less disturbed ones)")
 
 
+def recheck(result_file: Path, models: Path) -> int:
+    """Placement's predictions from constants measured now against an earlier run."""
+    import json
+
+    recorded = json.loads(result_file.read_text())["results"]
+    for shape in recorded["shapes"]:
+        model = build_model(models, shape["shape"], recorded["dtype"])
+        shape["prediction"] = check(model, shape, calibrate_read_rate(0),
+                                    calibrate_decode(0, rank_environment(model)))
+        print(f"\n{shape['shape']} ({recorded['dtype']}), measured in {result_file.name}")
+        print_check(shape["prediction"])
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
@@ -245,7 +268,12 @@ def main() -> int:
                              "seconds (a shared machine's others below 0.15 of a core)")
     parser.add_argument("--models", type=Path, default=Path(os.environ.get(
         "SKULK_BENCH_MODELS", Path(tempfile.gettempdir()) / "skulk-bench-models")))
+    parser.add_argument("--recheck", type=Path, metavar="RESULT_JSON",
+                        help="measure the decode constants now and check the predictions "
+                             "against that earlier run's figures (no runs, no root)")
     args = parser.parse_args()
+    if args.recheck:
+        return recheck(args.recheck, args.models)
     if args.quick:
         args.tokens, args.repeats, args.rates = 8, 1, "1gbit"
     if (reason := missing()) is not None:

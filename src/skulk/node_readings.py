@@ -11,6 +11,7 @@ import anyio
 
 from skulk.cluster.reachability import ReachabilityProber
 from skulk.fitting.speed import memory_read_bytes_per_second
+from skulk.node_calibration import MLX_BACKENDS, measure_decode_calibration
 from skulk.node_config import NodeConfig
 from skulk.node_links import NodeLinks
 from skulk.node_weights import NodeWeights
@@ -18,7 +19,7 @@ from skulk.shared.channels import Sender
 from skulk.shared.reading_changes import READING_TTL_SECONDS, ReadingChanges
 from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.ids import NodeId
-from skulk.shared.types.telemetry import GpuDevice, NodeTelemetry
+from skulk.shared.types.telemetry import DecodeCalibration, GpuDevice, NodeTelemetry
 from skulk.worker.draft_service import ADVERTISED_DRAFTERS
 from skulk.worker.engines.node_options import EngineLimits
 from skulk.worker.telemetry import read_telemetry
@@ -61,6 +62,7 @@ class OwnReadings:
         self._links = links
         self._worker = worker
         self._weights = weights
+        self._calibration: DecodeCalibration | None = None
 
     def reading(self) -> NodeTelemetry:
         machine, config = self._machine, self._machine.config
@@ -78,7 +80,15 @@ class OwnReadings:
         return self._links.stamp(reading).model_copy(
             update={"card_ttl_seconds": READING_TTL_SECONDS,
                     "memory_read_bytes_per_second":
-                        memory_read_bytes_per_second() if worker else None})
+                        memory_read_bytes_per_second() if worker else None,
+                    "decode_calibration": self._calibration})
+
+    async def calibrate(self) -> None:
+        """Measure (or read what this machine kept of) the decode constants of a worker
+        that runs MLX; the readings carry them from then on."""
+        machine = self._machine
+        if machine.config.run_worker and any(b in MLX_BACKENDS for b in machine.backends):
+            self._calibration = await measure_decode_calibration()
 
     async def publish_forever(self, view: TelemetryView, readings: Sender[NodeTelemetry],
                               interval: float = READING_INTERVAL_SECONDS,
@@ -86,7 +96,12 @@ class OwnReadings:
         """Every `interval` seconds: take this node's reading and keep it; send it when it
         changed, when the last one sent is old, or when a node this one had not heard
         from appeared (it has none of the unchanged readings yet)."""
-        changes = changes or ReadingChanges()
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(self.calibrate)
+            await self._publish(view, readings, interval, changes or ReadingChanges())
+
+    async def _publish(self, view: TelemetryView, readings: Sender[NodeTelemetry],
+                       interval: float, changes: ReadingChanges) -> None:
         newcomers = -1
         while True:
             reading = self.reading()

@@ -1,21 +1,26 @@
 """Predicted single-stream decode speed of a placement: one node, a pipeline over k nodes
-or a split by heads over k nodes, from each node's memory read rate and each link's round
+or a split by heads over k nodes, from each node's decode constants and each link's round
 trip and rate.
 
-A decode step reads every weight once, so one node's step takes the weights' bytes over
-its memory read rate. A pipeline's ranks run one after another: the step takes the sum of
-the ranks' shares, plus a hop per rank boundary. A split by heads runs the ranks at once,
-each reading 1/k of every layer and of the head: the step takes the slowest rank's share,
-plus two all-reduces per layer (after attention, after the MLP). Every split step also
-makes two fixed collectives (the ranks' agreement and the sampled tokens). A collective
-over a ring of k ranks costs (k-1) round trips and its bytes over the link's rate twice
-(reduce, then gather); one hop costs half a round trip and the bytes once.
+A decode step reads every weight once and runs every layer's kernels once, so one node's
+step takes the weights' bytes over the rate its matrix products read them at (measured at
+the model's width: it is not the memory's raw rate, and it differs between widths) plus a
+fixed cost per layer (kernel launches, Python). A pipeline's ranks run one after another:
+the step takes the sum of the ranks' shares, plus a hop per rank boundary. A split by
+heads runs the ranks at once, each reading 1/k of every layer and of the head but running
+every layer: the step takes the slowest rank's share, plus two all-reduces per layer
+(after attention, after the MLP). Every split step also makes two fixed collectives (the
+ranks' agreement and the sampled tokens). A collective over a ring of k ranks costs (k-1)
+round trips and its bytes over the link's rate twice (reduce, then gather); one hop costs
+half a round trip and the bytes once.
 
 The figures are what the arithmetic says for an idle machine and an idle link: relative
 speeds of candidate splits, checked against measured ones by bench/heads_split.py.
 """
 
+import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 
@@ -66,33 +71,65 @@ class Link:
         return self.round_trip_seconds / 2 + nbytes / self.bytes_per_second
 
 
-def step_seconds(traffic: ModelTraffic, sharding: Sharding, read_rates: list[float],
+@dataclass(frozen=True)
+class RankSpeed:
+    """One rank's decode constants: the rate its matrix products read weights at (for
+    the model's width), and what each layer costs beyond that."""
+
+    read_bytes_per_second: float
+    layer_seconds: float = 0.0
+
+    def seconds(self, weights_bytes: float, layers: int) -> float:
+        """Reading `weights_bytes` and running `layers` layers."""
+        return weights_bytes / self.read_bytes_per_second + layers * self.layer_seconds
+
+
+def step_seconds(traffic: ModelTraffic, sharding: Sharding, ranks: list[RankSpeed],
                  slowest_link: Link | None) -> float:
-    """Seconds per decoded token of one stream over ranks whose memory reads at
-    `read_rates` (bytes/s, one per rank), linked no better than `slowest_link`."""
-    ranks = len(read_rates)
-    if ranks == 1:
-        return traffic.weights_bytes / read_rates[0]
+    """Seconds per decoded token of one stream over `ranks` (one per rank, in order),
+    linked no better than `slowest_link`."""
+    width = len(ranks)
+    if width == 1:
+        return ranks[0].seconds(traffic.weights_bytes, traffic.n_layers)
     if slowest_link is None:
         raise ValueError("a split needs the links between its ranks")
-    fixed = STEP_COLLECTIVES * slowest_link.collective_seconds(4 * ranks, ranks)
+    fixed = STEP_COLLECTIVES * slowest_link.collective_seconds(4 * width, width)
     if sharding == "pipeline":
         per_layer = traffic.weights_bytes / traffic.n_layers
-        shares = _layer_counts(traffic.n_layers, ranks)
-        compute = sum(count * per_layer / rate for count, rate in zip(shares, read_rates,
-                                                                      strict=True))
-        hops = (ranks - 1) * slowest_link.hop_seconds(traffic.hidden_state_bytes)
+        shares = _layer_counts(traffic.n_layers, width)
+        compute = sum(rank.seconds(count * per_layer, count)
+                      for count, rank in zip(shares, ranks, strict=True))
+        hops = (width - 1) * slowest_link.hop_seconds(traffic.hidden_state_bytes)
         return compute + hops + fixed
-    compute = max(traffic.weights_bytes / ranks / rate for rate in read_rates)
+    compute = max(rank.seconds(traffic.weights_bytes / width, traffic.n_layers)
+                  for rank in ranks)
     reduces = 2 * traffic.n_layers * slowest_link.collective_seconds(
-        traffic.hidden_state_bytes, ranks)
+        traffic.hidden_state_bytes, width)
     return compute + reduces + fixed
 
 
 def decode_tokens_per_second(traffic: ModelTraffic, sharding: Sharding,
-                             read_rates: list[float], slowest_link: Link | None) -> float:
+                             ranks: list[RankSpeed], slowest_link: Link | None) -> float:
     """The prediction itself: tokens per second of one stream."""
-    return 1.0 / step_seconds(traffic, sharding, read_rates, slowest_link)
+    return 1.0 / step_seconds(traffic, sharding, ranks, slowest_link)
+
+
+def rate_at_width(rates: Mapping[int, float], width: int) -> float:
+    """The read rate at residual width `width`, from rates measured at a few widths:
+    interpolated on the widths' logarithm, the nearest measured one outside them."""
+    if not rates:
+        raise ValueError("no measured rates to read a width's from")
+    widths = sorted(rates)
+    if width <= widths[0]:
+        return rates[widths[0]]
+    if width >= widths[-1]:
+        return rates[widths[-1]]
+    upper = next(w for w in widths if w >= width)
+    lower = max(w for w in widths if w <= width)
+    if upper == lower:
+        return rates[upper]
+    along = (math.log(width) - math.log(lower)) / (math.log(upper) - math.log(lower))
+    return rates[lower] + along * (rates[upper] - rates[lower])
 
 
 def _layer_counts(n_layers: int, ranks: int) -> list[int]:

@@ -3,8 +3,10 @@ import pytest
 from skulk.fitting.speed import (
     Link,
     ModelTraffic,
+    RankSpeed,
     decode_tokens_per_second,
     memory_read_bytes_per_second,
+    rate_at_width,
     step_seconds,
 )
 
@@ -13,41 +15,76 @@ from skulk.fitting.speed import (
 QWEN_SHAPE = ModelTraffic(weights_bytes=1_610_000_000, n_layers=24, hidden_size=896)
 LLAMA_1B_SHAPE = ModelTraffic(weights_bytes=4_300_000_000, n_layers=16, hidden_size=2048)
 RATE = 7.6e9
+ONE = [RankSpeed(RATE)]
+TWO = [RankSpeed(RATE), RankSpeed(RATE)]
 LAN = Link(0.0005)
 WIFI = Link(0.005, bytes_per_second=200e6 / 8)
 
 
 def test_one_node_reads_every_weight_once_per_token() -> None:
-    assert step_seconds(QWEN_SHAPE, "pipeline", [RATE], None) == pytest.approx(1.61e9 / RATE)
+    assert step_seconds(QWEN_SHAPE, "pipeline", ONE, None) == pytest.approx(1.61e9 / RATE)
 
 
 def test_heads_over_two_nodes_approach_twice_one_on_a_lan() -> None:
-    one = decode_tokens_per_second(LLAMA_1B_SHAPE, "tensor", [RATE], None)
-    heads = decode_tokens_per_second(LLAMA_1B_SHAPE, "tensor", [RATE, RATE], LAN)
+    one = decode_tokens_per_second(LLAMA_1B_SHAPE, "tensor", ONE, None)
+    heads = decode_tokens_per_second(LLAMA_1B_SHAPE, "tensor", TWO, LAN)
     # 34 collectives of 8 KB at 0.5 ms each add 17 ms to 283 ms of reading.
     assert 1.8 < heads / one < 2.0
 
 
 def test_on_a_wifi_link_the_heads_split_loses_to_one_node() -> None:
-    one = decode_tokens_per_second(QWEN_SHAPE, "tensor", [RATE], None)
-    assert decode_tokens_per_second(QWEN_SHAPE, "tensor", [RATE, RATE], WIFI) < one
+    one = decode_tokens_per_second(QWEN_SHAPE, "tensor", ONE, None)
+    assert decode_tokens_per_second(QWEN_SHAPE, "tensor", TWO, WIFI) < one
 
 
 def test_a_pipeline_never_decodes_one_stream_faster_than_one_node() -> None:
-    one = decode_tokens_per_second(QWEN_SHAPE, "pipeline", [RATE], None)
+    one = decode_tokens_per_second(QWEN_SHAPE, "pipeline", ONE, None)
     for link in (LAN, WIFI, Link(0.0)):
-        assert decode_tokens_per_second(QWEN_SHAPE, "pipeline", [RATE, RATE], link) < one
+        assert decode_tokens_per_second(QWEN_SHAPE, "pipeline", TWO, link) < one
 
 
 def test_the_slowest_rank_of_a_heads_split_sets_its_pace() -> None:
-    even = step_seconds(QWEN_SHAPE, "tensor", [RATE, RATE], Link(0.0))
-    uneven = step_seconds(QWEN_SHAPE, "tensor", [RATE, RATE / 2], Link(0.0))
+    even = step_seconds(QWEN_SHAPE, "tensor", TWO, Link(0.0))
+    uneven = step_seconds(QWEN_SHAPE, "tensor", [RankSpeed(RATE), RankSpeed(RATE / 2)],
+                          Link(0.0))
     assert uneven - even == pytest.approx(QWEN_SHAPE.weights_bytes / 2 / RATE, rel=1e-6)
 
 
 def test_a_split_needs_its_links() -> None:
     with pytest.raises(ValueError, match="links"):
-        step_seconds(QWEN_SHAPE, "tensor", [RATE, RATE], None)
+        step_seconds(QWEN_SHAPE, "tensor", TWO, None)
+
+
+def test_every_rank_runs_every_layer_of_a_heads_split_and_its_own_of_a_pipeline() -> None:
+    layer, free = 0.001, Link(0.0, bytes_per_second=float("inf"))
+    slow = [RankSpeed(RATE, layer)] * 2
+    heads = step_seconds(QWEN_SHAPE, "tensor", slow, free)
+    layers = step_seconds(QWEN_SHAPE, "pipeline", slow, free)
+    # The heads split halves the bytes, not the 24 layers' fixed costs; the pipeline's
+    # ranks run 12 layers each, one after the other.
+    assert heads == pytest.approx(QWEN_SHAPE.weights_bytes / 2 / RATE + 24 * layer)
+    assert layers == pytest.approx(QWEN_SHAPE.weights_bytes / RATE + 24 * layer)
+    assert step_seconds(QWEN_SHAPE, "tensor", [RankSpeed(RATE, layer)], None) == \
+        pytest.approx(QWEN_SHAPE.weights_bytes / RATE + 24 * layer)
+
+
+def test_fixed_costs_per_layer_shrink_what_a_heads_split_gains() -> None:
+    lean = (decode_tokens_per_second(QWEN_SHAPE, "tensor", TWO, LAN)
+            / decode_tokens_per_second(QWEN_SHAPE, "tensor", ONE, None))
+    costly = [RankSpeed(RATE, 0.002)]
+    heavy = (decode_tokens_per_second(QWEN_SHAPE, "tensor", costly * 2, LAN)
+             / decode_tokens_per_second(QWEN_SHAPE, "tensor", costly, None))
+    assert heavy < lean
+
+
+def test_the_read_rate_at_a_width_interpolates_on_its_logarithm() -> None:
+    rates = {1024: 8e9, 4096: 4e9}
+    assert rate_at_width(rates, 2048) == pytest.approx(6e9)
+    assert rate_at_width(rates, 896) == 8e9  # outside: the nearest measured
+    assert rate_at_width(rates, 8192) == 4e9
+    assert rate_at_width({1024: 8e9, 2048: 7e9, 4096: 4e9}, 2048) == 7e9
+    with pytest.raises(ValueError, match="no measured rates"):
+        rate_at_width({}, 2048)
 
 
 def test_collectives_cost_round_trips_and_bytes_over_the_ring() -> None:

@@ -1,25 +1,34 @@
-"""A plan's predicted decode speed, from what the cluster measured: each node's memory read
-rate (its reading) and each pair's round trip (the reachability prober's edges).
+"""A plan's predicted decode speed, from what the cluster measured: each node's decode
+constants (its MLX kernels' read rate at the model's width and cost per layer, or else its
+memory read rate) and each pair's round trip (the reachability prober's edges).
 
-What was not measured is assumed and said so: a node that predates the reading reads
-memory at ASSUMED_MEMORY_READ_BYTES_PER_SECOND, a pair with no edge either way has a LAN's
-round trip, and every link runs at gigabit Ethernet's rate (the prober times connections,
-not transfers).
+What was not measured is assumed and said so: an MLX node whose kernels were not measured
+(yet) reads weights at DECODE_READ_EFFICIENCY of its memory rate with no cost per layer, a
+node that predates the memory reading reads memory at ASSUMED_MEMORY_READ_BYTES_PER_SECOND,
+a pair with no edge either way has a LAN's round trip, and every link runs at gigabit
+Ethernet's rate (the prober times connections, not transfers). llama.cpp's kernels are
+not measured: its plans read at DECODE_READ_EFFICIENCY of the memory rate.
 """
 
 from dataclasses import dataclass
 
 from skulk.fitting.engines import engine_fit
-from skulk.fitting.speed import Link, ModelTraffic, decode_tokens_per_second
+from skulk.fitting.speed import (
+    Link,
+    ModelTraffic,
+    RankSpeed,
+    decode_tokens_per_second,
+    rate_at_width,
+)
 from skulk.master.placement.cluster import ClusterView
 from skulk.master.placement.plans import Plan
-from skulk.shared.types.model_cards import ModelCard
+from skulk.shared.types.model_cards import EngineName, ModelCard
 from skulk.shared.types.telemetry import NodeTelemetry
 
 DECODE_READ_EFFICIENCY = 0.28
-"""The share of one core's raw memory read rate (numpy's sum) that a decode step's matrix
-products reach: 7.3 of 26 GB/s for MLX's fp32 kernels on the bench machine's core
-(bench/heads_split.py's one node on Qwen2.5-0.5B's shape, 4.57 tokens/s of 1.61 GB)."""
+"""Where a node's kernels were not measured: the share of one core's raw memory read rate
+(numpy's sum) that a decode step's matrix products reach, 7.3 of 26 GB/s for MLX's fp32
+kernels on the bench machine's core at Qwen2.5-0.5B's width (5.1 at Llama-3.2-1B's)."""
 ASSUMED_MEMORY_READ_BYTES_PER_SECOND = 10e9
 """A node's read rate when its reading has none (a node that predates the measurement)."""
 ASSUMED_ROUND_TRIP_SECONDS = 0.0005
@@ -40,11 +49,20 @@ class SpeedPrediction:
         return text + (f"; assumed {', '.join(self.assumed)}" if self.assumed else "")
 
 
-def read_rate(node: NodeTelemetry) -> tuple[float, bool]:
-    """The node's decode read rate in bytes/s, and whether it was measured."""
+def rank_speed(node: NodeTelemetry, engine: EngineName, width: int
+               ) -> tuple[RankSpeed, str | None]:
+    """The node's decode constants for `engine` at residual width `width`, and what was
+    assumed for them (None: measured)."""
+    calibration = node.decode_calibration
+    if engine == "mlx" and calibration is not None:
+        return RankSpeed(rate_at_width(calibration.rates(), width),
+                         calibration.layer_seconds), None
     measured = node.memory_read_bytes_per_second
-    raw = measured if measured else ASSUMED_MEMORY_READ_BYTES_PER_SECOND
-    return raw * DECODE_READ_EFFICIENCY, measured is not None
+    speed = RankSpeed((measured or ASSUMED_MEMORY_READ_BYTES_PER_SECOND)
+                      * DECODE_READ_EFFICIENCY)
+    if measured is None:
+        return speed, f"{node.node_id}'s memory rate"
+    return speed, f"{node.node_id}'s MLX kernels" if engine == "mlx" else None
 
 
 def round_trip(a: NodeTelemetry, b: NodeTelemetry) -> float | None:
@@ -64,12 +82,12 @@ def predict(card: ModelCard, plan: Plan, cluster: ClusterView) -> SpeedPredictio
         return None
     present = [node for node in nodes if node is not None]
     assumed: list[str] = []
-    rates = []
+    ranks = []
     for node in present:
-        rate, measured = read_rate(node)
-        rates.append(rate)
-        if not measured:
-            assumed.append(f"{node.node_id}'s memory rate")
+        speed, assumption = rank_speed(node, plan.engine, card.hidden_size)
+        ranks.append(speed)
+        if assumption is not None:
+            assumed.append(assumption)
     link = None
     if len(present) > 1:
         trips = [round_trip(a, b) for i, a in enumerate(present) for b in present[i + 1:]]
@@ -80,5 +98,5 @@ def predict(card: ModelCard, plan: Plan, cluster: ClusterView) -> SpeedPredictio
         assumed.append("gigabit links")
     traffic = ModelTraffic(weights_bytes=source.size_bytes, n_layers=card.n_layers,
                            hidden_size=card.hidden_size, activation_bytes=ACTIVATION_BYTES)
-    return SpeedPrediction(decode_tokens_per_second(traffic, plan.sharding, rates, link),
+    return SpeedPrediction(decode_tokens_per_second(traffic, plan.sharding, ranks, link),
                            tuple(assumed))

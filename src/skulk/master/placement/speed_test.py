@@ -1,15 +1,20 @@
 """Placement that predicts: `prefer="speed"` takes the plan predicted fastest, a split by
 heads on a fast link and one node on a slow one; previews carry the predictions."""
 
+import pytest
+
 from skulk.master.placement import ClusterView, PlacementError, place
 from skulk.master.placement.previews import previews
+from skulk.master.placement.speed import predict
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.model_cards import ModelCard, ModelSource
 from skulk.shared.types.telemetry import (
+    DecodeCalibration,
     NodeTelemetry,
     PeerReachability,
     Reachability,
     ReachableAddress,
+    WidthReadRate,
 )
 from skulk.testing.placement import RunnerIds, command, node, smollm2
 
@@ -84,3 +89,33 @@ def test_previews_carry_predictions_and_what_they_assumed() -> None:
     assert "a's memory rate" in heads.speed.assumed
     assert "a LAN's round trip where no edge was observed" in heads.speed.assumed
     assert "predicted" in heads.speed.describe()
+
+
+def calibrated(nodes: dict[NodeId, NodeTelemetry], calibration: DecodeCalibration
+               ) -> dict[NodeId, NodeTelemetry]:
+    return {name: reading.model_copy(update={"decode_calibration": calibration})
+            for name, reading in nodes.items()}
+
+
+def test_measured_decode_constants_replace_the_memory_rate() -> None:
+    # MLX's one-row products read 8 GB/s at width 1024 and 4 GB/s at 4096 (so 6 at the
+    # 1B shape's 2048), and each layer costs 2 ms beyond its weights.
+    calibration = DecodeCalibration(read_rates=[
+        WidthReadRate(width=1024, bytes_per_second=8e9),
+        WidthReadRate(width=4096, bytes_per_second=4e9)], layer_seconds=0.002)
+    cluster = ClusterView(nodes=calibrated(pair(0.5), calibration), now=0.0)
+    shown = {(p.sharding, p.width): p for p in previews(llama_1b_shape(), cluster)
+             if p.engine == "mlx"}
+    one, heads = shown["pipeline", 1], shown["tensor", 2]
+    assert one.plan is not None and one.speed is not None and heads.speed is not None
+    assert one.speed.tokens_per_second == pytest.approx(1 / (4.3e9 / 6e9 + 16 * 0.002))
+    assert "a's MLX kernels" not in heads.speed.assumed
+    assert predict(llama_1b_shape(), one.plan, cluster) == one.speed
+
+
+def test_unmeasured_mlx_kernels_are_said_to_be_assumed() -> None:
+    cluster = ClusterView(nodes=pair(0.5), now=0.0)
+    heads = next(p for p in previews(llama_1b_shape(), cluster)
+                 if p.engine == "mlx" and p.sharding == "tensor")
+    assert heads.speed is not None
+    assert "a's MLX kernels" in heads.speed.assumed

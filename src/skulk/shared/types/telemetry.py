@@ -89,6 +89,29 @@ class StorePull(WireModel):
 GpuBackend = Literal["cuda", "metal", "vulkan"]
 
 
+class WidthReadRate(WireModel):
+    """How fast one-row matrix products read weights of one residual width."""
+
+    width: int = Field(ge=1, description="The residual width of the matrices read.")
+    bytes_per_second: float = Field(gt=0, description="Weights' bytes read per second.")
+
+
+class DecodeCalibration(WireModel):
+    """A node's decode constants, measured once with its MLX runner's kernels
+    (`skulk.fitting.decode_probe`): placement predicts a step's time from them."""
+
+    read_rates: list[WidthReadRate] = Field(
+        min_length=1, max_length=16, description="How fast one-row matrix products read "
+        "weights, at a few residual widths (the rate differs between widths).")
+    layer_seconds: float = Field(
+        ge=0, le=1, description="What one layer of a decode step costs beyond reading its "
+        "weights (kernel launches, Python per layer), in seconds.")
+
+    def rates(self) -> dict[int, float]:
+        """The read rates by width."""
+        return {rate.width: rate.bytes_per_second for rate in self.read_rates}
+
+
 class GpuDevice(WireModel):
     """One GPU of a node, as the driver reported it at the reading's moment."""
 
@@ -184,6 +207,11 @@ class NodeTelemetry(WireModel):
         default=None, ge=0, description="How fast one core of this node reads memory, "
         "measured once when the node starts: placement predicts a decode step's time from "
         "it (`skulk place --prefer speed`). None from nodes that predate it.")
+    decode_calibration: DecodeCalibration | None = Field(
+        default=None, description="This node's MLX decode constants, measured in a runner's "
+        "environment soon after the node starts: placement's predictions read them before "
+        "the memory rate. None until measured, on nodes without MLX, and from nodes that "
+        "predate it.")
     batching: bool = Field(
         default=True, description="False under `--no-batching`: instances wholly on this "
         "node serve one request at a time.")
