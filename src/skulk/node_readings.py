@@ -11,7 +11,12 @@ import anyio
 
 from skulk.cluster.reachability import ReachabilityProber
 from skulk.fitting.speed import memory_read_bytes_per_second
-from skulk.node_calibration import MLX_BACKENDS, measure_decode_calibration
+from skulk.node_calibration import (
+    MLX_BACKENDS,
+    calibration_file,
+    kept_calibration,
+    measure_decode_calibration,
+)
 from skulk.node_config import NodeConfig
 from skulk.node_links import NodeLinks
 from skulk.node_weights import NodeWeights
@@ -83,11 +88,16 @@ class OwnReadings:
                         memory_read_bytes_per_second() if worker else None,
                     "decode_calibration": self._calibration})
 
+    def _runs_mlx(self) -> bool:
+        machine = self._machine
+        return machine.config.run_worker and any(b in MLX_BACKENDS for b in machine.backends)
+
     async def calibrate(self) -> None:
         """Measure (or read what this machine kept of) the decode constants of a worker
-        that runs MLX; the readings carry them from then on."""
-        machine = self._machine
-        if machine.config.run_worker and any(b in MLX_BACKENDS for b in machine.backends):
+        that runs MLX; the readings carry them from then on. What the machine kept is
+        read first, for the first reading already."""
+        if self._runs_mlx():
+            self._calibration = kept_calibration(calibration_file())
             self._calibration = await measure_decode_calibration()
 
     async def publish_forever(self, view: TelemetryView, readings: Sender[NodeTelemetry],
@@ -98,6 +108,7 @@ class OwnReadings:
         from appeared (it has none of the unchanged readings yet)."""
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(self.calibrate)
+            await anyio.lowlevel.checkpoint()  # a kept calibration goes in the first reading
             await self._publish(view, readings, interval, changes or ReadingChanges())
 
     async def _publish(self, view: TelemetryView, readings: Sender[NodeTelemetry],

@@ -39,12 +39,16 @@ def add_place_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sharding", choices=SHARDINGS, default="pipeline",
                         help="how to split it: pipeline by layers, tensor by attention "
                              "heads (default pipeline)")
-    parser.add_argument("--prefer", choices=PREFERENCES, default="fewest_nodes",
-                        help="fewest_nodes: the narrowest placement that fits, split as "
-                             "--sharding says; speed: of every placement that fits (one "
-                             "node, a pipeline or a split by heads, over --min-nodes or "
-                             "more), the one predicted to decode fastest from the nodes' "
-                             "measured memory rates and links (default fewest_nodes)")
+    parser.add_argument("--prefer", choices=PREFERENCES, default="auto",
+                        help="auto: the narrowest placement that fits, unless a wider one "
+                             "of the same engine over machines that run nothing else is "
+                             "predicted, from measurements, to decode at least 1.5x faster "
+                             "(a split by heads on a fast link); fewest_nodes: the "
+                             "narrowest placement that fits, split as --sharding says; "
+                             "speed: of every placement that fits (one node, a pipeline or "
+                             "a split by heads, over --min-nodes or more), the one "
+                             "predicted to decode fastest from the nodes' measured decode "
+                             "constants and links (default auto)")
     parser.add_argument("--exclude", action="append", default=[], metavar="NODE",
                         help="do not use NODE (repeatable; `skulk status` lists node ids)")
     parser.add_argument("--wait", action=argparse.BooleanOptionalAction, default=True,

@@ -14,6 +14,8 @@ from skulk.api.context import ApiContext, ClusterView, RequestBook
 from skulk.api.routers import instances
 from skulk.api.streams import StreamRegistry
 from skulk.master.commands import CommandContext, events_for_command
+from skulk.master.placement.auto_test import BENCH_CORE
+from skulk.master.placement.speed_test import calibrated, llama_1b_shape, pair
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.replica import StateReplica
 from skulk.shared.telemetry_view import TelemetryView
@@ -27,6 +29,7 @@ from skulk.shared.types.events import (
     StateSnapshotHydrated,
 )
 from skulk.shared.types.ids import NodeId, RunnerId, SessionId, TaskId
+from skulk.shared.types.model_cards import ModelCard
 from skulk.shared.types.runners import RunnerReady
 from skulk.shared.types.state import State
 from skulk.shared.types.telemetry import NodeTelemetry
@@ -65,14 +68,15 @@ class LiveSet:
     live: frozenset[NodeId]
 
 
-def api_context(readings: list[NodeTelemetry], live: set[str] | None = None
-                ) -> tuple[ApiContext, InProcessMaster]:
+def api_context(readings: list[NodeTelemetry], live: set[str] | None = None,
+                card: ModelCard | None = None) -> tuple[ApiContext, InProcessMaster]:
     telemetry = TelemetryView(clock=lambda: 0.0)
     for reading in readings:
         telemetry.update(reading)
     members = frozenset(NodeId(n) for n in (live or {r.node_id for r in readings}))
     context = ApiContext(
-        cluster=ClusterView(node_id=NodeId("a"), catalog=ModelCatalog([smollm2()], Path(".")),
+        cluster=ClusterView(node_id=NodeId("a"),
+                            catalog=ModelCatalog([card or smollm2()], Path(".")),
                             replica=StateReplica(), telemetry=telemetry,
                             members=LiveSet(members)),
         requests=RequestBook(streams=StreamRegistry(),
@@ -174,3 +178,31 @@ async def list_previews(client: httpx.AsyncClient) -> None:
     assert (await client.get("/instance/previews",
                              params={"model_id": "nope"})).status_code == 404
     assert (await client.get("/instance/previews")).status_code == 400
+
+
+def two_machines(rtt_ms: float) -> tuple[ApiContext, InProcessMaster]:
+    """Two MLX machines with measured decode constants that observed each other at
+    `rtt_ms`, and a card of Llama-3.2-1B's shape."""
+    return api_context(list(calibrated(pair(rtt_ms), BENCH_CORE).values()),
+                       card=llama_1b_shape())
+
+
+@pytest.mark.anyio
+async def test_previews_mark_the_default_choice_and_placement_takes_it() -> None:
+    for rtt_ms, expected in ((0.5, ("tensor", 2)), (5.0, ("pipeline", 1))):
+        context, _ = two_machines(rtt_ms)
+        async with serve(context) as client:
+            body = (await client.get("/instance/previews",
+                                     params={"model_id": "smollm2-135m"})).json()
+            chosen = [(p["sharding"], p["width"]) for p in body["previews"]
+                      if p["placed_by_default"]]
+            assert chosen == [expected], (rtt_ms, chosen)
+            mlx = {(p["sharding"], p["width"]): p for p in body["previews"]
+                   if p["engine"] == "mlx"}
+            heads, one = mlx["tensor", 2], mlx["pipeline", 1]
+            assert heads["prediction_assumes"] == ["gigabit links"]
+            faster = heads["predicted_decode_tps"] > 1.5 * one["predicted_decode_tps"]
+            assert faster == (expected == ("tensor", 2))
+            placed = await client.post("/place_instance", json={"model_id": "smollm2-135m"})
+            assert placed.status_code == 201, placed.text
+            assert (placed.json()["sharding"], len(placed.json()["ranks"])) == expected

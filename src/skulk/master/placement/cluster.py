@@ -80,3 +80,22 @@ def roomiest(nodes: list[NodeTelemetry], engine: EngineName, width: int
         ranked.remove(chosen[0])
         ranked.insert(0, chosen[0])
     return ranked
+
+
+def busy_nodes(cluster: ClusterView) -> set[NodeId]:
+    """The nodes some placed instance has a rank on."""
+    return {shard.node_id for instance in cluster.instances.values()
+            for shard in instance.shards.values()}
+
+
+def on_separate_machines(nodes: list[NodeTelemetry]) -> bool:
+    """Whether no two of `nodes` share a machine, as far as their readings show: each
+    reported its addresses and none reported another's (nodes on one machine share its
+    memory, so splitting a model between them reads no faster)."""
+    seen: set[str] = set()
+    for node in nodes:
+        addresses = set(node.reachability.addresses)
+        if not addresses or addresses & seen:
+            return False
+        seen |= addresses
+    return True

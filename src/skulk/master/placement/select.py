@@ -1,18 +1,27 @@
 """Choosing a plan: the fewest nodes that fit, the preferred engine at each width; a
-whole instance goes to a node that already holds the weights when one fits. A command
-that prefers speed gets instead, of every plan that fits, the one predicted to decode
-fastest (speed.py)."""
+whole instance goes to a node that already holds the weights when one fits. By default
+(`auto`) a wider plan of the same engine replaces that one when it is predicted, from
+measurements, to decode clearly faster over machines that run nothing else: a split by
+heads on a fast link, never on a slow one. A command that prefers speed gets, of every
+plan that fits, the one predicted to decode fastest (speed.py)."""
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import get_args
 
 from skulk.fitting.engines import PLACEABLE, EngineFit, engine_fit
-from skulk.master.placement.cluster import ClusterView, holders_first, roomiest, workers
+from skulk.master.placement.cluster import (
+    ClusterView,
+    busy_nodes,
+    holders_first,
+    on_separate_machines,
+    roomiest,
+    workers,
+)
 from skulk.master.placement.engines import engines_of, runs_engine
 from skulk.master.placement.errors import PlacementError
 from skulk.master.placement.plans import Plan, plan_for
-from skulk.master.placement.speed import predict
+from skulk.master.placement.speed import SpeedPrediction, predict
 from skulk.shared.types.commands import PlaceInstance
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.instances import Sharding
@@ -20,6 +29,10 @@ from skulk.shared.types.model_cards import EngineName, ModelCard
 from skulk.shared.types.telemetry import NodeTelemetry
 
 SHARDINGS: tuple[Sharding, ...] = get_args(Sharding)
+AUTO_MIN_SPEEDUP = 1.5
+"""How much faster than the narrowest plan a wider one must be predicted for a default
+placement to take it: the predictions are within 25 % of measured speeds, and the wider
+plan takes nodes another model could use."""
 
 
 @dataclass
@@ -133,6 +146,8 @@ def choose_plan(command: PlaceInstance, card: ModelCard,
     else:
         for width, engine in _attempts(engines, command, low, high, misses):
             plan = _try(card, command, nodes, width, engine, misses)
+            if plan is not None and command.prefer == "auto":
+                return _clearly_faster(card, command, cluster, nodes, plan) or plan
             if plan is not None:
                 return plan
     return _failure(card, cluster, nodes, refusals | misses.reasons(), misses.shapes)
@@ -143,18 +158,52 @@ def _fastest(card: ModelCard, command: PlaceInstance, cluster: ClusterView,
              misses: _Misses) -> Plan | None:
     """Of every plan that fits, each width and sharding and engine, the one predicted to
     decode one stream fastest (the narrowest and preferred engine on a tie)."""
-    best: tuple[float, Plan] | None = None
+    best = _best(_predicted(card, command, cluster, nodes, widths, engines, misses))
+    return None if best is None else best[1]
+
+
+def _clearly_faster(card: ModelCard, command: PlaceInstance, cluster: ClusterView,
+                    nodes: list[NodeTelemetry], narrowest: Plan) -> Plan | None:
+    """A wider plan of the narrowest's engine, over machines no instance uses, predicted
+    from measurements (the links' rate aside) to decode at least AUTO_MIN_SPEEDUP times
+    faster than `narrowest`; None when there is none."""
+    baseline = predict(card, narrowest, cluster)
+    if baseline is None or not baseline.measured:
+        return None
+    busy = busy_nodes(cluster)
+    free = [n for n in nodes if n.node_id not in busy]
+    wider = range(narrowest.width + 1, len(free) + 1)
+    candidates = ((prediction, plan) for prediction, plan in _predicted(
+        card, command, cluster, free, wider, [narrowest.engine], _Misses())
+        if prediction.measured and on_separate_machines(
+            [cluster.nodes[rank.node_id] for rank in plan.ranks])
+        and prediction.tokens_per_second >= AUTO_MIN_SPEEDUP * baseline.tokens_per_second)
+    best = _best(candidates)
+    return None if best is None else best[1]
+
+
+def _predicted(card: ModelCard, command: PlaceInstance, cluster: ClusterView,
+               nodes: list[NodeTelemetry], widths: range, engines: list[EngineName],
+               misses: _Misses) -> Iterator[tuple[SpeedPrediction, Plan]]:
+    """Every plan that fits, each width and sharding and engine, with its prediction."""
     for width in widths:
         for sharding in SHARDINGS:
             shaped = command.model_copy(update={"sharding": sharding})
             for _, engine in _attempts(engines, shaped, width, width, misses):
                 plan = _try(card, shaped, nodes, width, engine, misses)
                 prediction = None if plan is None else predict(card, plan, cluster)
-                if plan is None or prediction is None:
-                    continue
-                if best is None or prediction.tokens_per_second > best[0]:
-                    best = (prediction.tokens_per_second, plan)
-    return None if best is None else best[1]
+                if plan is not None and prediction is not None:
+                    yield prediction, plan
+
+
+def _best(candidates: Iterable[tuple[SpeedPrediction, Plan]]
+          ) -> tuple[SpeedPrediction, Plan] | None:
+    """The fastest predicted, the first of equals."""
+    best: tuple[SpeedPrediction, Plan] | None = None
+    for prediction, plan in candidates:
+        if best is None or prediction.tokens_per_second > best[0].tokens_per_second:
+            best = (prediction, plan)
+    return best
 
 
 def _failure(card: ModelCard, cluster: ClusterView, nodes: list[NodeTelemetry],

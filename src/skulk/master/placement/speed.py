@@ -33,6 +33,8 @@ ASSUMED_MEMORY_READ_BYTES_PER_SECOND = 10e9
 """A node's read rate when its reading has none (a node that predates the measurement)."""
 ASSUMED_ROUND_TRIP_SECONDS = 0.0005
 """A pair's round trip when neither has observed the other: a LAN's."""
+LINK_RATE_ASSUMPTION = "gigabit links"
+"""Always assumed: the prober times connections, not transfers."""
 ACTIVATION_BYTES = 4
 """Bytes per activation on the wire: the fp32 MLX imports (bf16 sends half)."""
 
@@ -43,6 +45,11 @@ class SpeedPrediction:
 
     tokens_per_second: float
     assumed: tuple[str, ...]
+
+    @property
+    def measured(self) -> bool:
+        """Whether it rests on measurements (the links' rate aside, never measured)."""
+        return all(assumption == LINK_RATE_ASSUMPTION for assumption in self.assumed)
 
     def describe(self) -> str:
         text = f"~{self.tokens_per_second:.3g} tokens/s for one stream (predicted)"
@@ -95,7 +102,7 @@ def predict(card: ModelCard, plan: Plan, cluster: ClusterView) -> SpeedPredictio
             assumed.append("a LAN's round trip where no edge was observed")
         link = Link(max(trip if trip is not None else ASSUMED_ROUND_TRIP_SECONDS
                         for trip in trips))
-        assumed.append("gigabit links")
+        assumed.append(LINK_RATE_ASSUMPTION)
     traffic = ModelTraffic(weights_bytes=source.size_bytes, n_layers=card.n_layers,
                            hidden_size=card.hidden_size, activation_bytes=ACTIVATION_BYTES)
     return SpeedPrediction(decode_tokens_per_second(traffic, plan.sharding, ranks, link),
