@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 import ollama
 import openai
 import pytest
@@ -28,6 +29,7 @@ from openai.types.chat import (
 from openai.types.shared_params import ResponseFormatJSONSchema
 
 from skulk.testing.function_schemas import function_schemas, validate_answer
+from skulk.worker.engines.mlx import mlx_api
 from skulk.worker.engines.mlx.corruption_guard import INJECT_NAN_VARIABLE
 from tests.chrome_trace import validate_chrome_trace
 from tests.node_process import NodeProcess
@@ -202,7 +204,8 @@ def test_tensor_split_three_way_serves(trio: list[NodeProcess]) -> None:
                                    {"min_nodes": 3, "sharding": "tensor"}],
                          ids=["whole", "layers", "heads"])
 def test_forced_tools_json_schemas_and_ollama_format_whole_and_split(
-        trio: list[NodeProcess], shape: dict[str, Any]) -> None:
+        trio: list[NodeProcess], shape: dict[str, Any], whole_embeddings: list[list[float]]
+) -> None:
     api = trio[0]
     placed = _place(api, **shape)
     assert placed.status_code == 201, placed.text
@@ -235,7 +238,25 @@ def test_forced_tools_json_schemas_and_ollama_format_whole_and_split(
     validate_answer(schemas["set_thermostat"], chat.message.content or "")
     anthropic_tool_use_turn(api)
     _greedy_logprobs_are_the_likeliest_tokens(client, ask)
+    embedded = client.embeddings.create(model="smollm2-135m", input=EMBEDDED)
+    got = np.array([item.embedding for item in embedded.data])
+    assert np.allclose(got, np.array(whole_embeddings), atol=2e-4), shape
     _delete(api, instance["instance_id"])
+
+
+EMBEDDED = ["The capital of France is Paris.", "Rivers run to the sea."]
+
+
+@pytest.fixture(scope="module")
+def whole_embeddings(mlx_models: Path) -> list[list[float]]:
+    """The vectors the whole model gives in this process (the nodes' copy of it)."""
+    model_dir = import_models(mlx_models)[0]
+    tokenizer = mlx_api.load_tokenizer(model_dir)
+    model = mlx_api.load_model(model_dir)
+    vectors = [model.mean_pooled(tokenizer.encode(text, add_special_tokens=True))
+               for text in EMBEDDED]
+    assert all(vector is not None for vector in vectors)
+    return [vector for vector in vectors if vector is not None]
 
 
 def _greedy_logprobs_are_the_likeliest_tokens(client: openai.OpenAI,

@@ -26,6 +26,11 @@ def embedding_events(engine: Embedder, task_id: TaskId, texts: list[str]) -> lis
                 TaskOutput(task_id, ErrorChunk(error_kind="invalid_request",
                                                message=str(invalid))),
                 TaskDone(task_id, "failed", str(invalid))]
-    chunk = TokenChunk(text="", embeddings=vectors, finish_reason="stop",
-                       usage=Usage(prompt_tokens=tokens, completion_tokens=0))
-    return [TaskJoined(task_id), TaskOutput(task_id, chunk), TaskDone(task_id, "complete")]
+    return [TaskJoined(task_id), TaskOutput(task_id, embedded(vectors, tokens)),
+            TaskDone(task_id, "complete")]
+
+
+def embedded(vectors: list[list[float]], tokens: int) -> TokenChunk:
+    """The one chunk that answers an embedding request of `tokens` input tokens."""
+    return TokenChunk(text="", embeddings=vectors, finish_reason="stop",
+                      usage=Usage(prompt_tokens=tokens, completion_tokens=0))

@@ -5,7 +5,6 @@ from skulk.shared.types.ids import ModelId
 from skulk.shared.types.tasks import GenerationParams
 from skulk.worker.engines.mlx.conftest import EngineFactory
 from skulk.worker.engines.mlx.engine_test import chunks_in, done, run_batch
-from skulk.worker.engines.mlx.requests import unsupported
 
 
 def test_a_whole_model_embeds_mean_pooled_unit_vectors(make_engine: EngineFactory) -> None:
@@ -26,7 +25,4 @@ def test_an_embedding_request_is_answered_beside_generation(make_engine: EngineF
     assert isinstance(chunk, TokenChunk) and chunk.embeddings is not None
     assert len(chunk.embeddings) == 2 and done(events["e"]).status == "complete"
 
-
-def test_a_split_instance_refuses_embeddings_saying_why() -> None:
-    reason = unsupported(GenerationParams(model_id=ModelId("m"), messages=[], embed=["x"]))
-    assert reason is not None and "split" in reason
+    # (A split embeds too, every rank in step: split_embeddings_test.py.)

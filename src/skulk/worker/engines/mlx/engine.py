@@ -25,11 +25,11 @@ from skulk.worker.engines.mlx.options import MlxOptions
 from skulk.worker.engines.mlx.output import StreamedText
 from skulk.worker.engines.mlx.prefix_cache import PrefixCache
 from skulk.worker.engines.mlx.requests import (
-    EMBEDDINGS_UNSUPPORTED,
     NO_SPECULATION,
     Request,
     SpeculationChoice,
     build_request,
+    embed_tokens,
 )
 from skulk.worker.engines.mlx.shard import ModelShard, WholeModelShard
 from skulk.worker.engines.mlx.shard_loader import load_shard
@@ -105,7 +105,7 @@ class MlxEngine:
                                                       shape.vocab_size,
                                                       self._tokenizer.eos_token_ids)
         self._loop = GenerationLoop(shard, prefix, self._new_output, settings, speculator,
-                                    vocabulary=vocabulary)
+                                    vocabulary=vocabulary, hidden_size=shape.hidden_size)
 
     def _open_shard(self) -> ModelShard:
         config, options = self._config, self._options
@@ -149,17 +149,14 @@ class MlxEngine:
         logger.info("mlx engine warmed up in {:.2f} s", time.monotonic() - started)
 
     def embed(self, texts: list[str]) -> tuple[list[list[float]], int]:
-        """Mean-pooled, unit-length embeddings of a whole model (a split refuses)."""
+        """Mean-pooled, unit-length embeddings of a whole model; a split's are computed
+        by every rank in step, as a request of the loop (split_embeddings.py)."""
         assert self._tokenizer is not None, "embed before load"
         shard = self._running().shard
-        if self._config.world_size > 1 or not isinstance(shard, WholeModelShard):
-            raise InvalidRequest(EMBEDDINGS_UNSUPPORTED)
+        if not isinstance(shard, WholeModelShard):
+            raise RuntimeError("embed() is a whole model's; a split embeds in its loop")
         vectors, counted = [], 0
-        for index, text in enumerate(texts):
-            tokens = self._tokenizer.encode(text, add_special_tokens=True) or [0]
-            if len(tokens) > self._config.context_token_limit:
-                raise InvalidRequest(f"input {index} is {len(tokens)} tokens; this model "
-                                     f"embeds at most {self._config.context_token_limit}")
+        for tokens in embed_tokens(texts, self._tokenizer, self._config.context_token_limit):
             vector = shard.model.mean_pooled(tokens)
             if vector is None:
                 raise InvalidRequest("this model's MLX class exposes no hidden states to "
@@ -170,7 +167,7 @@ class MlxEngine:
 
     def submit(self, task_id: TaskId, params: GenerationParams) -> None:
         assert self._tokenizer is not None, "submit before load"
-        if params.embed is not None and self._config.world_size == 1:
+        if params.embed is not None and isinstance(self._running().shard, WholeModelShard):
             self._to_embed.append((task_id, params.embed))
             return
         request = build_request(task_id, params, self._tokenizer,
@@ -196,7 +193,7 @@ class MlxEngine:
 
     def step(self) -> list[EngineEvent]:
         events = self._alone.take_held()
-        if self._to_embed:  # one embedding request per step, between decode steps
+        if self._to_embed:  # a whole model's: one request per step, between decode steps
             events += embedding_events(self, *self._to_embed.popleft())
         if self._running().has_work or not events:
             events += self._running().step()

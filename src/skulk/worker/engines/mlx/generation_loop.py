@@ -57,6 +57,7 @@ from skulk.worker.engines.mlx.shard import ModelShard
 from skulk.worker.engines.mlx.speculation.accept import Verdict
 from skulk.worker.engines.mlx.speculation.round import speculative_round
 from skulk.worker.engines.mlx.speculation.speculator import Speculator
+from skulk.worker.engines.mlx.split_embeddings import embedding_answer
 from skulk.worker.engines.protocol import EngineEvent, TaskDone, TaskJoined, TaskOutput
 from skulk.worker.engines.token_logprobs import described
 
@@ -88,6 +89,7 @@ class GenerationLoop:
     speculator: Speculator | None = None  # the deciding rank's drafting, if it drafts
     # The tokens as the deciding rank's grammars and rank 0's log probabilities see them.
     vocabulary: Vocabulary | None = None
+    hidden_size: int = 0  # what a split's embeddings are (split_embeddings.py)
     _pending: dict[TaskKey, Request] = field(default_factory=dict)
     _prefilling: list[Prefilling] = field(default_factory=list)
     _rows: list[Row] = field(default_factory=list)
@@ -171,7 +173,8 @@ class GenerationLoop:
         return [Proposal(r.key, len(r.prompt), self._reusable(r)) for r in chosen]
 
     def _reusable(self, request: Request) -> int:
-        if request.refusal is not None or not self.prefix_cache.enabled:
+        if request.refusal is not None or request.embed is not None or \
+                not self.prefix_cache.enabled:
             return 0
         return self.prefix_cache.lookup(request.prompt).tokens
 
@@ -251,6 +254,8 @@ class GenerationLoop:
                          error_kind="internal", message="another rank of this instance "
                          "refused the request (its tokenizer or limits differ)"))
             self._fail(request, chunk, events)
+        elif request.embed is not None:  # answered at once, by every rank in step
+            events += embedding_answer(self.shard, request, self.hidden_size)
         else:
             self._start_prefill(request, proposal.reuse if outcome == "join" else 0)
             events.append(TaskJoined(request.task_id))

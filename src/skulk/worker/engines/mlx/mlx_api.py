@@ -107,11 +107,16 @@ class LanguageModel:
         inner = getattr(self._module, "model", None)
         if inner is None:
             return None
-        hidden: mx.array = inner(mx.array([tokens], dtype=mx.int32)).astype(mx.float32)
-        mean = hidden[0].mean(axis=0)
-        unit = mean / mx.maximum(mx.linalg.norm(mean), mx.array(1e-12))
-        vector: list[float] = unit.tolist()  # type: ignore[assignment]
-        return vector
+        hidden: mx.array = inner(mx.array([tokens], dtype=mx.int32))
+        return unit_mean(hidden[0])
+
+
+def unit_mean(hidden: mx.array) -> list[float]:
+    """The unit-length mean over positions of hidden states [T, H] (in float32)."""
+    mean = hidden.astype(mx.float32).mean(axis=0)
+    unit = mean / mx.maximum(mx.linalg.norm(mean), mx.array(1e-12))
+    vector: list[float] = unit.tolist()  # type: ignore[assignment]
+    return vector
 
 
 def load_model(model_dir: Path) -> LanguageModel:

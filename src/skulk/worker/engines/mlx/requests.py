@@ -12,13 +12,7 @@ from skulk.worker.engines.mlx.membership import TaskKey, task_key
 from skulk.worker.engines.mlx.mlx_api import Tokenizer
 from skulk.worker.engines.mlx.options import DEFAULT_MAX_DRAFT
 from skulk.worker.engines.mlx.sampling import RowSampler
-from skulk.worker.engines.protocol import ContextOverflow
-
-# What the mlx engine cannot do, and who can.
-_NOT_HERE = "; place the model with the llama_cpp engine for this"
-EMBEDDINGS_UNSUPPORTED = ("a split MLX instance does not compute embeddings (each rank "
-                          "holds only part of the model, and the pooled hidden states are "
-                          "not passed between them)" + _NOT_HERE + ", or on one node")
+from skulk.worker.engines.protocol import ContextOverflow, InvalidRequest
 
 
 @dataclass(frozen=True)
@@ -66,6 +60,7 @@ class Request:
     sampler: RowSampler
     refusal: Refusal | None = None
     grammar: str | None = None  # the llguidance grammar its output follows
+    embed: list[list[int]] | None = None  # an embedding request's texts, as tokens
     speculation: SpeculationChoice = NO_SPECULATION
     cancel_asked: bool = False
     arrived: float = field(default_factory=time.monotonic)
@@ -73,13 +68,6 @@ class Request:
 
     def __post_init__(self) -> None:
         self.key = task_key(self.task_id)
-
-
-def unsupported(params: GenerationParams) -> str | None:
-    """Why this mlx instance cannot honour these parameters, if it cannot."""
-    if params.embed is not None:
-        return EMBEDDINGS_UNSUPPORTED
-    return None
 
 
 def prompt_tokens(params: GenerationParams, tokenizer: Tokenizer) -> list[int]:
@@ -106,9 +94,8 @@ def build_request(task_id: TaskId, params: GenerationParams, tokenizer: Tokenize
     def refused(kind: ErrorKind, message: str, prompt: list[int] | None = None) -> Request:
         return Request(task_id, params, prompt or [], 0, sampler, Refusal(kind, message))
 
-    reason = unsupported(params)
-    if reason is not None:
-        return refused("invalid_request", reason)
+    if params.embed is not None:
+        return _embedding_request(task_id, params, tokenizer, context_limit, sampler)
     try:
         grammar = grammar_for(params)
     except GrammarRefused as error:
@@ -127,3 +114,27 @@ def build_request(task_id: TaskId, params: GenerationParams, tokenizer: Tokenize
     max_tokens = room if params.max_tokens is None else min(params.max_tokens, room)
     return Request(task_id, params, prompt, max_tokens, sampler, grammar=grammar,
                    speculation=speculation_choice(params, speculation))
+
+
+def embed_tokens(texts: list[str], tokenizer: Tokenizer, context_limit: int) -> list[list[int]]:
+    """Each text's tokens (an empty text embeds one token 0, as on a whole model); an
+    InvalidRequest names a text longer than the context."""
+    token_lists = [tokenizer.encode(text, add_special_tokens=True) or [0] for text in texts]
+    for index, tokens in enumerate(token_lists):
+        if len(tokens) > context_limit:
+            raise InvalidRequest(f"input {index} is {len(tokens)} tokens; this model "
+                                 f"embeds at most {context_limit}")
+    return token_lists
+
+
+def _embedding_request(task_id: TaskId, params: GenerationParams, tokenizer: Tokenizer,
+                       context_limit: int, sampler: RowSampler) -> Request:
+    """A split instance's embedding request (split_embeddings.py): its prompt is every
+    text's tokens in a row, which the ranks compare as they would a prompt."""
+    assert params.embed is not None
+    try:
+        token_lists = embed_tokens(params.embed, tokenizer, context_limit)
+    except InvalidRequest as invalid:
+        return Request(task_id, params, [], 0, sampler, Refusal("invalid_request", str(invalid)))
+    prompt = [token for tokens in token_lists for token in tokens]
+    return Request(task_id, params, prompt, 0, sampler, embed=token_lists)

@@ -37,6 +37,18 @@ class PipelineShard:
         return mlx_api.make_batch_cache(self.n_layers_here, batch_left_padding)
 
     def forward(self, tokens: mx.array, cache: list[mlx_api.LayerCache]) -> mx.array | None:
+        hidden = self._through_stage(tokens, cache)
+        return None if hidden is None else self.stage.head(hidden).astype(mx.float32)
+
+    def final_hidden(self, tokens: mx.array,
+                     cache: list[mlx_api.LayerCache]) -> mx.array | None:
+        """The final-normed hidden states on the last rank (embeddings pool them)."""
+        hidden = self._through_stage(tokens, cache)
+        return None if hidden is None else self.stage.model.model.norm(hidden)
+
+    def _through_stage(self, tokens: mx.array,
+                       cache: list[mlx_api.LayerCache]) -> mx.array | None:
+        """This stage's layers; the last rank keeps their output, the others send it on."""
         batch, length = tokens.shape
         if self.group.rank == 0:
             hidden = self.stage.run_layers(self.stage.embed(tokens), cache)
@@ -50,7 +62,7 @@ class PipelineShard:
             # On rank 0, evaluating the send also runs its layers and fills its cache.
             self.group.send(hidden.astype(self.wire_dtype), self.group.rank + 1)
             return None
-        return self.stage.head(hidden).astype(mx.float32)
+        return hidden
 
 
 def hop_bytes_per_token(hidden_size: int, dtype: mx.Dtype) -> int:

@@ -82,6 +82,13 @@ class TensorShard:
             return None
         return self.quirks.logits(self.model, hidden).astype(mx.float32)
 
+    def final_hidden(self, tokens: mx.array,
+                     cache: list[mlx_api.LayerCache]) -> mx.array | None:
+        """The final-normed hidden states, the same on every rank (embeddings pool them)."""
+        hidden = self._final_hidden(tokens, cache)
+        self._ring.evaluate("tensor-parallel forward", hidden)
+        return hidden
+
     def _final_hidden(self, tokens: mx.array, cache: list[mlx_api.LayerCache]) -> mx.array:
         """Embedding, every (split) layer, final norm: mlx-lm's inner model, or the
         family's stage where mlx-lm's model is not run whole."""
