@@ -210,6 +210,8 @@ export interface PlacementPreview {
   predicted_decode_tps?: number | null;
   /** What the prediction assumed for want of a measurement. */
   prediction_assumes?: string[];
+  /** Whether a placement with the defaults would take this candidate now. */
+  placed_by_default?: boolean;
 }
 
 export interface PlacementPreviews {

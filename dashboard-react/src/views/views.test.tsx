@@ -89,7 +89,8 @@ describe("Models", () => {
     const select = vi.fn();
     render(<CandidateList selected={null} onSelect={select} previews={[
       { engine: "mlx", sharding: "pipeline", width: 2, fits: true, reason: null,
-        predicted_decode_tps: 3.14159, prediction_assumes: ["gigabit links"], nodes: [
+        predicted_decode_tps: 3.14159, prediction_assumes: ["gigabit links"],
+        placed_by_default: true, nodes: [
         { node_id: "node-a", rank: 0, start_layer: 0, end_layer: 17, needed_bytes: 2 ** 30, usable_bytes: 2 ** 33, fits: true },
         { node_id: "node-b", rank: 1, start_layer: 17, end_layer: 30, needed_bytes: 2 ** 30, usable_bytes: 2 ** 32, fits: true }] },
       { engine: "mlx", sharding: "tensor", width: 2, fits: false, reason: "heads do not divide by 2", nodes: [] },
@@ -100,6 +101,7 @@ describe("Models", () => {
     expect(screen.getByText("layers 17–29")).toBeTruthy();
     const predicted = screen.getByText(/~3\.14 tokens\/s predicted/);
     expect(predicted.getAttribute("title")).toMatch(/assumed gigabit links/);
+    expect(screen.getAllByText(/what placing it with the defaults takes/)).toHaveLength(1);
     fireEvent.click(radios[0]!);
     expect(select).toHaveBeenCalledWith("mlx/pipeline/2");
   });

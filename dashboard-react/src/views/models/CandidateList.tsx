@@ -11,12 +11,12 @@ interface Props {
 /** What a prediction assumed, for its tooltip. */
 function predictionNote(preview: PlacementPreview): string {
   const assumed = preview.prediction_assumes ?? [];
-  return "one stream's decode speed, predicted from the nodes' memory read rates and links"
+  return "one stream's decode speed, predicted from the nodes' measured decode speeds and links"
     + (assumed.length ? `; assumed ${assumed.join(", ")}` : "");
 }
 
-/** The candidate placements to choose from, each with its ranks' layers and memory, and
- * each one's predicted decode speed. */
+/** The candidate placements to choose from, each with its ranks' layers and memory, each
+ * one's predicted decode speed, and which one a placement with the defaults takes. */
 export function CandidateList({ previews, selected, onSelect }: Props) {
   return (
     <fieldset className="candidates">
@@ -34,6 +34,9 @@ export function CandidateList({ previews, selected, onSelect }: Props) {
                 <span className="muted small" title={predictionNote(preview)}>
                   {" "}— ~{preview.predicted_decode_tps.toPrecision(3)} tokens/s predicted
                 </span>
+              )}
+              {preview.placed_by_default && (
+                <span className="small"> — what placing it with the defaults takes</span>
               )}
               {!preview.fits && <span className="muted small"> — {preview.reason}</span>}
             </label>
