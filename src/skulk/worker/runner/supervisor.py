@@ -115,6 +115,12 @@ class RunnerSupervisor:
         return self._exited
 
     async def run(self) -> None:
+        if self._stopping:
+            # Shut down before this task first ran (the worker starts it with start_soon
+            # and its instance may be deleted at once): a process spawned now would have
+            # nobody to stop it but the node's own exit.
+            self.recorder.record("shutdown", "before it was spawned")
+            return
         context = multiprocessing.get_context("spawn")
         inbox_end, inbox_writer = context.Pipe(duplex=False)
         output_end, runner_end = context.Pipe(duplex=False)

@@ -204,3 +204,22 @@ async def test_a_runner_sending_a_bad_frame_is_killed_and_failed_naming_it(
     assert "bad message" in error and "carried a dict ({'not': 'a message'})" in error
     assert supervisor.pid is not None and (not psutil.pid_exists(supervisor.pid)
                                            or psutil.Process(supervisor.pid).status() == "zombie")
+
+
+@pytest.mark.anyio
+async def test_a_runner_shut_down_before_it_was_spawned_is_never_spawned() -> None:
+    # The worker starts `run` with start_soon and may shut the runner down (its instance
+    # deleted while the worker was still creating it) before that task first runs.
+    supervisor = RunnerSupervisor(
+        runner_id=RunnerId("run-1"), instance_id=InstanceId("inst-1"), engine=ECHO,
+        config=EngineConfig(model_path="x", context_token_limit=10),
+        on_event=Recorder().on_event, on_chunk=Recorder().on_chunk)
+    try:
+        with anyio.move_on_after(10):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(supervisor.run)
+                await supervisor.shutdown()
+        assert supervisor.pid is None, "a runner nobody supervises any more was spawned"
+    finally:
+        if supervisor.pid is not None and psutil.pid_exists(supervisor.pid):
+            psutil.Process(supervisor.pid).kill()
