@@ -103,7 +103,7 @@ class MasterSeat:
                     inbox=MasterInbox(commands=commands, local_events=local_events,
                                       sync_requests=sync_requests),
                     indexed=self._indexed, members=self._members, seed=self._seed(),
-                    settings=self._settings)
+                    settings=self._settings, applied_ahead=self._replica.applied_ahead)
                 try:
                     await self.master.run()
                 finally:

@@ -21,6 +21,7 @@ from skulk.master.reconcile import instances_on_lost_nodes, reconcile
 from skulk.master.settings import MasterInbox, MasterSettings, MembersView
 from skulk.master.sync_requests import SyncRequests, WantedSync
 from skulk.models.catalog import ModelCatalog
+from skulk.shared.applied_ahead import AppliedAhead
 from skulk.shared.apply import apply
 from skulk.shared.channels import Sender
 from skulk.shared.partition import Standing, agreed_next, is_lasting
@@ -90,7 +91,10 @@ class Master:
         seed: State | None = None,
         settings: MasterSettings | None = None,
         clock: Callable[[], float] = time.monotonic,
+        applied_ahead: AppliedAhead | None = None,
     ) -> None:
+        """`applied_ahead`: where this node's replica takes the State after each event,
+        rather than applying it again."""
         settings = settings or MasterSettings()
         self._settings = settings
         self._idle = IdleTracker(default_keep_alive=settings.keep_alive_seconds)
@@ -109,6 +113,7 @@ class Master:
         self._indexed = indexed
         self._seed = seed or State()
         self._clock = clock
+        self._applied_ahead = applied_ahead
         self._started_at = clock()
         self._state = State()
         self._next_index = 0
@@ -151,6 +156,8 @@ class Master:
                 indexed = IndexedEvent(index=self._next_index, session=self.session_id,
                                        master_node=self.node_id, event=event, source=source)
                 self._state = apply(self._state, indexed)
+                if self._applied_ahead is not None:
+                    self._applied_ahead.offer(indexed, self._state)
                 self._next_index += 1
                 self._track_terminal(event)
                 self._idle.note(event, self._state, self._clock())

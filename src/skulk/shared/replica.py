@@ -14,6 +14,7 @@ import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from loguru import logger
 
+from skulk.shared.applied_ahead import AppliedAhead
 from skulk.shared.apply import apply
 from skulk.shared.recent_events import RecentEvents
 from skulk.shared.removed_instances import RemovedInstances
@@ -41,6 +42,9 @@ class StateReplica:
         self.recent = RecentEvents()
         # Why each recently removed instance went, for those who waited on it.
         self.removed = RemovedInstances()
+        # Where this node's master offers the State after each event it indexed, so the
+        # event is not applied twice on the master's node.
+        self.applied_ahead = AppliedAhead()
 
     def restore(self, state: State, session: SessionId, master_node: NodeId) -> None:
         """Start from a State read back from this node's own log (before any event
@@ -129,7 +133,8 @@ class StateReplica:
         while (next_index := self._state.last_event_applied_idx + 1) in self._buffer:
             indexed = self._buffer.pop(next_index)
             self.removed.note(self._state, indexed.event)
-            self._state = apply(self._state, indexed)
+            ahead = self.applied_ahead.take(indexed)
+            self._state = ahead if ahead is not None else apply(self._state, indexed)
             applied.append(indexed)
         if applied and notify:
             self._notify(applied)
