@@ -113,7 +113,7 @@ def rank_spec(model: Path, rank: int, ranks: int, n_layers: int, args: argparse.
     spec: dict[str, Any] = {
         "model": str(model), "rank": rank, "hosts": hosts if ranks > 1 else ["solo"],
         "layers": [0, n_layers], "tokens": args.tokens, "repeats": args.repeats,
-        "streams": STREAMS, "max_batch": max(STREAMS), "micro_batches": False,
+        "streams": args.streams, "max_batch": max([1, *args.streams]), "micro_batches": False,
         "sharding": "tensor"}
     if probe is not None:
         spec["collective_probe"] = probe
@@ -193,17 +193,17 @@ def shape_run(hosts: Hosts, shape: str, args: argparse.Namespace, models: Path,
                       **{key: max(first["single"][key], last["single"][key])
                          for key in ("decode_tps", "decode_best_tps")}},
            **{f"streams-{n}": max(first[f"streams-{n}"], last[f"streams-{n}"])
-              for n in STREAMS}}
+              for n in args.streams}}
     ratios = {rate: {"decode": round(s["single"]["decode_tps"] / one["single"]["decode_tps"], 3),
                      "decode_best": round(s["single"]["decode_best_tps"]
                                           / one["single"]["decode_best_tps"], 3),
                      "ttft": round(s["single"]["ttft_s"] / one["single"]["ttft_s"], 3),
                      **{f"streams-{n}": round(s[f"streams-{n}"] / one[f"streams-{n}"], 3)
-                        for n in STREAMS}}
+                        for n in args.streams}}
               for rate, s in splits.items()}
     others = max(run["others_cores"] for run in [first, last, *splits.values()])
     quiet = others <= QUIET_OTHERS_CORES
-    result = {"shape": shape, "config": config, "one_node": one,
+    result = {"shape": shape, "config": config, "one_node": one, "streams": args.streams,
               "one_node_runs": [first, last], "heads_split": splits, "ratios": ratios,
               "conditions": {"quiet": quiet, "others_cores_max": others}}
     result["prediction"] = check(model, result, calibrate_read_rate(0),
@@ -212,20 +212,21 @@ def shape_run(hosts: Hosts, shape: str, args: argparse.Namespace, models: Path,
 
 
 def print_shape(result: dict[str, Any]) -> None:
-    one = result["one_node"]
+    one, streams = result["one_node"], result["streams"]
     print(f"\n{result['shape']} ({result['config']['torch_dtype']}, random weights)")
-    print("| configuration | TTFT | decode tok/s (fastest token) | 4 streams | 8 streams | "
-          "decode ratio (fastest) | TTFT ratio |")
-    print("|---|---|---|---|---|---|---|")
+    print("| configuration | TTFT | decode tok/s (fastest token) | "
+          + "".join(f"{n} streams | " for n in streams)
+          + "decode ratio (fastest) | TTFT ratio |")
+    print("|---|---|---|" + "---|" * len(streams) + "---|---|")
     print(f"| 1 node, 1 core | {one['single']['ttft_s'] * 1000:.0f} ms | "
           f"{one['single']['decode_tps']:.2f} ({one['single']['decode_best_tps']:.2f}) | "
-          f"{one['streams-4']:.2f} | {one['streams-8']:.2f} | 1.00 | 1.00 |")
+          + "".join(f"{one[f'streams-{n}']:.2f} | " for n in streams) + "1.00 | 1.00 |")
     for rate, split in result["heads_split"].items():
         ratio = result["ratios"][rate]
         print(f"| 2 ranks by heads, {rate} | {split['single']['ttft_s'] * 1000:.0f} ms | "
               f"{split['single']['decode_tps']:.2f} ({split['single']['decode_best_tps']:.2f})"
-              f" | {split['streams-4']:.2f} | {split['streams-8']:.2f} | "
-              f"{ratio['decode']:.2f} ({ratio['decode_best']:.2f}) | {ratio['ttft']:.2f} |")
+              " | " + "".join(f"{split[f'streams-{n}']:.2f} | " for n in streams)
+              + f"{ratio['decode']:.2f} ({ratio['decode_best']:.2f}) | {ratio['ttft']:.2f} |")
     for rate, split in result["heads_split"].items():
         link = split["link"]
         print(f"{rate}: {link['collectives_per_token']} collectives per token of "
@@ -263,6 +264,9 @@ def main() -> int:
     parser.add_argument("--rates", default="1gbit,200mbit")
     parser.add_argument("--shapes", default=",".join(SHAPES))
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
+    parser.add_argument("--streams", default=",".join(map(str, STREAMS)),
+                        help="aggregate runs at these stream counts (comma-separated; "
+                             "empty for single-stream only, as bf16's slow path wants)")
     parser.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
                         help="before each configuration, wait up to SECONDS for 5 quiet "
                              "seconds (a shared machine's others below 0.15 of a core)")
@@ -272,6 +276,7 @@ def main() -> int:
                         help="measure the decode constants now and check the predictions "
                              "against that earlier run's figures (no runs, no root)")
     args = parser.parse_args()
+    args.streams = [int(n) for n in args.streams.split(",") if n]
     if args.recheck:
         return recheck(args.recheck, args.models)
     if args.quick:
