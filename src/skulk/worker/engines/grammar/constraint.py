@@ -27,6 +27,11 @@ from skulk.worker.engines.grammar.vocabulary import Vocabulary
 CLOSING_WINDOW = 96
 
 
+class GrammarBroken(RuntimeError):
+    """A token the request committed (or had already streamed, on a resume) that the
+    grammar rejects: the answer cannot go on. The engines end the request with an error
+    chunk saying this, instead of failing the step."""
+
 
 class Constraint:
     def __init__(self, vocabulary: Vocabulary, grammar: str,
@@ -36,7 +41,9 @@ class Constraint:
         if self._matcher.is_error():
             raise GrammarRefused(f"the grammar cannot be enforced: {self._matcher.get_error()}")
         if already and not self._matcher.consume_tokens(list(already)):
-            raise GrammarRefused("the tokens already generated do not follow the grammar")
+            raise GrammarBroken(f"the {len(already)} tokens already streamed do not follow "
+                                f"the request's grammar, so the answer cannot resume there: "
+                                f"{self._matcher.get_error()}")
         self._lexer = JsonLexer()
         for token in already:
             self._lexer.feed(vocabulary.piece(token))
@@ -102,7 +109,8 @@ class Constraint:
         return closing_path(matcher, lexer, uses, self._vocabulary, limit)
 
     def advance(self, tokens: Sequence[int]) -> None:
-        """Commit tokens the request produced (an end-of-generation token ends it)."""
+        """Commit tokens the request produced (an end-of-generation token ends it); a
+        token the grammar rejects raises GrammarBroken, and the matcher is unusable after."""
         for token in tokens:
             if token in self._vocabulary.eos_token_ids:
                 return
@@ -110,5 +118,6 @@ class Constraint:
                 self._uses[token] += 1
             self._lexer.feed(self._vocabulary.piece(token))
             if not self._matcher.consume_token(token):
-                raise RuntimeError(f"token {token} broke the grammar: "
-                                   f"{self._matcher.get_error()}")
+                raise GrammarBroken(f"token {token} ({self._vocabulary.piece(token)!r}) "
+                                    f"broke the request's grammar: "
+                                    f"{self._matcher.get_error()}")

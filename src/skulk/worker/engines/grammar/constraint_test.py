@@ -7,7 +7,7 @@ import pytest
 from skulk.testing.function_schemas import function_schemas, validate_answer
 from skulk.testing.tiny_model import write_tiny_model
 from skulk.worker.engines.grammar.compile import GrammarRefused, compile_json_schema
-from skulk.worker.engines.grammar.constraint import Constraint
+from skulk.worker.engines.grammar.constraint import Constraint, GrammarBroken
 from skulk.worker.engines.grammar.vocabulary import Vocabulary
 
 BUDGET = 96
@@ -68,7 +68,7 @@ def test_a_constraint_resumes_after_the_tokens_already_sent(vocabulary: Vocabula
     fresh = Constraint(vocabulary, grammar)
     fresh.advance(sent)
     assert np.array_equal(resumed.allowed(), fresh.allowed())
-    with pytest.raises(GrammarRefused, match="do not follow"):
+    with pytest.raises(GrammarBroken, match="do not follow"):
         Constraint(vocabulary, grammar, already=vocabulary.tokenizer.tokenize_str("[1]"))
 
 
@@ -88,3 +88,12 @@ def test_a_string_admits_no_raw_control_character(vocabulary: Vocabulary) -> Non
                             already=vocabulary.tokenizer.tokenize_str('{"a":"x'))
     [newline] = vocabulary.tokenizer.tokenize_str("\n")
     assert not constraint.allowed()[newline]
+
+
+def test_a_token_the_grammar_rejects_raises_grammar_broken(vocabulary: Vocabulary) -> None:
+    grammar = compile_json_schema(json.dumps(function_schemas()["get_weather"]))
+    constraint = Constraint(vocabulary, grammar)
+    [bracket] = vocabulary.tokenizer.tokenize_str("[")
+    assert not constraint.allowed()[bracket]
+    with pytest.raises(GrammarBroken, match="broke the request's grammar"):
+        constraint.advance([bracket])

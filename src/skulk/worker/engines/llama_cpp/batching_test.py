@@ -10,6 +10,7 @@ import pytest
 from skulk.shared.types.chunks import ErrorChunk, TokenChunk
 from skulk.shared.types.ids import ConversationId, ModelId, TaskId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams
+from skulk.worker.engines.grammar.constraint import Constraint
 from skulk.worker.engines.llama_cpp.description import LlamaCppOptions
 from skulk.worker.engines.llama_cpp.engine import LlamaCppEngine
 from skulk.worker.engines.llama_cpp.engine_test import model_path
@@ -243,3 +244,33 @@ def test_nan_logits_fail_the_request_as_pipeline_corrupt_and_leave_no_kv_behind(
     again = run.submit("again", ask(QUESTIONS[0]))
     run.until_idle()
     assert run.text[again] == expected and again not in run.errors
+
+
+def test_an_answer_whose_grammar_breaks_ends_with_an_error_beside_others(
+        batched: LlamaCppEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failed-over answer resumed after tokens its grammar rejects, and a token the
+    mask should have forbidden (a masking fault, faked), each end with an error chunk
+    that says so; the plain request beside them completes and the engine serves on."""
+    schema = json.dumps({"type": "object", "properties": {"a": {"type": "integer"}}})
+    model = batched._model
+    assert model is not None
+    rejected = model.tokenize("[1,", add_bos=False, special=False)
+    run = Run(batched)
+    resumed = run.submit("resumed", ask("Answer.", output="json", json_schema=schema,
+                                        continuation=rejected))
+    plain = run.submit("plain", ask(QUESTIONS[0], max_tokens=4))
+    run.until_idle()
+    assert run.errors[resumed].error_kind == "internal"
+    assert "cannot resume" in run.errors[resumed].message
+    assert run.done[resumed].status == "failed" and run.done[plain].status == "complete"
+    [bracket] = model.tokenize("[", add_bos=False, special=False)
+    monkeypatch.setattr(Constraint, "vetted", lambda self, token, remaining: bracket)
+    run = Run(batched)
+    faulty = run.submit("faulty", ask("Answer.", output="json", json_schema=schema,
+                                      max_tokens=200))
+    plain = run.submit("plain", ask(QUESTIONS[0], max_tokens=4))
+    run.until_idle()
+    assert "broke the request's grammar" in run.errors[faulty].message
+    assert run.done[faulty].status == "failed" and run.done[plain].status == "complete"
+    monkeypatch.undo()
+    assert json.loads(alone(batched, ask("Answer.", output="json", json_schema=schema)))

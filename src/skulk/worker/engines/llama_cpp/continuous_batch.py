@@ -20,7 +20,7 @@ import numpy as np
 from skulk.shared.types.chunks import ErrorChunk, ErrorKind, FinishReason
 from skulk.shared.types.ids import TaskId
 from skulk.shared.types.tasks import GenerationParams
-from skulk.worker.engines.grammar.constraint import Constraint
+from skulk.worker.engines.grammar.constraint import Constraint, GrammarBroken
 from skulk.worker.engines.grammar.vocabulary import Vocabulary
 from skulk.worker.engines.llama_cpp import batch_plan
 from skulk.worker.engines.llama_cpp.batch_plan import Feed, Portion
@@ -148,10 +148,18 @@ class ContinuousBatch:
             if pick is None:
                 return  # every sequence is busy: it joins when one frees up
             self.waiting.popleft()
-            self.running.append(self._start(request, pick.slot, pick.reused))
+            try:  # a resumed answer its grammar rejects ends here, with why
+                constraint = self._constraint(request)
+            except GrammarBroken as broken:
+                events.append(TaskOutput(request.task_id, ErrorChunk(
+                    error_kind="internal", message=str(broken))))
+                events.append(TaskDone(request.task_id, "failed", str(broken)))
+                continue
+            self.running.append(self._start(request, pick.slot, pick.reused, constraint))
             events.append(TaskJoined(request.task_id))
 
-    def _start(self, request: Admitted, slot: Slot, reused: int) -> Running:
+    def _start(self, request: Admitted, slot: Slot, reused: int,
+               constraint: Constraint | None) -> Running:
         session = request.params.session_id
         if slot.session is not None and slot.session != session:
             self.sessions.save(slot.session, self.context, slot.index, slot.held)
@@ -169,7 +177,7 @@ class ContinuousBatch:
         self._admissions += 1
         return Running(request, slot, sampler, TokenText(list(params.stop)), cached=reused,
                        pending=request.prompt[reused:], order=self._admissions,
-                       constraint=self._constraint(request))
+                       constraint=constraint)
 
     def _constraint(self, request: Admitted) -> Constraint | None:
         if request.grammar is None:
@@ -262,7 +270,11 @@ class ContinuousBatch:
         # The raw logits, before a grammar masks them in place.
         raw = self.context.logits(portion.logits_at)
         raw = raw.copy() if asked is not None and run.constraint is not None else raw
-        token = self._choose(run, portion.logits_at)
+        try:
+            token = self._choose(run, portion.logits_at)
+        except GrammarBroken as broken:  # a token its mask should have forbidden
+            self._fail(run, str(broken), events)
+            return
         if self.model.ends_generation(token):
             self._finish(run, "stop", events)
             return

@@ -33,6 +33,10 @@ class Row:
     drafted: int = 0  # drafted tokens verified for this request
     accepted: int = 0  # of which the model kept
     constraint: Constraint | None = None  # its grammar, on the deciding rank
+    # Why its grammar cannot go on (the deciding rank's words; the others learn it from
+    # deciding.GRAMMAR_BROKEN): the request ends with an error.
+    broken: str | None = None
+    failed: bool = False  # every rank: its grammar broke, and it leaves as failed
     # Log probabilities of tokens decided and not yet streamed: the deciding rank's, and
     # rank 0's once carried there (score_carrier.py).
     scored: list[Scored] = field(default_factory=list)

@@ -8,11 +8,17 @@ import mlx.core as mx
 import numpy as np
 
 from skulk.worker.engines.grammar.closing import Mask
+from skulk.worker.engines.grammar.constraint import GrammarBroken
 from skulk.worker.engines.grammar.vocabulary import Vocabulary
 from skulk.worker.engines.mlx import mlx_api
 from skulk.worker.engines.mlx.batch_rows import Row
 from skulk.worker.engines.mlx.sampling import sample_rows
 from skulk.worker.engines.token_logprobs import scored
+
+# The token the deciding rank hands every rank for a row whose grammar broke (a resumed
+# answer the grammar rejects, or a token it should have forbidden): every rank then ends
+# the request with an error at the same step (commit.py).
+GRAMMAR_BROKEN = -1
 
 
 def remaining(row: Row) -> int:
@@ -35,7 +41,7 @@ def decide_rows(logits: mx.array, rows: Sequence[Row], vocabulary: Vocabulary | 
                 ) -> list[int]:
     """The next token of every row from its logits [B, V] (lazy: the masks are computed
     on the CPU while they evaluate); advances each row's grammar and keeps its scores."""
-    constraints = [row.constraint for row in rows]
+    constraints = [None if row.broken is not None else row.constraint for row in rows]
     forced: list[int | None] = [None] * len(rows)
     masks: list[Mask | None] = [None] * len(rows)
     if any(c is not None for c in constraints):
@@ -52,6 +58,8 @@ def decide_rows(logits: mx.array, rows: Sequence[Row], vocabulary: Vocabulary | 
                 chosen[index], remaining(row))
         chosen[index] = token
         note(row, logits[index], [token], vocabulary)
+        if row.broken is not None:
+            chosen[index] = GRAMMAR_BROKEN
     return chosen
 
 
@@ -60,8 +68,14 @@ def note(row: Row, logits: mx.array, tokens: Sequence[int],
     """Advance the row's grammar over tokens it commits and score them when asked (by id:
     rank 0 names them, score_carrier.py brings them there from a pipeline's last rank);
     `logits` [len(tokens), V] (or [V] for one token) are the rows they were drawn from."""
+    if row.broken is not None:
+        return
     if row.constraint is not None:
-        row.constraint.advance(tokens)
+        try:
+            row.constraint.advance(tokens)
+        except GrammarBroken as broken:
+            row.constraint, row.broken = None, str(broken)
+            return
     top = row.request.params.logprobs
     if top is None:
         return

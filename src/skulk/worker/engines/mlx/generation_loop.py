@@ -39,12 +39,13 @@ from loguru import logger
 
 from skulk.shared.types.chunks import ErrorChunk
 from skulk.shared.types.ids import TaskId
-from skulk.worker.engines.grammar.constraint import Constraint
+from skulk.worker.engines.grammar.constraint import Constraint, GrammarBroken
 from skulk.worker.engines.grammar.vocabulary import Vocabulary
 from skulk.worker.engines.mlx import membership, mlx_api
 from skulk.worker.engines.mlx.batch_caches import BatchCaches
 from skulk.worker.engines.mlx.batch_rows import Prefilling, Row
 from skulk.worker.engines.mlx.collectives import await_peer
+from skulk.worker.engines.mlx.commit import commit
 from skulk.worker.engines.mlx.deciding import decide_rows
 from skulk.worker.engines.mlx.membership import Control, Outcome, Proposal, Reply, TaskKey
 from skulk.worker.engines.mlx.output import StreamedText
@@ -59,7 +60,6 @@ from skulk.worker.engines.mlx.speculation.round import speculative_round
 from skulk.worker.engines.mlx.speculation.speculator import Speculator
 from skulk.worker.engines.mlx.split_embeddings import embedding_answer
 from skulk.worker.engines.protocol import EngineEvent, TaskDone, TaskJoined, TaskOutput
-from skulk.worker.engines.token_logprobs import described
 
 # Builds rank 0's output of a request as it joins, given the prompt tokens it reused.
 OutputFactory = Callable[[Request, int], StreamedText]
@@ -198,9 +198,12 @@ class GenerationLoop:
             if not (finished or cancelled):
                 kept_rows.append(index)
                 continue
-            if finished and self.prefix_cache.enabled:
+            if finished and self.prefix_cache.enabled and not row.failed:
                 self.prefix_cache.insert(row.kv_tokens, self._batch.extract(index))
-            self._leave(row.request, "complete" if finished else "cancelled", events)
+            if row.failed:
+                self._leave(row.request, "failed", events, row.broken)
+            else:
+                self._leave(row.request, "complete" if finished else "cancelled", events)
         if len(kept_rows) < rows_before:
             self._rows = [self._rows[i] for i in kept_rows]
             self._batch.keep(kept_rows)
@@ -212,11 +215,11 @@ class GenerationLoop:
                 still.append(entry)
         self._prefilling = still
 
-    def _leave(self, request: Request, status: Literal["complete", "cancelled"],
-               events: list[EngineEvent]) -> None:
+    def _leave(self, request: Request, status: Literal["complete", "cancelled", "failed"],
+               events: list[EngineEvent], error: str | None = None) -> None:
         self._finishing.discard(request.task_id)
         spans = () if self.speculator is None else self.speculator.forget(request.task_id)
-        events.append(TaskDone(request.task_id, status, spans=spans))
+        events.append(TaskDone(request.task_id, status, error, spans=spans))
 
     def _fail(self, request: Request, chunk: ErrorChunk, events: list[EngineEvent]) -> None:
         if self.emits:
@@ -292,15 +295,18 @@ class GenerationLoop:
         request = entry.request
         self._batch.add(entry.cache)
         output = self.make_output(request, entry.reused) if self.emits else None
-        constraint = None
+        constraint, broken = None, None
         if request.grammar is not None and self.shard.decides:
             if self.vocabulary is None:
                 raise RuntimeError("the deciding rank has no vocabulary for grammars")
-            constraint = Constraint(self.vocabulary, request.grammar,
-                                    already=request.params.continuation)
+            try:  # a resumed answer the grammar rejects fails at its first decode
+                constraint = Constraint(self.vocabulary, request.grammar,
+                                        already=request.params.continuation)
+            except GrammarBroken as error:
+                broken = str(error)
         self._rows.append(Row(request, next_input=request.prompt[-1],
                               kv_tokens=list(request.prompt[:-1]), reused=entry.reused,
-                              output=output, constraint=constraint))
+                              output=output, constraint=constraint, broken=broken))
 
     def _decode(self, events: list[EngineEvent]) -> None:
         if not self._rows:
@@ -371,29 +377,5 @@ class GenerationLoop:
 
     def _commit(self, row: Row, drafts: list[int], verdict: Verdict,
                 events: list[EngineEvent]) -> None:
-        """Append the kept drafts and the verdict's token to the row; the cache already
-        holds the next input and the kept drafts."""
-        kept = drafts[: verdict.accepted]
-        row.kv_tokens.append(row.next_input)
-        row.kv_tokens.extend(kept)
-        row.next_input = verdict.next_token
-        row.drafted += len(drafts)
-        row.accepted += verdict.accepted
-        new_tokens = [*kept, verdict.next_token]
-        row.generated += len(new_tokens)
-        if row.output is None:
-            return
-        row.output.note_speculation(row.request.speculation.drafter, row.drafted,
-                                    row.accepted)
-        for token in new_tokens:
-            if row.output.finished is not None:
-                break
-            logprob = None
-            if row.scored and not row.output.is_end(token):
-                if self.vocabulary is None:
-                    raise RuntimeError("rank 0 has no vocabulary to name scored tokens")
-                logprob = described(row.scored.pop(0), self.vocabulary.piece)
-            for chunk in row.output.on_token(token, logprob):
-                events.append(TaskOutput(row.request.task_id, chunk))
-        if row.output.finished is not None:
+        if commit(row, drafts, verdict, self.vocabulary, events):
             self._finishing.add(row.request.task_id)

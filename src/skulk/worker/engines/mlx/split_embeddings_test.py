@@ -16,6 +16,7 @@ from skulk.shared.types.ids import ModelId, TaskId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams
 from skulk.testing.queue_group import QueueGroup, shared_state
 from skulk.testing.tiny_model import write_tiny_model
+from skulk.worker.engines.grammar.vocabulary import Vocabulary
 from skulk.worker.engines.mlx import mlx_api
 from skulk.worker.engines.mlx.engine import MlxEngine
 from skulk.worker.engines.mlx.generation_loop import GenerationLoop, LoopSettings
@@ -44,7 +45,9 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_tiny_model(tmp_path_factory.mktemp("tiny-embed"), layers=3)
 
 
-def run_ranks(model_dir: Path, shard_of: Any) -> dict[int, list[EngineEvent]]:
+def run_ranks(model_dir: Path, shard_of: Any,
+              requests: dict[str, GenerationParams] = REQUESTS) -> dict[int, list[EngineEvent]]:
+    """Every rank's events once each rank saw every request end."""
     shared = shared_state(RANKS)
     results: dict[int, list[EngineEvent]] = defaultdict(list)
     failures: list[BaseException] = []
@@ -60,13 +63,16 @@ def run_ranks(model_dir: Path, shard_of: Any) -> dict[int, list[EngineEvent]]:
                                 max_tokens=request.max_tokens,
                                 prompt_tokens=len(request.prompt), cached_tokens=reused)
 
+        shape = mlx_api.read_model_shape(model_dir)
+        vocabulary = Vocabulary.of_tokenizer_json(model_dir / "tokenizer.json",
+                                                  shape.vocab_size, tokenizer.eos_token_ids)
         loop = GenerationLoop(shard, PrefixCache(8, 100_000), output, LoopSettings(slots=4),
-                              hidden_size=mlx_api.read_model_shape(model_dir).hidden_size)
-        for task_id, params in REQUESTS.items():
+                              vocabulary=vocabulary, hidden_size=shape.hidden_size)
+        for task_id, params in requests.items():
             loop.submit(build_request(TaskId(task_id), params, tokenizer, CONTEXT, 10**6))
         events = results[rank]
         for _ in range(200):
-            if len({e.task_id for e in events if isinstance(e, TaskDone)}) == len(REQUESTS):
+            if len({e.task_id for e in events if isinstance(e, TaskDone)}) == len(requests):
                 return
             events.extend(loop.step())
         raise AssertionError("the ranks never finished")

@@ -16,7 +16,13 @@ from skulk.worker.engines.grammar.constraint import CLOSING_WINDOW
 from skulk.worker.engines.grammar.vocabulary import Vocabulary
 from skulk.worker.engines.mlx import membership, mlx_api
 from skulk.worker.engines.mlx.batch_rows import Row
-from skulk.worker.engines.mlx.deciding import decide_rows, masked, note, remaining
+from skulk.worker.engines.mlx.deciding import (
+    GRAMMAR_BROKEN,
+    decide_rows,
+    masked,
+    note,
+    remaining,
+)
 from skulk.worker.engines.mlx.shard import ModelShard
 from skulk.worker.engines.mlx.speculation import vectors
 from skulk.worker.engines.mlx.speculation.accept import Verdict
@@ -60,6 +66,8 @@ def speculative_round(shard: ModelShard, speculator: Speculator | None, slots: i
             note(row, logits[0, : len(kept)], kept, vocabulary)
         else:
             verdict = Verdict(0, decide_rows(logits[:, -1, :], [row], vocabulary)[0])
+        if row.broken is not None:  # every rank ends the request (commit.py)
+            verdict = Verdict(0, GRAMMAR_BROKEN)
     else:
         mlx_api.evaluate_cache(cache)
     [verdict] = vectors.decode_verdicts(all_sum(vectors.encode_verdicts([verdict], slots), True),
