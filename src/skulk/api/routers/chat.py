@@ -30,6 +30,7 @@ from skulk.api.context import ApiContext, Context
 from skulk.api.errors import ApiError
 from skulk.api.generation import Generation, open_generation
 from skulk.api.serving import resolve_card
+from skulk.api.text_event import TextEvent
 
 router = APIRouter(tags=["openai"])
 
@@ -64,11 +65,15 @@ async def _stream(context: ApiContext, generation: Generation, completion_id: st
                   with_logprobs: bool) -> AsyncIterator[bytes]:
     created = generation.created
     yield sse(chunk_body(completion_id, created, model, {"role": "assistant", "content": ""}))
+    content = TextEvent(lambda text: sse(chunk_body(completion_id, created, model,
+                                                    {"content": text})))
     try:
         async for chunk in token_chunks(context, generation):
-            if chunk.text:
+            if chunk.text and not with_logprobs:
+                yield content(chunk.text)  # once per token: rendered around the text
+            elif chunk.text:
                 yield sse(chunk_body(completion_id, created, model, {"content": chunk.text},
-                                     logprobs=chunk.logprobs if with_logprobs else None))
+                                     logprobs=chunk.logprobs))
             if chunk.finish_reason is not None:
                 yield sse(chunk_body(completion_id, created, model, {}, chunk.finish_reason))
                 if include_usage:

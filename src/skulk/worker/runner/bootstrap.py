@@ -243,7 +243,7 @@ class Runner:
         if self._step_tokens:
             pieces, self._step_tokens = self._step_tokens, []
             # Built from the engine's checked chunks: not validated again, once per step.
-            self._outbox.send(messages.TokensProduced.model_construct(pieces=pieces))
+            self._outbox.send(messages.tokens_produced(pieces))
 
 
 def entrypoint(engine: EngineDescription, config: EngineConfig, inbox: Connection,

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from skulk.shared.types.chunks import TokenChunk, TokenLogprob
 from skulk.shared.types.ids import CommandId, TaskId
 from skulk.worker.runner import messages
+from skulk.worker.runner.built import built
 from skulk.worker.runner.messages import FromRunner
 
 
@@ -63,18 +64,16 @@ class _Run:
     def message(self) -> messages.ChunkProduced:
         if self.only is not None:
             return self.only
-        text = "".join(self.texts)
+        text = self.texts[0] if len(self.texts) == 1 else "".join(self.texts)
         # Built from checked parts, not validated again: this runs per request and step.
-        # Every field is given: pydantic inspects a default factory's signature on each
-        # construction (about 0.2 ms), and looks up each missing default (about 1 µs).
         chunk = self.closing.model_copy(update={
             "text": text, "token_ids": self.token_ids, "logprobs": self.logprobs}) \
-            if self.closing is not None else TokenChunk.model_construct(
-                kind="token", text=text, token_ids=self.token_ids, finish_reason=None,
-                usage=None, stop_sequence=None, logprobs=self.logprobs, embeddings=None,
-                spans=[])
-        return messages.ChunkProduced.model_construct(
-            kind="chunk", task_id=self.task_id, command_id=self.command_id, chunk=chunk)
+            if self.closing is not None else built(TokenChunk, {
+                "kind": "token", "text": text, "token_ids": self.token_ids,
+                "finish_reason": None, "usage": None, "stop_sequence": None,
+                "logprobs": self.logprobs, "embeddings": None, "spans": []})
+        return built(messages.ChunkProduced, {"kind": "chunk", "task_id": self.task_id,
+                                              "command_id": self.command_id, "chunk": chunk})
 
 
 class _Runs:

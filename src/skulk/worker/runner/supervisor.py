@@ -26,6 +26,7 @@ from skulk.worker.engines.protocol import EngineConfig
 from skulk.worker.engines.registry import spawn_environment
 from skulk.worker.runner import messages
 from skulk.worker.runner.bootstrap import entrypoint
+from skulk.worker.runner.built import built
 from skulk.worker.runner.coalesce import coalesce
 from skulk.worker.runner.deadlines import Progress
 from skulk.worker.runner.flight_recorder import FlightRecorder
@@ -249,9 +250,9 @@ class RunnerSupervisor:
             if isinstance(chunk, TokenChunk) and chunk.finish_reason is not None:
                 chunk = chunk.model_copy(update={"spans": self._spans(task, timeline)})
         # Built from typed fields, so not validated again: this runs once per token.
-        await self._on_chunk(DataChunk.model_construct(
-            command_id=task.command_id, owner_node=task.owner_node, sequence=sequence,
-            chunk=chunk))
+        await self._on_chunk(built(DataChunk, {
+            "command_id": task.command_id, "owner_node": task.owner_node,
+            "sequence": sequence, "chunk": chunk}))
 
     async def _send_rank_spans(self, task_id: TaskId, engine_spans: list[Span]) -> None:
         """A traced task's spans that no chunk carries: every rank's engine timings and,
