@@ -15,7 +15,9 @@ readings), with its API and worker off: the control plane alone. The accounting:
   does not take.
 - `CountingBus` counts publications, deliveries (one per matching subscription) and bytes
   by topic, and the CPU the bus spends fanning a publication out, which Zenoh would spend
-  in its own threads, not on the publisher's loop: it is reported apart.
+  in its own threads, not on the publisher's loop: it is reported apart. Making the
+  payload (encoding and sealing it) is the publisher's own work and is not fan-out; nor
+  is a collector's pause that fell in a fan-out (the step it fell in left it out too).
 """
 
 import asyncio
@@ -100,6 +102,11 @@ class StepClock:
             asyncio.events.Handle._run = self._original  # type: ignore[method-assign,assignment]
             self._original = None
 
+    @property
+    def gc_spent(self) -> float:
+        """The collector's pauses so far, in thread CPU seconds."""
+        return self._gc_spent
+
     def reset_longest(self) -> None:
         self.longest.clear()
         self.longest_gc_pause = 0.0
@@ -156,7 +163,8 @@ class CountingBus(MemoryBus):
 
     def _fan_out(self, key: str, payload: Callable[[], bytes],
                  skipped: Sequence[QueueSubscription]) -> None:
-        started = time.thread_time()
+        started, gc_before = time.thread_time(), self._clock.gc_spent
+        made = 0.0  # the publisher's own: encoding and sealing the payload
         subscribers = self._matching.get(key)
         if subscribers is None:
             subscribers = self._matching[key] = [
@@ -164,14 +172,16 @@ class CountingBus(MemoryBus):
                 if key_matches(key_expr, key)]
         receivers = [s for s in subscribers if s not in skipped] if skipped else subscribers
         if receivers:
+            making = time.thread_time()
             message = Message(key, payload())
+            made = time.thread_time() - making
             for subscription in receivers:
                 subscription.put(message)
             topic = topic_of(key)
             self.traffic.publications[topic] += 1
             self.traffic.deliveries[topic] += len(receivers)
             self.traffic.delivered_bytes[topic] += len(receivers) * len(message.payload)
-        spent = time.thread_time() - started
+        spent = time.thread_time() - started - made - (self._clock.gc_spent - gc_before)
         self._clock.busy[BUS] += spent
         task = asyncio.current_task()
         self.fan_out[NODE.get() or "(harness)", task.get_name() if task else "(callback)"
