@@ -115,21 +115,22 @@ def decode_tokens_per_second(traffic: ModelTraffic, sharding: Sharding,
 
 
 def rate_at_width(rates: Mapping[int, float], width: int) -> float:
-    """The read rate at residual width `width`, from rates measured at a few widths:
-    interpolated on the widths' logarithm, the nearest measured one outside them."""
+    """The read rate at residual width `width`, from rates measured at some widths: the
+    width's own when measured, else the nearest (by ratio) of the widths sharing its
+    power-of-two factor (rows whose length is a multiple of a large power of two read
+    slower), else the nearest of all."""
     if not rates:
         raise ValueError("no measured rates to read a width's from")
-    widths = sorted(rates)
-    if width <= widths[0]:
-        return rates[widths[0]]
-    if width >= widths[-1]:
-        return rates[widths[-1]]
-    upper = next(w for w in widths if w >= width)
-    lower = max(w for w in widths if w <= width)
-    if upper == lower:
-        return rates[upper]
-    along = (math.log(width) - math.log(lower)) / (math.log(upper) - math.log(lower))
-    return rates[lower] + along * (rates[upper] - rates[lower])
+    if width in rates:
+        return rates[width]
+    alike = [w for w in rates if _alignment(w) == _alignment(width)]
+    nearest = min(alike or rates, key=lambda w: (abs(math.log(w / width)), w))
+    return rates[nearest]
+
+
+def _alignment(width: int) -> int:
+    """The power-of-two factor of a width, counted up to 1024 (beyond, all alike)."""
+    return min((width & -width).bit_length() - 1, 10)
 
 
 def _layer_counts(n_layers: int, ranks: int) -> list[int]:

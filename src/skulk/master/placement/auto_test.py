@@ -14,7 +14,7 @@ from skulk.testing.placement import RunnerIds, command
 # What the bench machine's core measured, near enough: one-row products read 7.9 GB/s
 # at Qwen2.5-0.5B's width and 5.1 at Llama-3.2-1B's; a layer costs 0.3 ms besides.
 BENCH_CORE = DecodeCalibration(read_rates=[
-    WidthReadRate(width=1024, bytes_per_second=7.9e9),
+    WidthReadRate(width=896, bytes_per_second=7.9e9),
     WidthReadRate(width=2048, bytes_per_second=5.1e9)], layer_seconds=0.0003)
 
 

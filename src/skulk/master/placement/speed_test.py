@@ -98,11 +98,11 @@ def calibrated(nodes: dict[NodeId, NodeTelemetry], calibration: DecodeCalibratio
 
 
 def test_measured_decode_constants_replace_the_memory_rate() -> None:
-    # MLX's one-row products read 8 GB/s at width 1024 and 4 GB/s at 4096 (so 6 at the
-    # 1B shape's 2048), and each layer costs 2 ms beyond its weights.
+    # MLX's one-row products read 8 GB/s at width 896 and 6 GB/s at the 1B shape's
+    # 2048, and each layer costs 2 ms beyond its weights.
     calibration = DecodeCalibration(read_rates=[
-        WidthReadRate(width=1024, bytes_per_second=8e9),
-        WidthReadRate(width=4096, bytes_per_second=4e9)], layer_seconds=0.002)
+        WidthReadRate(width=896, bytes_per_second=8e9),
+        WidthReadRate(width=2048, bytes_per_second=6e9)], layer_seconds=0.002)
     cluster = ClusterView(nodes=calibrated(pair(0.5), calibration), now=0.0)
     shown = {(p.sharding, p.width): p for p in previews(llama_1b_shape(), cluster)
              if p.engine == "mlx"}
