@@ -3,7 +3,10 @@ streamed through the OpenAI dialect one request at a time, each process's thread
 from /proc/<pid>/task/<tid>/schedstat before and after.
 
     .venv/bin/python bench/per_token_profile.py [--requests 6] [--max-tokens 128]
-                                                [--threads N] [--py-spy PATH]
+                                                [--threads N] [--py-spy PATH] [--native]
+                                                [--echo-step-ms MS]
+    PYTHONPATH=OTHER/src .venv/bin/python bench/per_token_profile.py --label OTHER
+                                                # another checkout's node, same minute
 
 Reports, per generated token: CPU time of each thread of the node and of the runner
 (grouped by thread name), the time each waited for a core (run-queue delay: a compute
@@ -79,11 +82,13 @@ def per_token(before: dict[int, ThreadTimes], after: dict[int, ThreadTimes],
             if row["cpu_ms"] > 0.0005}
 
 
-def stream_once(url: str, index: int, max_tokens: int) -> tuple[int, float]:
-    """One streamed chat completion; its completion tokens and decode seconds."""
+def stream_once(url: str, index: int, max_tokens: int, echo: bool) -> tuple[int, float]:
+    """One streamed chat completion; its completion tokens and decode seconds. For the
+    echo engine (which answers with the prompt's words) the prompt has enough of them."""
+    words = " ".join([PROMPT] * (max_tokens // len(PROMPT.split()) + 1)) if echo else PROMPT
     body = {"model": "smollm2-135m", "stream": True, "max_tokens": max_tokens,
             "temperature": 0, "stream_options": {"include_usage": True},
-            "messages": [{"role": "user", "content": f"({index}) {PROMPT}"}]}
+            "messages": [{"role": "user", "content": f"({index}) {words}"}]}
     first = last = None
     tokens = 0
     with httpx.stream("POST", f"{url}/v1/chat/completions", json=body, timeout=120) as reply:
@@ -109,7 +114,7 @@ def cpu_ns(pid: int) -> int:
 
 
 def measure(node: NodeProcess, runner: int, requests: int, max_tokens: int,
-            idle_seconds: float) -> dict[str, object]:
+            idle_seconds: float, echo: bool) -> dict[str, object]:
     """Per token, each process's threads; and the node's CPU per token less what it
     spends idle (heartbeats, telemetry: measured for `idle_seconds` first, scaled to the
     streaming's duration)."""
@@ -123,7 +128,7 @@ def measure(node: NodeProcess, runner: int, requests: int, max_tokens: int,
     started = time.perf_counter()
     tokens, decode = 0, 0.0
     for index in range(requests):
-        count, seconds = stream_once(node.url, index, max_tokens)
+        count, seconds = stream_once(node.url, index, max_tokens, echo)
         tokens, decode = tokens + count, decode + seconds
     elapsed = time.perf_counter() - started
     after = {name: threads_of(pid) for name, pid in pids.items()}
@@ -154,19 +159,34 @@ def main() -> int:
     parser.add_argument("--idle-seconds", type=float, default=5.0,
                         help="how long the node's idle CPU is measured first")
     parser.add_argument("--py-spy", default=None, help="py-spy's binary: also profile")
+    parser.add_argument("--echo-step-ms", type=float, default=None,
+                        help="the echo engine instead of llama.cpp, a step every MS: the "
+                             "node's per-token path alone, steady on a busy machine")
+    parser.add_argument("--cprofile", type=Path, default=None,
+                        help="with --echo-step-ms: the node's cProfile statistics, written "
+                             "here when it stops (pstats; the profiler slows what it sees)")
+    parser.add_argument("--label", default="",
+                        help="what ran, for the JSON (e.g. a baseline checkout's commit)")
     parser.add_argument("--native", action="store_true",
                         help="py-spy samples the node's native frames too")
     args = parser.parse_args()
     flags = ["--serve", "smollm2-135m", "-q"]
     flags += [] if args.threads is None else ["--threads", str(args.threads)]
+    program: tuple[str, ...] = ("-m", "skulk.cli.main", "run")
+    if args.echo_step_ms is not None:
+        program = (str(Path(__file__).resolve().parent / "echo_node.py"),)
+        flags += ["--echo-step-ms", str(args.echo_step_ms)]
+        flags += [] if args.cprofile is None else ["--profile", str(args.cprofile)]
     stamp = time.strftime("%Y-%m-%dT%H%M%SZ", time.gmtime())
     with tempfile.TemporaryDirectory() as data_dir:
-        node = NodeProcess(Path(data_dir), *flags).start()
+        node = NodeProcess(Path(data_dir), *flags, program=program).start()
         try:
             node.wait_model_ready(timeout=300)
             runner = node.newest_runner_pid()
-            stream_once(node.url, -1, 16)  # warm up
-            result = measure(node, runner, args.requests, args.max_tokens, args.idle_seconds)
+            echo = args.echo_step_ms is not None
+            stream_once(node.url, -1, 16, echo)  # warm up
+            result = measure(node, runner, args.requests, args.max_tokens, args.idle_seconds,
+                             echo)
             for name, rows in result["per_token"].items():  # type: ignore[attr-defined]
                 print(f"{name}: " + json.dumps(result["totals"][name]))  # type: ignore[index]
                 for thread, row in rows.items():
@@ -179,12 +199,13 @@ def main() -> int:
                 for name, pid in (("node", node.process.pid), ("runner", runner)):
                     out = RESULTS_DIR / f"per_token_profile_{name}-{stamp}.txt"
                     spy = record(args.py_spy, pid, 12, out, args.native and name == "node")
-                    measure(node, runner, args.requests, args.max_tokens, 0.0)
+                    measure(node, runner, args.requests, args.max_tokens, 0.0, echo)
                     spy.wait(60)
                     print(f"py-spy {name}: {out}")
         finally:
             node.stop()
-    write_result("per_token_profile", {"requests": args.requests,
+    write_result("per_token_profile", {"label": args.label, "echo_step_ms": args.echo_step_ms,
+                                       "requests": args.requests,
                                        "max_tokens": args.max_tokens,
                                        "threads": args.threads, **result})
     return 0
