@@ -22,8 +22,8 @@ For each N, in order:
   election's deliveries and bytes over formation and failover.
 
 Formation and failover are also given as each would take were every node on a core of its
-own (`*_own_cores_estimate`: the waiting that is left of the wall time, plus the busiest
-node's CPU): the wall time here is every node's CPU on one core.
+own (`*_own_cores_model`: the election rounds it took times the coalescing and election
+timeout, plus the busiest node's CPU): the wall time here is every node's CPU on one core.
 
 The worst event-loop lag is the longest single step any node ran, idle and under load
 (and apart, during failover): a node alone on its loop lags at least that much. The
@@ -47,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.results import write_result  # noqa: E402
 from bench.scale_harness import BUS, Member, ScaleCluster, StepClock, Traffic  # noqa: E402
 
+from skulk.cluster.election import DEFAULT_COALESCE_SECONDS  # noqa: E402
 from skulk.shared.types.events import WeightsFetchProgress  # noqa: E402
 from skulk.shared.types.ids import ModelId, RunnerId  # noqa: E402
 
@@ -64,13 +65,18 @@ def _node_cpu(clock: StepClock, cluster: ScaleCluster) -> dict[str, float]:
     return spent
 
 
-def _own_cores(wall: float, process_cpu: float, busiest_node_cpu: float) -> float:
-    """A phase's time were each node on a core of its own: the wall time less all the CPU
-    this one process spent in it (every node's, the bus's, the collector's), plus the
-    busiest node's own. What is left of the wall time is the waiting (the election's
-    timers, the coalescing), which every node does at once. An estimate, on the high side
-    on a loaded machine: time the process waited for a core counts as waiting."""
-    return max(wall - process_cpu, 0.0) + busiest_node_cpu
+def _round(cluster: ScaleCluster) -> int:
+    """The latest election round any running node is in."""
+    return max(m.node.election.clock for m in cluster.members.values()
+               if m.node.election is not None)
+
+
+def _own_cores(rounds: int, election_timeout: float, busiest_node_cpu: float) -> float:
+    """A phase's time were each node on a core of its own, modelled: each election round
+    it took waits the coalescing and the election timeout, which every node waits at once,
+    and the busiest node's CPU is the work on its critical path. The wall time here is
+    every node's CPU on one core (and, on a loaded machine, waits for that core)."""
+    return max(rounds, 1) * (DEFAULT_COALESCE_SECONDS + election_timeout) + busiest_node_cpu
 
 
 def _spent(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:
@@ -140,14 +146,14 @@ async def measure(n: int, *, events: int, rate: float, idle_seconds: float,
     with tempfile.TemporaryDirectory(prefix="skulk-scale-") as root:
         async with anyio.create_task_group() as tasks:
             cluster = ScaleCluster(tasks, Path(root), clock, election_timeout)
-            started, process_cpu = time.perf_counter(), time.process_time()
+            started = time.perf_counter()
             for i in range(n):
                 cluster.start(f"n{i:03d}")
             master_id = await cluster.wait_converged(timeout=30 + n)
             formation = time.perf_counter() - started
             formation_cpu = max(_node_cpu(clock, cluster).values())
-            formation_own = _own_cores(formation, time.process_time() - process_cpu,
-                                       formation_cpu)
+            formation_rounds = _round(cluster)
+            formation_own = _own_cores(formation_rounds, election_timeout, formation_cpu)
             formation_traffic = cluster.bus.traffic.copy()
             await anyio.sleep(1.0)  # the readings and agreements that follow an election
             clock.reset_longest()
@@ -185,14 +191,14 @@ async def measure(n: int, *, events: int, rate: float, idle_seconds: float,
 
             clock.reset_longest()
             before_failover = cluster.bus.traffic.copy()
-            killed_at, process_cpu = time.perf_counter(), time.process_time()
+            killed_at, round_before = time.perf_counter(), _round(cluster)
             await cluster.kill(master.name)
             cpu_before = _node_cpu(clock, cluster)
             new_master = await cluster.wait_converged(timeout=30 + n)
             failover = time.perf_counter() - killed_at
             failover_cpu = max(_spent(_node_cpu(clock, cluster), cpu_before).values())
-            failover_own = _own_cores(failover, time.process_time() - process_cpu,
-                                      failover_cpu)
+            failover_rounds = _round(cluster) - round_before
+            failover_own = _own_cores(failover_rounds, election_timeout, failover_cpu)
             failover_traffic = cluster.bus.traffic.since(before_failover)
             failover_longest = {name: seconds for name, seconds in clock.longest.items()
                                 if name not in (BUS, HARNESS)}
@@ -207,8 +213,10 @@ async def measure(n: int, *, events: int, rate: float, idle_seconds: float,
         "formation_seconds": round(formation, 3),
         "failover_seconds": round(failover, 3),
         # On its own machine a node would take about its own share: the busiest node's.
-        "formation_seconds_own_cores_estimate": round(formation_own, 3),
-        "failover_seconds_own_cores_estimate": round(failover_own, 3),
+        "formation_seconds_own_cores_model": round(formation_own, 3),
+        "failover_seconds_own_cores_model": round(failover_own, 3),
+        "election_rounds_formation": formation_rounds,
+        "election_rounds_failover": failover_rounds,
         "formation_cpu_seconds_busiest_node": round(formation_cpu, 3),
         "failover_cpu_seconds_busiest_node": round(failover_cpu, 3),
         "indexed_events": indexed,

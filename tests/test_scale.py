@@ -31,8 +31,10 @@ def test_forty_nodes_elect_fail_over_and_index_without_duplicates(quiet_nodes: o
     # Bully: every member votes to every member in a round, a round or two per failover.
     assert row["election_deliveries_failover"] <= 3 * NODES * NODES
     # The accounting holds together: the master's CPU is what it spent less the bus's
-    # fan-out (a collector's pause in a fan-out once made it negative), and the own-cores
-    # estimates take the one core's serialization out of the wall time, never add to it.
+    # fan-out (a collector's pause in a fan-out once made it negative); each round waits
+    # the election timeout in the one process too, so the own-cores model (rounds times
+    # the timers, plus the busiest node's CPU) never exceeds the wall time.
     assert row["master_cpu_ms_per_event"] > 0
-    assert row["formation_seconds_own_cores_estimate"] <= row["formation_seconds"]
-    assert row["failover_seconds_own_cores_estimate"] <= row["failover_seconds"]
+    assert row["election_rounds_formation"] >= 1 and row["election_rounds_failover"] >= 1
+    assert row["formation_seconds_own_cores_model"] <= row["formation_seconds"]
+    assert row["failover_seconds_own_cores_model"] <= row["failover_seconds"]
