@@ -252,6 +252,9 @@ def recheck(result_file: Path, models: Path) -> int:
                                     calibrate_decode(0, rank_environment(model)))
         print(f"\n{shape['shape']} ({recorded['dtype']}), measured in {result_file.name}")
         print_check(shape["prediction"])
+    write_result("heads_split_recheck", {
+        "measured_in": result_file.name, "dtype": recorded["dtype"],
+        "predictions": {shape["shape"]: shape["prediction"] for shape in recorded["shapes"]}})
     return 0
 
 
