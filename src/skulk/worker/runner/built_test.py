@@ -22,6 +22,7 @@ def test_built_equals_the_validated_model() -> None:
     assert fast.model_dump_json() == checked.model_dump_json()
     assert fast.model_fields_set == set(TokenChunk.model_fields)
     assert pickle.loads(pickle.dumps(fast)) == checked
+    assert fast.model_copy(update={"text": "!"}) == checked.model_copy(update={"text": "!"})
     envelope = built(DataChunk, {"command_id": CommandId("cmd-1"), "owner_node": NodeId("n"),
                                  "sequence": 3, "chunk": fast})
     assert envelope == DataChunk(command_id=CommandId("cmd-1"), owner_node=NodeId("n"),
