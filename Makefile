@@ -90,9 +90,12 @@ WITH_OPENBLAS = if [ -e $(OPENBLAS) ]; then \
 # test ports from its own slice (src/skulk/testing/ports.py). The network-namespace tests
 # (hosts pinned to cores, timings) run after, one at a time, with the machine to themselves.
 # The unit tests (test-fast) keep the CPU busy: one worker a core did best there.
+# Workers take whole files, in the order tests/conftest.py sorts them (the integration
+# modules first, the longest first): a module's nodes start once, and the longest module
+# starts at once instead of last.
 PYTEST_WORKERS ?= 4
 PYTEST_FAST_WORKERS ?= 2
-PYTEST_PARALLEL = -n $(PYTEST_WORKERS)
+PYTEST_PARALLEL = -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test: $(STAMP) promtool
 	$(WITH_OPENBLAS) $(BIN)/python -m pytest -q $(PYTEST_PARALLEL) -m 'not netns'

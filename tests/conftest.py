@@ -26,7 +26,30 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+# The integration modules that take longest on one worker, longest first (--durations):
+# in CI's 16-minute pass on workers, tests/test_mlx_cluster.py started 7-8 minutes in, as
+# one of the last files collected, and ran to the pass's end.
+LONGEST_FIRST = ("test_mlx_cluster.py", "test_chaos.py")
+
+
+@pytest.hookimpl(tryfirst=True)  # the integration mark before `-m` deselects by it
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every module here is an integration test. They run first, the longest first, and
+    the unit tests after them: `make test` hands pytest-xdist's workers whole files in
+    this order (`--dist loadfile --no-loadscope-reorder`), so a long module starts at
+    once instead of last (where it ended the whole pass), the unit tests fill the workers
+    in at the end, and a module's module-scoped nodes start once (`--dist load` split a
+    module between workers, each starting them)."""
     for item in items:
         if Path(str(item.fspath)).parent.name == "tests":
             item.add_marker(pytest.mark.integration)
+    items.sort(key=_start_order)  # stable: each module keeps its own order
+
+
+def _start_order(item: pytest.Item) -> int:
+    path = Path(str(item.fspath))
+    if path.parent.name != "tests":
+        return len(LONGEST_FIRST) + 1
+    if path.name in LONGEST_FIRST:
+        return LONGEST_FIRST.index(path.name)
+    return len(LONGEST_FIRST)
