@@ -7,11 +7,12 @@ rank decides each token, so the split cannot change what the model says. Bounded
 replies, one instance at a time, every wait has a deadline.
 """
 
+import functools
 import json
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -197,21 +198,28 @@ def test_tensor_split_three_way_serves(trio: list[NodeProcess]) -> None:
     instance, texts = _served_by(trio[0], min_nodes=3, sharding="tensor")
     assert len(instance["ranks"]) == 3 and instance["sharding"] == "tensor"
     assert all(t.strip() for t in texts)
-    _delete(trio[0], instance["instance_id"])
+    # Left placed: the forced-tools test by heads serves through it.
 
 
-@pytest.mark.parametrize("shape", [{"min_nodes": 1}, {"min_nodes": 2, "sharding": "pipeline"},
-                                   {"min_nodes": 3, "sharding": "tensor"}],
-                         ids=["whole", "layers", "heads"])
+# Heads first: it serves through the instance the three-way test left; layers last, on the
+# two nodes other than the API's: the failover test after it serves through that one. Each
+# shape is placed once in this module, not once per test (a placement is a runner start, a
+# load and a warm-up on every rank).
+SHAPES: dict[str, dict[str, Any]] = {"heads": {"min_nodes": 3, "sharding": "tensor"},
+                                     "whole": {"min_nodes": 1},
+                                     "layers": {"min_nodes": 2, "sharding": "pipeline"}}
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
 def test_forced_tools_json_schemas_and_ollama_format_whole_and_split(
-        trio: list[NodeProcess], shape: dict[str, Any], whole_embeddings: list[list[float]]
-) -> None:
+        trio: list[NodeProcess], shape: str, whole_embeddings: list[list[float]]) -> None:
     api = trio[0]
-    placed = _place(api, **shape)
-    assert placed.status_code == 201, placed.text
-    instance = api.wait_instance_ready(placed.json()["instance_id"], READY_SECONDS)
+    placement = SHAPES[shape] if shape != "layers" else {
+        **SHAPES[shape], "excluded_nodes": [api.node_id()]}
+    _ready(api, placement)
     schemas = function_schemas()
-    client = openai.OpenAI(base_url=f"{api.url}/v1", api_key="unused", max_retries=0)
+    client = openai.OpenAI(base_url=f"{api.url}/v1", api_key="unused", max_retries=0,
+                           timeout=180)  # one failed check waits for the others to end
     ask: list[ChatCompletionMessageParam] = [
         {"role": "user", "content": "What is the weather in Paris?"}]
     tools: list[ChatCompletionFunctionToolParam] = [
@@ -220,28 +228,43 @@ def test_forced_tools_json_schemas_and_ollama_format_whole_and_split(
         for name in ("get_weather", "book_flight")]
     choices: list[ChatCompletionToolChoiceOptionParam] = [
         "required", {"type": "function", "function": {"name": "book_flight"}}]
-    for choice in choices:
+
+    def forced_call(choice: ChatCompletionToolChoiceOptionParam) -> None:
         reply = client.chat.completions.create(
             model="smollm2-135m", messages=ask, tools=tools, tool_choice=choice,
             max_tokens=64, temperature=0)
         [call] = reply.choices[0].message.tool_calls or []
         assert call.type == "function" and call.function.name in schemas
         validate_answer(schemas[call.function.name], call.function.arguments)
-    answer = client.chat.completions.create(
-        model="smollm2-135m", messages=ask, max_tokens=64, temperature=0,
-        response_format=ResponseFormatJSONSchema(type="json_schema", json_schema={
-            "name": "contact", "schema": schemas["update_contact"]}))
-    validate_answer(schemas["update_contact"], answer.choices[0].message.content or "")
-    chat = ollama.Client(host=api.url).chat(
-        model="smollm2-135m", messages=ask, format=schemas["set_thermostat"],
-        options={"temperature": 0, "num_predict": 64})
-    validate_answer(schemas["set_thermostat"], chat.message.content or "")
-    anthropic_tool_use_turn(api)
-    _greedy_logprobs_are_the_likeliest_tokens(client, ask)
-    embedded = client.embeddings.create(model="smollm2-135m", input=EMBEDDED)
-    got = np.array([item.embedding for item in embedded.data])
-    assert np.allclose(got, np.array(whole_embeddings), atol=2e-4), shape
-    _delete(api, instance["instance_id"])
+
+    def json_schema_answer() -> None:
+        answer = client.chat.completions.create(
+            model="smollm2-135m", messages=ask, max_tokens=64, temperature=0,
+            response_format=ResponseFormatJSONSchema(type="json_schema", json_schema={
+                "name": "contact", "schema": schemas["update_contact"]}))
+        validate_answer(schemas["update_contact"], answer.choices[0].message.content or "")
+
+    def ollama_format() -> None:
+        chat = ollama.Client(host=api.url).chat(
+            model="smollm2-135m", messages=ask, format=schemas["set_thermostat"],
+            options={"temperature": 0, "num_predict": 64})
+        validate_answer(schemas["set_thermostat"], chat.message.content or "")
+
+    def embeddings_match_the_whole_model() -> None:
+        embedded = client.embeddings.create(model="smollm2-135m", input=EMBEDDED)
+        got = np.array([item.embedding for item in embedded.data])
+        assert np.allclose(got, np.array(whole_embeddings), atol=2e-4), shape
+
+    # Sent at once, as independent clients would: the engine decodes them in one batch
+    # (one after another they cost a split's per-token hops or all-reduces each).
+    checks: list[Callable[[], None]] = [
+        *(functools.partial(forced_call, choice) for choice in choices),
+        json_schema_answer, ollama_format, functools.partial(anthropic_tool_use_turn, api),
+        functools.partial(_greedy_logprobs_are_the_likeliest_tokens, client, ask),
+        embeddings_match_the_whole_model]
+    with ThreadPoolExecutor(max_workers=len(checks)) as pool:
+        for running in [pool.submit(check) for check in checks]:
+            running.result()  # each check's own assertion error, if it failed
 
 
 EMBEDDED = ["The capital of France is Paris.", "Rivers run to the sea."]
@@ -280,15 +303,14 @@ def _greedy_logprobs_are_the_likeliest_tokens(client: openai.OpenAI,
 def test_killing_a_rank_mid_stream_fails_over_with_the_same_greedy_text(
         trio: list[NodeProcess]) -> None:
     api = trio[0]
-    placed = _place(api, min_nodes=2, excluded_nodes=[api.node_id()])
-    assert placed.status_code == 201, placed.text
-    instance = api.wait_instance_ready(placed.json()["instance_id"], READY_SECONDS)
+    # The forced-tools test by layers leaves one of this shape.
+    instance = _ready(api, {"min_nodes": 2, "excluded_nodes": [api.node_id()]})
     by_id = {n.node_id(): n for n in trio}
     last_rank = max(instance["ranks"], key=lambda r: r["rank"])
     victim = by_id[last_rank["node_id"]]
-    # 60 tokens, as below: the rank dies after 3 with most of them still to come, and each
+    # 32 tokens, as below: the rank dies after 3 with most of them still to come, and each
     # token costs a pipeline hop (200 made this test's two generations minutes long).
-    body = {"model": "smollm2-135m", "max_tokens": 60, "temperature": 0,
+    body = {"model": "smollm2-135m", "max_tokens": 32, "temperature": 0,
             "messages": [{"role": "user", "content": "Count from one to one hundred."}]}
     whole = httpx.post(f"{api.url}/v1/chat/completions", json=body, timeout=180)
     expected = whole.json()["choices"][0]["message"]["content"]
@@ -321,6 +343,28 @@ def test_killing_a_rank_mid_stream_fails_over_with_the_same_greedy_text(
     assert _greedy(api, PROMPTS[0])
 
 
+def _has_shape(instance: dict[str, Any], placement: dict[str, Any]) -> bool:
+    """`instance` is what `_place(**placement)` asks for: as many ranks, split the same
+    way, on none of the nodes it excludes."""
+    nodes = {r["node_id"] for r in instance["ranks"]}
+    return (len(instance["ranks"]) == placement["min_nodes"]
+            and instance["sharding"] == placement.get("sharding", instance["sharding"])
+            and not nodes & set(placement.get("excluded_nodes", [])))
+
+
+def _ready(api: NodeProcess, placement: dict[str, Any]) -> dict[str, Any]:
+    """A ready instance of that placement's shape: the one an earlier test left, or a new
+    one (any other instance deleted first)."""
+    for instance_id in api.state()["instances"]:
+        instance = api.wait_instance_ready(instance_id, READY_SECONDS)
+        if _has_shape(instance, placement):
+            return instance
+        _delete(api, instance_id)
+    placed = _place(api, **placement)
+    assert placed.status_code == 201, placed.text
+    return api.wait_instance_ready(placed.json()["instance_id"], READY_SECONDS)
+
+
 def _split_away_from(api: NodeProcess) -> dict[str, Any]:
     """A ready 2-rank pipeline on the other nodes (the one left by an earlier test, or a
     new one)."""
@@ -339,7 +383,7 @@ def test_a_rank_sending_nan_fails_over_as_pipeline_corrupt_with_the_same_greedy_
     api = trio[0]
     instance = _split_away_from(api)
     trigger = api.data_dir.parent / "inject-nan"  # the trio's INJECT_NAN_VARIABLE
-    body = {"model": "smollm2-135m", "max_tokens": 60, "temperature": 0,
+    body = {"model": "smollm2-135m", "max_tokens": 32, "temperature": 0,
             "messages": [{"role": "user", "content": "Name the planets of the solar system."}]}
     whole = httpx.post(f"{api.url}/v1/chat/completions", json=body, timeout=180)
     expected = whole.json()["choices"][0]["message"]["content"]
