@@ -34,6 +34,7 @@ class StateReplica:
         self._session: SessionId | None = None
         self._buffer: dict[int, IndexedEvent] = {}
         self._listeners: list[MemoryObjectSendStream[IndexedEvent]] = []
+        self._listeners_with_before: list[MemoryObjectSendStream[tuple[State, IndexedEvent]]] = []
         self._changed = anyio.Event()
         self._gap_from: int | None = None  # the first index missing behind a later one
         self._expected_master: NodeId | None = None
@@ -89,6 +90,14 @@ class StateReplica:
         self._listeners.append(send)
         return receive
 
+    def subscribe_with_before(self) -> MemoryObjectReceiveStream[tuple[State, IndexedEvent]]:
+        """Like `subscribe`, each event with the State it was applied to (for readers that
+        compare before and after, which would otherwise apply every event again)."""
+        send, receive = anyio.create_memory_object_stream[tuple[State, IndexedEvent]](
+            math.inf)
+        self._listeners_with_before.append(send)
+        return receive
+
     async def run(self, events: AsyncIterable[IndexedEvent]) -> None:
         # One step per event: a queue of them (a replay) is not applied in one long step.
         async for indexed in events:
@@ -115,40 +124,49 @@ class StateReplica:
             return []  # a duplicate
         self._buffer[indexed.index] = indexed
         applied = self._release_in_order()
-        if self._buffer and not applied:
+        if applied:
+            self._notify(applied)
+        elif self._buffer:
             self._gap_from = self._state.last_event_applied_idx + 1
         if len(self._buffer) > _MAX_BUFFERED_EVENTS:
             self._buffer.pop(max(self._buffer))
-        return applied
+        return [event for _, event in applied]
 
     def _adopt_snapshot(self, indexed: IndexedEvent) -> list[IndexedEvent]:
         self._buffer = {i: e for i, e in self._buffer.items() if i > indexed.index}
-        self._state = apply(self._state, indexed)
-        applied = [indexed, *self._release_in_order(notify=False)]
+        before = self._state
+        self._state = apply(before, indexed)
+        applied = [(before, indexed), *self._release_in_order()]
         self._notify(applied)
-        return applied
+        return [event for _, event in applied]
 
-    def _release_in_order(self, notify: bool = True) -> list[IndexedEvent]:
-        applied: list[IndexedEvent] = []
+    def _release_in_order(self) -> list[tuple[State, IndexedEvent]]:
+        """The buffered events that come next, applied, each with the State before it."""
+        applied: list[tuple[State, IndexedEvent]] = []
         while (next_index := self._state.last_event_applied_idx + 1) in self._buffer:
             indexed = self._buffer.pop(next_index)
-            self.removed.note(self._state, indexed.event)
+            before = self._state
+            self.removed.note(before, indexed.event)
             ahead = self.applied_ahead.take(indexed)
-            self._state = ahead if ahead is not None else apply(self._state, indexed)
-            applied.append(indexed)
-        if applied and notify:
-            self._notify(applied)
+            self._state = ahead if ahead is not None else apply(before, indexed)
+            applied.append((before, indexed))
         return applied
 
-    def _notify(self, applied: list[IndexedEvent]) -> None:
-        for indexed in applied:
+    def _notify(self, applied: list[tuple[State, IndexedEvent]]) -> None:
+        for _, indexed in applied:
             self.recent.record(indexed)
         for listener in list(self._listeners):
             try:
-                for indexed in applied:
+                for _, indexed in applied:
                     listener.send_nowait(indexed)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 self._listeners.remove(listener)  # its reader has gone
+        for paired in list(self._listeners_with_before):
+            try:
+                for pair in applied:
+                    paired.send_nowait(pair)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self._listeners_with_before.remove(paired)
         self._changed.set()
         self._changed = anyio.Event()
 

@@ -130,3 +130,20 @@ def test_applied_events_are_kept_for_reading_in_order() -> None:
     assert [(r.seq, r.index) for r in replica.recent.query()] == [(1, 0), (2, 1), (3, 2)]
     replica.receive(seed(S2))
     assert [r.session for r in replica.recent.query(after_seq=3)] == [S2]
+
+
+def test_readers_with_before_get_the_state_each_event_was_applied_to() -> None:
+    replica = StateReplica()
+    paired = replica.subscribe_with_before()
+    replica.receive(seed())
+    after_seed = replica.state
+    created = ev(1, InstanceCreated(instance=f.instance()))
+    replica.receive(noop(2))  # early: held until 1 comes
+    replica.receive(created)
+    after_created = replica.state.model_copy(update={"last_event_applied_idx": 1})
+    pairs = [paired.receive_nowait() for _ in range(3)]
+    assert [indexed.index for _, indexed in pairs] == [0, 1, 2]
+    assert pairs[0][0] == State()
+    assert pairs[1][0] is after_seed and pairs[1][1] is created
+    assert pairs[2][0].instances == after_created.instances
+    assert pairs[2][0].last_event_applied_idx == 1

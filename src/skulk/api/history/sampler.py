@@ -6,14 +6,12 @@ import time
 from collections.abc import Callable
 
 import anyio
-from loguru import logger
 
 from skulk.api.history.markers import markers_of
 from skulk.api.history.recorder import MetricsHistory, NodeGauges
 from skulk.api.history.samples import SAMPLE_INTERVAL_SECONDS
 from skulk.api.history.totals import read_totals
 from skulk.api.metrics import ApiMetrics
-from skulk.shared.apply import EventOutOfOrder, apply
 from skulk.shared.replica import StateReplica
 
 
@@ -39,17 +37,12 @@ def _next_tick(now: float, interval: float) -> float:
 
 async def mark_forever(history: MetricsHistory, replica: StateReplica, *,
                        clock: Callable[[], float] = time.time) -> None:
-    """Note a marker for each applied event that makes one. The State before each event
-    is kept here by applying the same events in the same order (apply is pure)."""
-    before, master = replica.state, replica.master_node
-    events = replica.subscribe()
+    """Note a marker for each applied event that makes one, read against the State the
+    replica applied it to (a copy kept here applied every event a second time)."""
+    master = replica.master_node
+    events = replica.subscribe_with_before()
     async with events:
-        async for indexed in events:
+        async for before, indexed in events:
             for marker in markers_of(before, master, indexed, clock()):
                 history.note(marker)
-            try:
-                before = apply(before, indexed)
-            except EventOutOfOrder:
-                logger.debug("history: resynchronising its State copy with the replica")
-                before = replica.state
             master = indexed.master_node
