@@ -33,6 +33,13 @@ from skulk.testing.function_schemas import function_schemas, validate_answer
 from skulk.worker.engines.mlx import mlx_api
 from skulk.worker.engines.mlx.corruption_guard import INJECT_NAN_VARIABLE
 from tests.chrome_trace import validate_chrome_trace
+from tests.mlx_placing import (
+    READY_SECONDS,
+    delete,
+    place,
+    ready_instance,
+    split_away_from,
+)
 from tests.node_process import NodeProcess
 from tests.speculative_support import import_models, seed_store
 from tests.test_dialects import anthropic_tool_use_turn
@@ -41,7 +48,6 @@ pytestmark = pytest.mark.integration
 
 PROMPTS = ["What is the capital of France?", "Write a haiku about rivers."]
 MOST_TOKENS = 12
-READY_SECONDS = 240.0
 
 
 @pytest.fixture(scope="module")
@@ -86,16 +92,6 @@ def _fully_observed(node: NodeProcess, count: int) -> bool:
         len(n.get("reachable_peers", [])) == count - 1 for n in alive)
 
 
-def _place(node: NodeProcess, **fields: Any) -> httpx.Response:
-    return httpx.post(f"{node.url}/place_instance", timeout=60,
-                      json={"model_id": "smollm2-135m", "engine": "mlx", **fields})
-
-
-def _delete(node: NodeProcess, instance_id: str) -> None:
-    assert httpx.delete(f"{node.url}/instance/{instance_id}", timeout=30).status_code < 300
-    node.wait_until(lambda: not node.state()["instances"], 60.0, "the instance to go")
-
-
 def _greedy(node: NodeProcess, prompt: str) -> str:
     reply = httpx.post(f"{node.url}/v1/chat/completions", timeout=180, json={
         "model": "smollm2-135m", "max_tokens": MOST_TOKENS, "temperature": 0,
@@ -107,7 +103,7 @@ def _greedy(node: NodeProcess, prompt: str) -> str:
 
 
 def _served_by(node: NodeProcess, **placement: Any) -> tuple[dict[str, Any], list[str]]:
-    placed = _place(node, **placement)
+    placed = place(node, **placement)
     assert placed.status_code == 201, placed.text
     instance = node.wait_instance_ready(placed.json()["instance_id"], READY_SECONDS)
     return instance, [_greedy(node, prompt) for prompt in PROMPTS]
@@ -117,7 +113,7 @@ def test_pipeline_splits_say_exactly_what_one_node_says(trio: list[NodeProcess])
     api = trio[0]
     whole, expected = _served_by(api, min_nodes=1)
     assert whole["engine"] == "mlx" and len(whole["ranks"]) == 1
-    _delete(api, whole["instance_id"])
+    delete(api, whole["instance_id"])
     for width in (2, 3):
         split, texts = _served_by(api, min_nodes=width, sharding="pipeline")
         ranks = sorted(split["ranks"], key=lambda r: r["rank"])
@@ -129,7 +125,7 @@ def test_pipeline_splits_say_exactly_what_one_node_says(trio: list[NodeProcess])
         if width == 2:
             _concurrent_requests_match_their_solo_output(trio[1], expected)
             _a_trace_shows_both_ranks_and_their_hops(trio[1], ranks)
-        _delete(api, split["instance_id"])
+        delete(api, split["instance_id"])
 
 
 def _concurrent_requests_match_their_solo_output(node: NodeProcess,
@@ -167,7 +163,7 @@ def _a_trace_shows_both_ranks_and_their_hops(node: NodeProcess,
 
 def test_tensor_split_two_way_is_refused_and_says_why(trio: list[NodeProcess]) -> None:
     # SmolLM2 has 9 query and 3 KV heads: two nodes cannot share them evenly
-    refused = _place(trio[0], min_nodes=2, sharding="tensor",
+    refused = place(trio[0], min_nodes=2, sharding="tensor",
                      excluded_nodes=[trio[2].node_id()])
     assert refused.status_code == 400, refused.text
     assert "do not divide by 2" in refused.text
@@ -185,13 +181,13 @@ def test_previews_predict_speeds_and_speed_places_the_fastest(
     assert whole["predicted_decode_tps"] > layers["predicted_decode_tps"] > 0
     # The nodes measured their memory and observed each other: only the rate is assumed.
     assert heads["prediction_assumes"] == ["gigabit links"]
-    placed = _place(trio[0], prefer="speed")
+    placed = place(trio[0], prefer="speed")
     assert placed.status_code == 201, placed.text
     fastest = max((p for p in previews if p["fits"]), key=lambda p: p["predicted_decode_tps"])
     instance = placed.json()
     assert (instance["sharding"], len(instance["ranks"])) == (fastest["sharding"],
                                                               fastest["width"])
-    _delete(trio[0], instance["instance_id"])
+    delete(trio[0], instance["instance_id"])
 
 
 def test_tensor_split_three_way_serves(trio: list[NodeProcess]) -> None:
@@ -216,7 +212,7 @@ def test_forced_tools_json_schemas_and_ollama_format_whole_and_split(
     api = trio[0]
     placement = SHAPES[shape] if shape != "layers" else {
         **SHAPES[shape], "excluded_nodes": [api.node_id()]}
-    _ready(api, placement)
+    ready_instance(api, placement)
     schemas = function_schemas()
     client = openai.OpenAI(base_url=f"{api.url}/v1", api_key="unused", max_retries=0,
                            timeout=180)  # one failed check waits for the others to end
@@ -304,7 +300,7 @@ def test_killing_a_rank_mid_stream_fails_over_with_the_same_greedy_text(
         trio: list[NodeProcess]) -> None:
     api = trio[0]
     # The forced-tools test by layers leaves one of this shape.
-    instance = _ready(api, {"min_nodes": 2, "excluded_nodes": [api.node_id()]})
+    instance = ready_instance(api, {"min_nodes": 2, "excluded_nodes": [api.node_id()]})
     by_id = {n.node_id(): n for n in trio}
     last_rank = max(instance["ranks"], key=lambda r: r["rank"])
     victim = by_id[last_rank["node_id"]]
@@ -343,45 +339,10 @@ def test_killing_a_rank_mid_stream_fails_over_with_the_same_greedy_text(
     assert _greedy(api, PROMPTS[0])
 
 
-def _has_shape(instance: dict[str, Any], placement: dict[str, Any]) -> bool:
-    """`instance` is what `_place(**placement)` asks for: as many ranks, split the same
-    way, on none of the nodes it excludes."""
-    nodes = {r["node_id"] for r in instance["ranks"]}
-    return (len(instance["ranks"]) == placement["min_nodes"]
-            and instance["sharding"] == placement.get("sharding", instance["sharding"])
-            and not nodes & set(placement.get("excluded_nodes", [])))
-
-
-def _ready(api: NodeProcess, placement: dict[str, Any]) -> dict[str, Any]:
-    """A ready instance of that placement's shape: the one an earlier test left, or a new
-    one (any other instance deleted first)."""
-    for instance_id in api.state()["instances"]:
-        instance = api.wait_instance_ready(instance_id, READY_SECONDS)
-        if _has_shape(instance, placement):
-            return instance
-        _delete(api, instance_id)
-    placed = _place(api, **placement)
-    assert placed.status_code == 201, placed.text
-    return api.wait_instance_ready(placed.json()["instance_id"], READY_SECONDS)
-
-
-def _split_away_from(api: NodeProcess) -> dict[str, Any]:
-    """A ready 2-rank pipeline on the other nodes (the one left by an earlier test, or a
-    new one)."""
-    for instance_id in api.state()["instances"]:
-        instance = api.wait_instance_ready(instance_id, READY_SECONDS)
-        if len(instance["ranks"]) == 2:
-            return instance
-        _delete(api, instance_id)
-    placed = _place(api, min_nodes=2, excluded_nodes=[api.node_id()])
-    assert placed.status_code == 201, placed.text
-    return api.wait_instance_ready(placed.json()["instance_id"], READY_SECONDS)
-
-
 def test_a_rank_sending_nan_fails_over_as_pipeline_corrupt_with_the_same_greedy_text(
         trio: list[NodeProcess]) -> None:
     api = trio[0]
-    instance = _split_away_from(api)
+    instance = split_away_from(api)
     trigger = api.data_dir.parent / "inject-nan"  # the trio's INJECT_NAN_VARIABLE
     body = {"model": "smollm2-135m", "max_tokens": 32, "temperature": 0,
             "messages": [{"role": "user", "content": "Name the planets of the solar system."}]}
