@@ -19,8 +19,8 @@ from skulk.fitting.speed import (
     Link,
     ModelTraffic,
     RankSpeed,
+    decode_read_rate,
     decode_tokens_per_second,
-    rate_at_width,
 )
 from skulk.master.placement.speed import DECODE_READ_EFFICIENCY
 from skulk.shared.types.telemetry import DecodeCalibration
@@ -62,8 +62,8 @@ def check(model: Path, result: dict[str, Any], raw_read_rate: float,
     decode constants and (beside them) from the memory rate alone; and the predictions
     for a LAN's and a Wi-Fi's link, where the split should win and lose."""
     traffic = traffic_of(model, result["config"])
-    calibrated = RankSpeed(rate_at_width(calibration.rates(),
-                                         traffic.hidden_size), calibration.layer_seconds)
+    calibrated = RankSpeed(decode_read_rate(calibration.rates(), traffic.hidden_size),
+                           calibration.layer_seconds)
     fallback = RankSpeed(raw_read_rate * DECODE_READ_EFFICIENCY)
     rows, fallback_rows = _against_measured(traffic, result, calibrated), \
         _against_measured(traffic, result, fallback)

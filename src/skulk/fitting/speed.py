@@ -34,6 +34,11 @@ STEP_COLLECTIVES = 2
 ASSUMED_LINK_BYTES_PER_SECOND = 1e9 / 8
 """A link's rate when none was measured: gigabit Ethernet."""
 
+DOWN_PROJECTION_SHARE = 0.25
+"""The MLP's down projection's share of a model's weights: 26 % of Qwen2.5-0.5B's in
+bench/heads_split.py, 25 % of Llama-3.2-1B's."""
+MLP_WIDTH_RATIO = 4
+"""An MLP's width over the residual's, near enough (Llama-3.2-1B 4, Qwen2.5-0.5B 5.4)."""
 MEMORY_PROBE_BYTES = 64 * 2**20
 """The calibration reads this much (several times the caches of a desktop CPU)."""
 
@@ -126,6 +131,16 @@ def rate_at_width(rates: Mapping[int, float], width: int) -> float:
     alike = [w for w in rates if _alignment(w) == _alignment(width)]
     nearest = min(alike or rates, key=lambda w: (abs(math.log(w / width)), w))
     return rates[nearest]
+
+
+def decode_read_rate(rates: Mapping[int, float], hidden_size: int) -> float:
+    """The rate a decode step reads a model's weights at: most of them in rows of the
+    residual width, the MLP's down projection (DOWN_PROJECTION_SHARE of the bytes) in
+    rows of the intermediate width, taken as MLP_WIDTH_RATIO times the residual."""
+    seconds_per_byte = ((1 - DOWN_PROJECTION_SHARE) / rate_at_width(rates, hidden_size)
+                        + DOWN_PROJECTION_SHARE
+                        / rate_at_width(rates, MLP_WIDTH_RATIO * hidden_size))
+    return 1 / seconds_per_byte
 
 
 def _alignment(width: int) -> int:

@@ -4,6 +4,7 @@ from skulk.fitting.speed import (
     Link,
     ModelTraffic,
     RankSpeed,
+    decode_read_rate,
     decode_tokens_per_second,
     memory_read_bytes_per_second,
     rate_at_width,
@@ -89,6 +90,14 @@ def test_the_read_rate_at_a_width_is_its_own_or_a_like_widths() -> None:
     assert rate_at_width({1024: 5.2e9}, 896) == 5.2e9  # none alike: the nearest
     with pytest.raises(ValueError, match="no measured rates"):
         rate_at_width({}, 2048)
+
+
+def test_a_decode_reads_the_down_projection_at_the_mlps_width() -> None:
+    # 896-wide rows at 6 GB/s, the 3,584-wide rows of the MLP's down projection at 12:
+    # three quarters of the bytes at 6 and a quarter at 12 take 7/8 of all of them at 6.
+    rates = {896: 6e9, 3584: 12e9}
+    assert decode_read_rate(rates, 896) == pytest.approx(6e9 * 8 / 7)
+    assert decode_read_rate({2048: 5e9}, 2048) == pytest.approx(5e9)
 
 
 def test_collectives_cost_round_trips_and_bytes_over_the_ring() -> None:

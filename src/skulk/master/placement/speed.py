@@ -17,8 +17,8 @@ from skulk.fitting.speed import (
     Link,
     ModelTraffic,
     RankSpeed,
+    decode_read_rate,
     decode_tokens_per_second,
-    rate_at_width,
 )
 from skulk.master.placement.cluster import ClusterView
 from skulk.master.placement.plans import Plan
@@ -62,7 +62,7 @@ def rank_speed(node: NodeTelemetry, engine: EngineName, width: int
     assumed for them (None: measured)."""
     calibration = node.decode_calibration
     if engine == "mlx" and calibration is not None:
-        return RankSpeed(rate_at_width(calibration.rates(), width),
+        return RankSpeed(decode_read_rate(calibration.rates(), width),
                          calibration.layer_seconds), None
     measured = node.memory_read_bytes_per_second
     speed = RankSpeed((measured or ASSUMED_MEMORY_READ_BYTES_PER_SECOND)
