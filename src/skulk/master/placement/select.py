@@ -126,7 +126,9 @@ def _try(card: ModelCard, command: PlaceInstance, nodes: list[NodeTelemetry],
 
 def choose_plan(command: PlaceInstance, card: ModelCard,
                 cluster: ClusterView) -> Plan | PlacementError:
-    """The narrowest plan that fits, or why none does (impossible, or info pending)."""
+    """The plan the command prefers (the narrowest that fits, unless `auto` finds a
+    clearly faster wider one or `speed` asks for the fastest), or why none fits
+    (impossible, or info pending)."""
     engines = _engines(card, command)
     if isinstance(engines, PlacementError):
         return engines
