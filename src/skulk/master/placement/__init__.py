@@ -1,7 +1,8 @@
 """Placement: a pure choice of where an instance runs, or a typed reason it cannot.
 
 Modules: `layers` (splits), `engines` (which engines a card and a node allow), `plans`
-(one shape over given nodes), `select` (the narrowest fitting shape), `ring` (ports),
+(one shape over given nodes), `select` (the narrowest fitting shape, or a predicted
+faster one), `speed` (each plan's predicted decode speed), `ring` (ports),
 `place` (the Instance), `previews` (every shape, for the API), `widen` (refusal -> one
 node wider). What a shard needs of a node's memory and GPUs, and the engines as placement
 sees them, are `skulk/fitting/`'s, which the worker's fit guard reads too.
