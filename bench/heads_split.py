@@ -3,6 +3,7 @@
     .venv/bin/python bench/heads_split.py            # the full run (tens of minutes)
     .venv/bin/python bench/heads_split.py --quick    # 8 tokens, one repeat, 1gbit only
         [--shapes qwen2.5-0.5b,llama-3.2-1b] [--rates 1gbit,200mbit] [--dtype float32]
+        [--streams 4,8]  # "" for single stream only (bf16)
     .venv/bin/python bench/heads_split.py --recheck bench/results/heads_split-....json
         # placement's predictions again, from constants measured now, against that run's
         # measurements (no root, seconds)
