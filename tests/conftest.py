@@ -26,10 +26,13 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-# The integration modules that take longest on one worker, longest first (--durations):
-# in CI's 16-minute pass on workers, tests/test_mlx_cluster.py started 7-8 minutes in, as
-# one of the last files collected, and ran to the pass's end.
-LONGEST_FIRST = ("test_mlx_cluster.py", "test_chaos.py")
+# The integration modules that take longest on one worker, longest first (--durations,
+# one module at a time, 2026-11-28 on a loaded 2-core machine: 742, 267, ~135, ~106, ~80,
+# ~79 and ~77 s): in CI's 16-minute pass on workers, tests/test_mlx_cluster.py started
+# 7-8 minutes in, as one of the last files collected, and ran to the pass's end.
+LONGEST_FIRST = ("test_mlx_cluster.py", "test_chaos.py", "test_cluster_trust.py",
+                 "test_speculative_cluster.py", "test_mlx_tensor_fidelity.py",
+                 "test_cluster_processes.py", "test_llama_rpc_cluster.py")
 
 
 @pytest.hookimpl(tryfirst=True)  # the integration mark before `-m` deselects by it
