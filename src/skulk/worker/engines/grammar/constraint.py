@@ -10,8 +10,10 @@ almost never closes a string). Within the last `CLOSING_WINDOW` tokens the const
 keeps a plan: the closing strategy's path (closing.py) from where the answer stands. A
 token the model chooses is kept if a plan still fits after it (the plan's own next token
 always does); otherwise the constraint follows the plan it holds to the end. The answer
-is then complete, valid JSON however the budget falls (unless the grammar cannot close
-within `max_tokens` at all).
+is then complete, valid JSON however the budget falls. When the grammar cannot close
+within what is left at all (a schema longer than `max_tokens`), the constraint forces
+nothing: the model's tokens run until the budget ends them, so the answer finishes with
+"length" as any cut-short answer does, not with an early end-of-generation read as "stop".
 """
 
 from collections.abc import Sequence
@@ -48,6 +50,7 @@ class Constraint:
         for token in already:
             self._lexer.feed(vocabulary.piece(token))
         self._closing = False
+        self._unclosable = False  # no closing path fits the budget: force nothing
         self._uses = np.zeros(vocabulary.size, dtype=np.int64)  # planned tokens so far
         self._plan: list[int] | None = None  # the closing path from the current state
 
@@ -83,7 +86,8 @@ class Constraint:
         """`token`, the model's choice, if the answer can still close in time after it;
         else the plan's token, from here on. `remaining`: the tokens the request may
         still generate, this one included."""
-        if self._closing or remaining > CLOSING_WINDOW or token in self._vocabulary.eos_token_ids:
+        if self._closing or self._unclosable or remaining > CLOSING_WINDOW \
+                or token in self._vocabulary.eos_token_ids:
             return token
         plan = self._plan
         if plan and plan[0] == token and len(plan) <= remaining:
@@ -94,7 +98,10 @@ class Constraint:
             self._plan = after
             return token
         if plan is None or len(plan) > remaining:
-            plan = self._path_after([], remaining) or []
+            plan = self._path_after([], remaining)
+        if plan is None:  # cannot close in time whatever comes: let the budget cut it
+            self._unclosable = True
+            return token
         self._closing, self._plan = True, plan
         forced = self.forced()
         assert forced is not None

@@ -97,3 +97,18 @@ def test_a_token_the_grammar_rejects_raises_grammar_broken(vocabulary: Vocabular
     assert not constraint.allowed()[bracket]
     with pytest.raises(GrammarBroken, match="broke the request's grammar"):
         constraint.advance([bracket])
+
+
+def test_a_schema_longer_than_the_budget_runs_to_the_budget_not_to_an_early_end(
+        vocabulary: Vocabulary) -> None:
+    # Three required keys cannot be written in 4 tokens: nothing is forced (no early
+    # end-of-generation, which the dialects would report as "stop" with an empty answer),
+    # so the answer runs out of budget and finishes with "length".
+    schema = {"type": "object", "required": ["first_long_field", "second_long_field",
+                                             "third_long_field"],
+              "properties": {name: {"type": "string"} for name in
+                             ("first_long_field", "second_long_field", "third_long_field")}}
+    grammar = compile_json_schema(json.dumps(schema))
+    tokens = random_answer(vocabulary, grammar, 4, seed=1)
+    assert len(tokens) == 4
+    assert vocabulary.tokenizer.decode_str(tokens).startswith("{")
