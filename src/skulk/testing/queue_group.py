@@ -5,12 +5,35 @@ without processes or a ring."""
 import queue
 import threading
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import mlx.core as mx
 import numpy as np
 
 WAIT_SECONDS = 30.0
+
+
+def run_rank_threads(size: int, shared: dict[str, Any], run: Callable[[int], None],
+                     timeout: float = 120.0) -> None:
+    """`run(rank)` for each of `size` ranks on a thread of its own; a rank that fails aborts
+    the shared barrier (so the others stop waiting on it) and the failures are raised."""
+    failures: list[BaseException] = []
+
+    def target(rank: int) -> None:
+        try:
+            run(rank)
+        except BaseException as error:
+            failures.append(error)
+            shared["barrier"].abort()
+
+    threads = [threading.Thread(target=target, args=(r,)) for r in range(size)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout)
+    assert not any(t.is_alive() for t in threads)
+    assert not failures, failures
 
 
 def shared_state(size: int) -> dict[str, Any]:

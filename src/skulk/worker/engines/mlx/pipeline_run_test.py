@@ -5,7 +5,6 @@ tokens are one engine's, and so are the log probabilities the last rank carries 
 (score_carrier.py), and every rank ends with the same prefix-cache keys.
 (tests/test_mlx_families_ring.py runs the same over the real ring with 2 ranks.)"""
 
-import threading
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ import pytest
 from skulk.shared.types.chunks import TokenChunk, TokenLogprob
 from skulk.shared.types.ids import ModelId, TaskId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams
-from skulk.testing.queue_group import QueueGroup, shared_state
+from skulk.testing.queue_group import QueueGroup, run_rank_threads, shared_state
 from skulk.testing.tiny_model import write_tiny_model
 from skulk.worker.engines.grammar.vocabulary import Vocabulary
 from skulk.worker.engines.mlx import mlx_api
@@ -85,22 +84,8 @@ def test_three_ranks_overlap_and_agree(model_dir: Path) -> None:
     shared = shared_state(RANKS)
     results: dict[int, list[EngineEvent]] = defaultdict(list)
     loops: dict[int, GenerationLoop] = {}
-    failures: list[BaseException] = []
-
-    def target(rank: int) -> None:
-        try:
-            run_rank(rank, model_dir, shared, results, loops)
-        except BaseException as error:
-            failures.append(error)
-            shared["barrier"].abort()
-
-    threads = [threading.Thread(target=target, args=(r,)) for r in range(RANKS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)
-    assert not any(t.is_alive() for t in threads)
-    assert not failures, failures
+    run_rank_threads(RANKS, shared,
+                     lambda rank: run_rank(rank, model_dir, shared, results, loops))
     ended = [{e.task_id: e.status for e in results[r] if isinstance(e, TaskDone)}
              for r in range(RANKS)]
     want_status = {**{t: "complete" for t in REQUESTS}, "cancelled": "cancelled"}

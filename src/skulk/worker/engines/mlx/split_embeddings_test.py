@@ -3,7 +3,6 @@ queues (the real pipeline shards): every rank takes the request at the same step
 generation, and rank 0's vectors are one whole engine's. (The cluster test runs the same
 through /v1/embeddings on real processes, split by layers and by heads.)"""
 
-import threading
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ import pytest
 from skulk.shared.types.chunks import ErrorChunk, TokenChunk
 from skulk.shared.types.ids import ModelId, TaskId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams
-from skulk.testing.queue_group import QueueGroup, shared_state
+from skulk.testing.queue_group import QueueGroup, run_rank_threads, shared_state
 from skulk.testing.tiny_model import write_tiny_model
 from skulk.worker.engines.grammar.vocabulary import Vocabulary
 from skulk.worker.engines.mlx import mlx_api
@@ -50,7 +49,6 @@ def run_ranks(model_dir: Path, shard_of: Any,
     """Every rank's events once each rank saw every request end."""
     shared = shared_state(RANKS)
     results: dict[int, list[EngineEvent]] = defaultdict(list)
-    failures: list[BaseException] = []
 
     def run(rank: int) -> None:
         group = QueueGroup(rank, RANKS, shared)
@@ -77,20 +75,7 @@ def run_ranks(model_dir: Path, shard_of: Any,
             events.extend(loop.step())
         raise AssertionError("the ranks never finished")
 
-    def target(rank: int) -> None:
-        try:
-            run(rank)
-        except BaseException as error:
-            failures.append(error)
-            shared["barrier"].abort()
-
-    threads = [threading.Thread(target=target, args=(r,)) for r in range(RANKS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)
-    assert not any(t.is_alive() for t in threads)
-    assert not failures, failures
+    run_rank_threads(RANKS, shared, run)
     return results
 
 
