@@ -73,11 +73,18 @@ describe("the charts on a real node", () => {
     expect(await instanceCharts.locator(".chart-marker[data-kind=failover]").count()).toBeGreaterThan(0);
     expect(await page.getByRole("list", { name: "Markers" }).innerText()).toContain("Failover");
 
-    // Hovering a chart shows the values under the cursor in its legend.
+    // Hovering a chart shows the values under the cursor in its legend. The slot under the
+    // cursor may hold no sample (a gap shows "–"), and a new sample every 5 s redraws the
+    // chart, so the cursor sweeps from the newest slot leftwards until it finds a value.
     const plot = tokens.locator(".u-over");
-    const box = (await plot.boundingBox())!;
-    await page.mouse.move(box.x + box.width - 4, box.y + box.height / 2);
-    await waitFor("the hovered values", async () => /tok\/s/.test(await tokens.locator(".u-legend").innerText()), 30_000);
+    let step = 0;
+    await waitFor("the hovered values", async () => {
+      const box = (await plot.boundingBox())!;
+      const x = box.x + box.width * Math.max(0.02, 1 - 0.05 * (step % 20)) - 2;
+      step += 1;
+      await page.mouse.move(x, box.y + box.height / 2);
+      return /tok\/s/.test(await tokens.locator(".u-legend").innerText());
+    }, 30_000);
 
     // The node table leads to the node's own charts.
     await page.locator("table.node-table tbody button").first().click();
