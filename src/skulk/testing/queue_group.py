@@ -4,6 +4,7 @@ without processes or a ring."""
 
 import queue
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
@@ -15,9 +16,13 @@ WAIT_SECONDS = 30.0
 
 
 def run_rank_threads(size: int, shared: dict[str, Any], run: Callable[[int], None],
-                     timeout: float = 120.0) -> None:
+                     timeout: float = 120.0,
+                     meanwhile: Callable[[], None] | None = None) -> None:
     """`run(rank)` for each of `size` ranks on a thread of its own; a rank that fails aborts
-    the shared barrier (so the others stop waiting on it) and the failures are raised."""
+    the shared barrier (so the others stop waiting on it) and the failures are raised.
+    `meanwhile` runs on the calling thread while the ranks do (a test that tells them when
+    to stop); if it fails, the barrier is aborted too. The ranks get `timeout` seconds in
+    all; any still running then are released from the barrier and the test fails."""
     failures: list[BaseException] = []
 
     def target(rank: int) -> None:
@@ -30,9 +35,20 @@ def run_rank_threads(size: int, shared: dict[str, Any], run: Callable[[int], Non
     threads = [threading.Thread(target=target, args=(r,)) for r in range(size)]
     for thread in threads:
         thread.start()
-    for thread in threads:
-        thread.join(timeout)
-    assert not any(t.is_alive() for t in threads)
+    try:
+        if meanwhile is not None:
+            meanwhile()
+    except BaseException:
+        shared["barrier"].abort()
+        raise
+    finally:
+        deadline = time.monotonic() + timeout
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        stuck = [rank for rank, thread in enumerate(threads) if thread.is_alive()]
+        if stuck:
+            shared["barrier"].abort()
+    assert not stuck, f"ranks {stuck} did not finish in {timeout} s"
     assert not failures, failures
 
 

@@ -17,7 +17,7 @@ import mlx.core as mx
 from skulk.shared.types.chunks import ErrorChunk, TokenChunk
 from skulk.shared.types.ids import ModelId, TaskId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams
-from skulk.testing.queue_group import QueueGroup, shared_state
+from skulk.testing.queue_group import QueueGroup, run_rank_threads, shared_state
 from skulk.worker.engines.mlx import mlx_api
 from skulk.worker.engines.mlx.conftest import EngineFactory
 from skulk.worker.engines.mlx.generation_loop import GenerationLoop, LoopSettings
@@ -106,20 +106,21 @@ def test_ranks_agree_on_joins_cancels_and_refusals(
     shared: dict[str, Any] = {**shared_state(3), "stop": threading.Event(),
                               "idle": [False] * 3}
     results: dict[int, list[EngineEvent]] = defaultdict(list)
-    threads = [threading.Thread(target=run_rank, args=(r, tiny_model_dir, shared, results))
-               for r in range(3)]
-    for thread in threads:
-        thread.start()
     started = time.monotonic()
-    # Idle everywhere, and late enough for the ghost request to have timed out on rank 1.
-    while not (all(shared["idle"]) and time.monotonic() - started > 1.5):
-        assert time.monotonic() - started < 30, "the ranks never went idle"
-        time.sleep(0.02)
-    shared["stop"].set()
-    shared["barrier"].abort()
-    for thread in threads:
-        thread.join(10)
-    assert not any(t.is_alive() for t in threads)
+
+    def until_idle() -> None:
+        try:
+            # Idle everywhere, and late enough for the ghost request to have timed out on
+            # rank 1.
+            while not (all(shared["idle"]) and time.monotonic() - started > 1.5):
+                assert time.monotonic() - started < 30, "the ranks never went idle"
+                time.sleep(0.02)
+        finally:
+            shared["stop"].set()
+            shared["barrier"].abort()
+
+    run_rank_threads(3, shared, lambda r: run_rank(r, tiny_model_dir, shared, results),
+                     timeout=10.0, meanwhile=until_idle)
     ended = {rank: {e.task_id: e.status for e in events if isinstance(e, TaskDone)}
              for rank, events in results.items()}
     agreed = {"a": "complete", "b": "complete", "long": "failed", "cancelled": "cancelled"}

@@ -4,7 +4,6 @@ row (a sleep, which the machine's load cannot stretch much, added to a tiny real
 with the same tokens. A plain step costs rank 0's whole batch then rank 1's; a run keeps
 each rank on its own half of the batch."""
 
-import threading
 import time
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import pytest
 from skulk.shared.types.chunks import TokenChunk
 from skulk.shared.types.ids import ModelId, TaskId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams
-from skulk.testing.queue_group import QueueGroup, shared_state
+from skulk.testing.queue_group import QueueGroup, run_rank_threads, shared_state
 from skulk.testing.tiny_model import write_tiny_model
 from skulk.worker.engines.mlx import mlx_api
 from skulk.worker.engines.mlx.collectives import Group
@@ -69,7 +68,6 @@ def decode(model_dir: Path, micro_batches: int) -> tuple[float, dict[str, list[i
     shared = shared_state(2)
     tokens: dict[str, list[int]] = {f"s{i}": [] for i in range(STREAMS)}
     seconds: list[float] = []
-    failures: list[BaseException] = []
 
     def rank(index: int) -> None:
         tokenizer = mlx_api.load_tokenizer(model_dir)
@@ -101,19 +99,7 @@ def decode(model_dir: Path, micro_batches: int) -> tuple[float, dict[str, list[i
             seconds.append(time.perf_counter() - started)
             assert (loop.overlapped_runs > 0) == (micro_batches > 1)
 
-    def target(index: int) -> None:
-        try:
-            rank(index)
-        except BaseException as error:
-            failures.append(error)
-            shared["barrier"].abort()
-
-    threads = [threading.Thread(target=target, args=(i,)) for i in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)
-    assert not failures, failures
+    run_rank_threads(2, shared, rank)
     return seconds[0], tokens
 
 

@@ -4,7 +4,6 @@ broadcast drafts and verdicts to its own cache. Rank 0's text must equal one pro
 plain greedy text, and every rank must end with the same KV for each finished request."""
 
 import threading
-import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ import mlx.core as mx
 import pytest
 
 from skulk.shared.types.ids import TaskId
-from skulk.testing.queue_group import QueueGroup, shared_state
+from skulk.testing.queue_group import QueueGroup, run_rank_threads, shared_state
 from skulk.worker.engines.mlx import mlx_api
 from skulk.worker.engines.mlx.conftest import EngineFactory
 from skulk.worker.engines.mlx.drafters.draft_model import DraftModelDrafter
@@ -71,17 +70,9 @@ def test_the_deciding_rank_drafts_and_every_rank_follows(
     shared = shared_state(RANKS)
     results: dict[int, list[EngineEvent]] = defaultdict(list)
     caches: dict[int, PrefixCache] = {}
-    threads = [threading.Thread(target=run_rank, args=(r, tiny_model_dir, drafter, shared,
-                                                        results, caches))
-               for r in range(RANKS)]
-    for thread in threads:
-        thread.start()
-    deadline = time.monotonic() + 60
-    for thread in threads:
-        thread.join(max(0.0, deadline - time.monotonic()))
-    if any(t.is_alive() for t in threads):
-        shared["barrier"].abort()
-        pytest.fail("the ranks did not finish")
+    run_rank_threads(RANKS, shared,
+                     lambda r: run_rank(r, tiny_model_dir, drafter, shared, results, caches),
+                     timeout=60.0)
     for rank in range(RANKS):
         done = {e.task_id: e.status for e in results[rank] if isinstance(e, TaskDone)}
         assert done == {"a": "complete", "b": "complete"}, rank
