@@ -15,18 +15,21 @@ order rotates each round, so the machine's drift during a run favours none of th
 engine alone. Below the core count, a core is left to the serving path, as on a machine
 with more cores than the model's threads use.
 Each round also runs the engine alone in a process of its own (bench/engine_alone.py: no
-node, no HTTP), on the same prompts: the gap between it and `skulk` is the node's
-per-token path. The same `openai` client streams from each server, greedy. Figures: time
-to first token and decode tokens/s of one stream alone (medians over prompts and rounds),
-and aggregate tokens/s with 1, 4 and 8 streams each sending `--per-stream` requests back
-to back (medians over rounds). Beside each ratio of medians, the range of Skulk /
-llama-server within single rounds: the machine drifts more between rounds than within
-one. Each prompt is made unique, so no server reuses another request's prompt beyond the
-chat template's shared system prompt.
+node, no HTTP), on the same prompts, in its turn of the rotation: the gap between it and
+`skulk` is the node's per-token path. The same `openai` client streams from each server,
+greedy. Figures: time to first token and decode tokens/s of one stream alone (medians
+over prompts and rounds), and aggregate tokens/s with 1, 4 and 8 streams each sending
+`--per-stream` requests back to back (medians over rounds). Beside each ratio of medians,
+the range of Skulk / llama-server within single rounds: the machine drifts more between
+rounds than within one. Below the table, each row's round-to-round standard deviation of
+that ratio, and how many rounds would put the mean's gap from 1.0 two standard errors
+clear of it. Each prompt is made unique, so no server reuses another request's prompt
+beyond the chat template's shared system prompt.
 """
 
 import argparse
 import json
+import math
 import os
 import socket
 import statistics
@@ -59,6 +62,7 @@ CONCURRENCY = (1, 4, 8)
 PARALLEL = 4
 CONTEXT = 8192
 SERVERS = ("skulk", "skulk-unbatched", "llama-server")
+ENGINE_ALONE = "engine-alone"
 
 
 @dataclass
@@ -253,12 +257,16 @@ def main() -> int:
     rounds: dict[str, list[Round]] = {name: [] for name in SERVERS}
     engine: list[Sample] = []
     for round_ in range(args.repeats):
-        for name in rotated(SERVERS, round_):
-            rounds[name].append(measure(servers[name], name, round_, args))
-        engine += engine_alone(gguf, round_, args)
+        # The engine alone takes its turn in the rotation too: run always last, it read
+        # the round's end, whichever way the machine drifted.
+        for name in rotated(SERVERS + (ENGINE_ALONE,), round_):
+            if name == ENGINE_ALONE:
+                engine += engine_alone(gguf, round_, args)
+            else:
+                rounds[name].append(measure(servers[name], name, round_, args))
     figures = {name: summary(rounds[name]) for name in SERVERS}
     spread = round_ratios(rounds["skulk"], rounds["llama-server"])
-    figures["engine-alone"] = {"ttft_ms": statistics.median(s.ttft for s in engine) * 1000,
+    figures[ENGINE_ALONE] = {"ttft_ms": statistics.median(s.ttft for s in engine) * 1000,
                                "decode_tps": statistics.median(s.decode_tps for s in engine)}
     report(figures, spread, args)
     write(figures, spread, args)
@@ -314,7 +322,13 @@ def report(figures: dict[str, dict[str, float]], spread: dict[str, list[float]],
         s, u, ls = (figures[name][key] for name in SERVERS)
         print(f"{label:32}{s:10.1f}{u:11.1f}{ls:14.1f}{s / ls:8.2f}{s / u:14.2f}x"
               f"   {min(spread[key]):.2f}-{max(spread[key]):.2f}")
-    alone = figures["engine-alone"]
+    print("\nround-to-round noise of Skulk / llama-server, by row (" + str(args.repeats)
+          + " rounds): standard deviation, and the rounds whose mean would put the"
+            " gap from 1.0 at two standard errors")
+    for key, label in ROWS:
+        sd, needed = noise(spread[key])
+        print(f"  {label:32} sd {sd:.3f}   rounds to resolve {needed}")
+    alone = figures[ENGINE_ALONE]
     served = figures["skulk"]["decode_tps"]
     print(f"\nthe engine alone (no node, no HTTP): time to first token "
           f"{alone['ttft_ms']:.1f} ms, decode {alone['decode_tps']:.1f} tok/s "
@@ -338,7 +352,20 @@ def write(figures: dict[str, dict[str, float]], spread: dict[str, list[float]],
         "per_stream": args.per_stream, "parallel": PARALLEL, "figures": figures,
         "ratios": {key: figures["skulk"][key] / figures["llama-server"][key]
                    for key, _ in ROWS},
-        "round_ratios": spread})
+        "round_ratios": spread,
+        "round_ratio_noise": {key: dict(zip(("sd", "rounds_to_resolve"), noise(spread[key]),
+                                            strict=True)) for key, _ in ROWS}})
+
+
+def noise(ratios: list[float]) -> tuple[float, int | None]:
+    """The spread of one row's round-by-round ratios (their standard deviation), and how
+    many rounds it would take for the mean's gap from 1.0 to stand two standard errors
+    clear of the noise (None: one round, or no gap at all)."""
+    if len(ratios) < 2:
+        return 0.0, None
+    sd = statistics.stdev(ratios)
+    gap = abs(statistics.mean(ratios) - 1.0)
+    return sd, None if gap == 0 else max(len(ratios), math.ceil((2 * sd / gap) ** 2))
 
 
 if __name__ == "__main__":
