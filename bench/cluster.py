@@ -133,11 +133,11 @@ async def indexing_rate(log_dir: Path | None, count: int,
     from skulk.models.catalog import ModelCatalog
     from skulk.shared.telemetry_view import TelemetryView
     from skulk.shared.types.commands import CommandEnvelope
-    from skulk.shared.types.events import IndexedEvent, LocalEvent, TaskDeleted
+    from skulk.shared.types.events import IndexedBatch, LocalEvent, TaskDeleted
     from skulk.shared.types.ids import NodeId, TaskId
     from skulk.testing.channels import SendThrough
 
-    async def publish(event: IndexedEvent) -> None:
+    async def publish(batch: IndexedBatch) -> None:
         pass
 
     _, commands = anyio.create_memory_object_stream[CommandEnvelope](math.inf)

@@ -3,6 +3,7 @@
     .venv/bin/python bench/scale.py            # N = 3, 10, 30, 60, 120, 200
     .venv/bin/python bench/scale.py --quick    # N = 3, 10, 30 (about two minutes)
     .venv/bin/python bench/scale.py --sizes 50 --events 100
+    .venv/bin/python bench/scale.py --quick --burst 0   # the isolated load only
 
 N whole nodes (API and worker off) in one process on one core (bench/scale_harness.py).
 For each N, in order:
@@ -12,12 +13,18 @@ For each N, in order:
   CPU on one core; a node on its own machine spends its own);
 - idle: `--idle` seconds of nothing: control-plane bytes delivered per node per second
   by topic (telemetry, liveliness, election, sync) and each node's CPU per second;
-- load: `--events` worker events (weights-fetch progress, the commonest) proposed by
-  random followers at `--rate` per second, until every node applied all and every
-  producer saw its events indexed. Per indexed event: the master node's and a follower's
-  CPU (less what their idle planes' tasks spent meanwhile; the bus's fan-out, which Zenoh
-  does off the publisher's loop, is given apart), deliveries and bytes, local events
-  resent although indexed, and indexed events a node received twice;
+- load, isolated: `--events` worker events (weights-fetch progress, the commonest)
+  proposed by random followers one at a time at `--rate` per second, until every node
+  applied all and every producer saw its events indexed. Per indexed event: the master
+  node's and a follower's CPU (less what their idle planes' tasks spent meanwhile; the
+  bus's fan-out, which Zenoh does off the publisher's loop, is given apart), the master's
+  signed publications, deliveries and bytes, local events resent although indexed, and
+  indexed events a node received again after applying them;
+- load, bursts (`--burst` B > 0): as many events again at the same rate, proposed B at a
+  time by B random followers at once (what a placement over several nodes, or runners
+  reporting together, looks like): the same figures, suffixed `_bursts`. The master
+  publishes what was ready together in one signed batch, so a burst costs it one
+  signature, not B; each proposal is still one message and one signature check;
 - failover: the master is killed -> one new master that every node follows; the
   election's deliveries and bytes over formation and failover.
 
@@ -116,10 +123,10 @@ def _per_topic(traffic: Traffic, divisor: float) -> dict[str, float]:
             for topic, count in sorted(traffic.delivered_bytes.items())}
 
 
-async def _propose(cluster: ScaleCluster, proposers: list[Member], events: int,
-                   rate: float) -> None:
-    """`events` worker events from random proposers, `rate` a second."""
-    chooser = random.Random(events)
+async def _propose(proposers: list[Member], events: int, rate: float, burst: int) -> None:
+    """`events` worker events from random proposers, `rate` a second on average, `burst`
+    of them sent at once by as many proposers (1: one at a time)."""
+    chooser = random.Random(events * burst)
     for sent in range(events):
         member = chooser.choice(proposers)
         sender = member.node.local_events
@@ -128,7 +135,60 @@ async def _propose(cluster: ScaleCluster, proposers: list[Member], events: int,
                                      model_id=ModelId("scale"), done_bytes=sent,
                                      total_bytes=events, source=f"peer {member.name}")
         await sender.send(event)
-        await anyio.sleep(1.0 / rate)
+        if (sent + 1) % burst == 0:
+            await anyio.sleep(burst / rate)
+
+
+def _duplicates(cluster: ScaleCluster) -> int:
+    """Indexed events the running nodes received again after applying them."""
+    return sum(m.node.replica.duplicates for m in cluster.members.values())
+
+
+async def _load(cluster: ScaleCluster, clock: StepClock, master: Member, *, events: int,
+                rate: float, burst: int) -> dict[str, Any]:
+    """Propose `events` and wait until all are applied everywhere: the figures per event."""
+    n = len(cluster.members)
+    followers = [m for m in cluster.members.values() if m is not master]
+    first = master.node.replica.next_index()
+    cpu_before, traffic_before = _event_path_cpu(clock, cluster), cluster.bus.traffic.copy()
+    fan_out_before, duplicates_before = (_event_path_fan_out(cluster, master.name),
+                                         _duplicates(cluster))
+    started = time.perf_counter()
+    await _propose(followers, events, rate, burst)
+    await _until_applied(cluster, first + events, timeout=60 + n)
+    seconds = time.perf_counter() - started
+    cpu = _spent(_event_path_cpu(clock, cluster), cpu_before)
+    load = cluster.bus.traffic.since(traffic_before)
+    indexed = master.node.replica.next_index() - first
+    fan_out = _event_path_fan_out(cluster, master.name) - fan_out_before
+    again = _duplicates(cluster) - duplicates_before
+
+    def per_event_ms(name: str) -> float:
+        """CPU per indexed event, in ms: the node's event-path tasks' while events flowed."""
+        return 1000 * cpu.get(name, 0.0) / indexed
+
+    follower_ms = sorted(per_event_ms(m.name) for m in followers)
+    resent = load.publications["local_events"] - events
+    return {
+        "indexed_events": indexed,
+        "load_seconds": round(seconds, 3),
+        "master_cpu_ms_per_event": round(per_event_ms(master.name), 4),
+        "master_bus_fan_out_ms_per_event": round(1000 * fan_out / indexed, 4),
+        # Each of the master's publications is one signature (a batch of events).
+        "master_signatures_per_event": round(load.publications["global_events"] / indexed, 3),
+        "follower_cpu_ms_per_event_median": round(follower_ms[len(follower_ms) // 2], 4),
+        "follower_cpu_ms_per_event_max": round(follower_ms[-1], 4),
+        # The event's own path (proposal, indexed copies, sync), and everything delivered
+        # meanwhile (readings and probes included) per event.
+        "event_deliveries_per_event": round(sum(
+            load.deliveries[topic] for topic in ("local_events", "global_events",
+                                                 "state_sync")) / indexed, 2),
+        "deliveries_per_event": round(sum(load.deliveries.values()) / indexed, 2),
+        "bytes_per_event": round(sum(load.delivered_bytes.values()) / indexed),
+        "local_events_resent_per_event": round(resent / events, 3),
+        "indexed_received_twice_per_event": round(again / n / indexed, 3),
+        "duplicates_per_event": round((resent + again / n) / events, 3),
+    }
 
 
 async def _until_applied(cluster: ScaleCluster, index: int, timeout: float) -> None:
@@ -141,7 +201,8 @@ async def _until_applied(cluster: ScaleCluster, index: int, timeout: float) -> N
 
 
 async def measure(n: int, *, events: int, rate: float, idle_seconds: float,
-                  election_timeout: float, clock: StepClock) -> dict[str, Any]:
+                  election_timeout: float, clock: StepClock, burst: int = 0
+                  ) -> dict[str, Any]:
     """One cluster of `n` nodes through formation, idle, load and failover."""
     with tempfile.TemporaryDirectory(prefix="skulk-scale-") as root:
         async with anyio.create_task_group() as tasks:
@@ -164,25 +225,10 @@ async def measure(n: int, *, events: int, rate: float, idle_seconds: float,
             idle = cluster.bus.traffic.since(traffic_before)
 
             master = cluster.members[cluster.name_of(master_id)]
-            first = master.node.replica.next_index()
-            followers = [m for m in cluster.members.values() if m is not master]
-            events_before, traffic_before = (_event_path_cpu(clock, cluster),
-                                             cluster.bus.traffic.copy())
-            fan_out_before = _event_path_fan_out(cluster, master.name)
-            load_started = time.perf_counter()
-            await _propose(cluster, followers, events, rate)
-            await _until_applied(cluster, first + events, timeout=60 + n)
-            load_seconds = time.perf_counter() - load_started
-            event_cpu = _spent(_event_path_cpu(clock, cluster), events_before)
-            load = cluster.bus.traffic.since(traffic_before)
-            indexed = master.node.replica.next_index() - first
-            master_fan_out = _event_path_fan_out(cluster, master.name) - fan_out_before
-
-            def marginal(name: str) -> float:
-                """CPU per indexed event, in ms: the node's event-path tasks' while events
-                flowed."""
-                return 1000 * event_cpu.get(name, 0.0) / indexed
-
+            isolated = await _load(cluster, clock, master, events=events, rate=rate, burst=1)
+            bursts = {} if burst <= 0 else {
+                f"{key}_bursts": value for key, value in (await _load(
+                    cluster, clock, master, events=events, rate=rate, burst=burst)).items()}
             longest = {name: seconds for name, seconds in clock.longest.items()
                        if name not in (BUS, HARNESS)}
             gc_pause = clock.longest_gc_pause
@@ -205,9 +251,6 @@ async def measure(n: int, *, events: int, rate: float, idle_seconds: float,
             assert new_master != master_id
             tasks.cancel_scope.cancel()
 
-    follower_ms = sorted(marginal(m.name) for m in followers)
-    resent = load.publications["local_events"] - events
-    extra_indexed = load.deliveries["global_events"] - indexed * n
     return {
         "nodes": n,
         "formation_seconds": round(formation, 3),
@@ -219,22 +262,9 @@ async def measure(n: int, *, events: int, rate: float, idle_seconds: float,
         "election_rounds_failover": failover_rounds,
         "formation_cpu_seconds_busiest_node": round(formation_cpu, 3),
         "failover_cpu_seconds_busiest_node": round(failover_cpu, 3),
-        "indexed_events": indexed,
-        "load_seconds": round(load_seconds, 3),
-        "master_cpu_ms_per_event": round(marginal(master.name), 4),
-        "master_bus_fan_out_ms_per_event": round(1000 * master_fan_out / indexed, 4),
-        "follower_cpu_ms_per_event_median": round(follower_ms[len(follower_ms) // 2], 4),
-        "follower_cpu_ms_per_event_max": round(follower_ms[-1], 4),
-        # The event's own path (proposal, indexed copies, sync), and everything delivered
-        # meanwhile (readings and probes included) per event.
-        "event_deliveries_per_event": round(sum(
-            load.deliveries[topic] for topic in ("local_events", "global_events",
-                                                 "state_sync")) / indexed, 2),
-        "deliveries_per_event": round(sum(load.deliveries.values()) / indexed, 2),
-        "bytes_per_event": round(sum(load.delivered_bytes.values()) / indexed),
-        "local_events_resent_per_event": round(resent / events, 3),
-        "indexed_received_twice_per_event": round(max(extra_indexed, 0) / n / indexed, 3),
-        "duplicates_per_event": round((resent + max(extra_indexed, 0) / n) / events, 3),
+        **isolated,
+        "burst": burst,
+        **bursts,
         "idle_bytes_per_node_second": round(
             sum(idle.delivered_bytes.values()) / n / idle_seconds),
         "idle_bytes_per_node_second_by_topic": _per_topic(idle, n * idle_seconds),
@@ -252,7 +282,7 @@ async def measure(n: int, *, events: int, rate: float, idle_seconds: float,
 
 
 async def run_sizes(sizes: list[int], *, events: int, rate: float, idle_seconds: float,
-                    election_timeout: float) -> list[dict[str, Any]]:
+                    election_timeout: float, burst: int = 0) -> list[dict[str, Any]]:
     clock = StepClock()
     clock.install()
     rows = []
@@ -261,7 +291,8 @@ async def run_sizes(sizes: list[int], *, events: int, rate: float, idle_seconds:
             gc.collect()
             try:
                 row = await measure(n, events=events, rate=rate, idle_seconds=idle_seconds,
-                                    election_timeout=election_timeout, clock=clock)
+                                    election_timeout=election_timeout, clock=clock,
+                                    burst=burst)
             except TimeoutError:  # one core could not carry this many: say so, go on
                 row = {"nodes": n, "error": "a phase did not finish in its time (the one "
                                             "core was saturated)"}
@@ -281,6 +312,9 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=20.0, help="events proposed a second")
     parser.add_argument("--idle", type=float, default=16.0,
                         help="seconds of idle measured (at least the 15 s full refresh)")
+    parser.add_argument("--burst", type=int, default=10,
+                        help="a second load of as many events, this many at once by as many "
+                             "followers (0: none)")
     parser.add_argument("--name", default="scale",
                         help="the results' benchmark name (the website charts `scale`)")
     parser.add_argument("--election-timeout", type=float, default=1.0,
@@ -290,8 +324,10 @@ def main() -> None:
     logger.disable("skulk")  # 200 nodes' logs would cost more than what is measured
     rows = anyio.run(lambda: run_sizes(sizes, events=args.events, rate=args.rate,
                                        idle_seconds=args.idle,
-                                       election_timeout=args.election_timeout))
+                                       election_timeout=args.election_timeout,
+                                       burst=args.burst))
     write_result(args.name, {"sizes": sizes, "events": args.events, "rate": args.rate,
+                             "burst": args.burst,
                              "idle_seconds": args.idle,
                              "election_timeout": args.election_timeout, "rows": rows},
                  source="bench/scale.py: N whole nodes on the in-memory bus, one process")

@@ -36,7 +36,7 @@ async def indexing_rate(count: int, signed: bool) -> float:
     from skulk.routing.router import Router
     from skulk.shared.telemetry_view import TelemetryView
     from skulk.shared.types.commands import CommandEnvelope
-    from skulk.shared.types.events import IndexedEvent, LocalEvent, TaskDeleted
+    from skulk.shared.types.events import IndexedBatch, LocalEvent, TaskDeleted
     from skulk.shared.types.ids import NodeId, TaskId
     from skulk.shared.types.wire import from_msgpack, to_msgpack
     from skulk.testing.channels import SendThrough
@@ -60,11 +60,11 @@ async def indexing_rate(count: int, signed: bool) -> float:
     plain = MemoryTransport(bus)
     key = master_router.key(topics.GLOBAL_EVENTS)
 
-    async def publish(event: IndexedEvent) -> None:
+    async def publish(batch: IndexedBatch) -> None:
         if signed:
-            await master_router.publish(topics.GLOBAL_EVENTS, event)
+            await master_router.publish(topics.GLOBAL_EVENTS, batch)
         else:
-            await plain.publish(key, to_msgpack(event))
+            await plain.publish(key, to_msgpack(batch))
 
     _, commands = anyio.create_memory_object_stream[CommandEnvelope](math.inf)
     _, local_events = anyio.create_memory_object_stream[LocalEvent](math.inf)
@@ -78,8 +78,8 @@ async def indexing_rate(count: int, signed: bool) -> float:
     async def receive_signed() -> None:
         nonlocal received
         async with replica_router.subscribe(topics.GLOBAL_EVENTS) as values:
-            async for _ in values:
-                received += 1
+            async for batch in values:
+                received += len(batch.events)
                 if received == count:
                     done.set()
                     return
@@ -88,8 +88,7 @@ async def indexing_rate(count: int, signed: bool) -> float:
         nonlocal received
         subscription = MemoryTransport(bus).subscribe(key)
         async for message in subscription:
-            from_msgpack(IndexedEvent, message.payload)
-            received += 1
+            received += len(from_msgpack(IndexedBatch, message.payload).events)
             if received == count:
                 done.set()
                 return

@@ -26,6 +26,7 @@ from skulk.shared.types.chunks import DataChunk, TokenChunk
 from skulk.shared.types.commands import CommandEnvelope, DeleteInstance
 from skulk.shared.types.election import ElectionMessage
 from skulk.shared.types.events import (
+    IndexedBatch,
     IndexedEvent,
     InstanceDeleted,
     LocalEvent,
@@ -261,16 +262,18 @@ def test_a_hostile_member_cannot_crash_a_node_or_forge_state_or_streams(
                     node_id=me, clock=1 << 30, seniority=(1 << 53) + 1,
                     commands_seen=1 << 40))
                 forged_session = SessionId("sess-forged")
-                await hostile.raw(topics.GLOBAL_EVENTS, IndexedEvent(
-                    index=1 << 40, session=forged_session, master_node=NodeId(master),
-                    event=StateSnapshotHydrated(state=State())).model_dump(mode="json"))
+                await hostile.raw(topics.GLOBAL_EVENTS, IndexedBatch(
+                    master_node=NodeId(master), events=[IndexedEvent(
+                        index=1 << 40, session=forged_session, master_node=NodeId(master),
+                        event=StateSnapshotHydrated(state=State()))]).model_dump(mode="json"))
                 for instance_id in instance_ids:
-                    await hostile.raw(topics.GLOBAL_EVENTS, IndexedEvent(
-                        index=before["last_event_applied_idx"] + 1,
-                        session=SessionId(first.cluster()["session"]),
-                        master_node=NodeId(master),
-                        event=InstanceDeleted(instance_id=InstanceId(instance_id), reason="forged"),
-                    ).model_dump(mode="json"))
+                    await hostile.raw(topics.GLOBAL_EVENTS, IndexedBatch(
+                        master_node=NodeId(master), events=[IndexedEvent(
+                            index=before["last_event_applied_idx"] + 1,
+                            session=SessionId(first.cluster()["session"]),
+                            master_node=NodeId(master),
+                            event=InstanceDeleted(instance_id=InstanceId(instance_id),
+                                                  reason="forged"))]).model_dump(mode="json"))
                     # Proposed in its own name: a member speaks for its own runners only.
                     await router.publish(topics.LOCAL_EVENTS, LocalEvent(
                         origin=me, epoch="hostile", origin_seq=0,
@@ -288,9 +291,11 @@ def test_a_hostile_member_cannot_crash_a_node_or_forge_state_or_streams(
 
                     tasks.start_soon(ask)
                     with anyio.fail_after(60):
-                        async for indexed in events:
-                            if isinstance(indexed.event, TaskCreated):
-                                task = indexed.event.task
+                        async for batch in events:
+                            created = [indexed.event.task for indexed in batch.events
+                                       if isinstance(indexed.event, TaskCreated)]
+                            if created:
+                                task = created[0]
                                 break
                     for sequence in range(64):
                         await router.publish(topics.DATA, DataChunk(

@@ -25,7 +25,7 @@ from skulk.shared.channels import Sender
 from skulk.shared.replica import StateReplica
 from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.commands import Command
-from skulk.shared.types.events import IndexedEvent
+from skulk.shared.types.events import IndexedBatch
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.state import State
 
@@ -49,7 +49,7 @@ class MasterSeat:
         event_log: DiskEventLog,
         replica: StateReplica,
         members: SeatMembers,
-        indexed: Sender[IndexedEvent],
+        indexed: Sender[IndexedBatch],
         commands: Sender[Command],
         settings: MasterSettings,
     ) -> None:

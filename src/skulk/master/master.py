@@ -2,6 +2,10 @@
 
 A master session starts with its seed as event 0 and answers followers' snapshot and
 replay requests. It runs only on the elected node; the node starts and stops it.
+
+What is indexed together is published together: one `IndexedBatch` (one signature, one
+check per follower) for a command's events, for the proposals or commands that were
+ready in one turn (`ready_batches.py`), and for each stretch of a replay.
 """
 
 import time
@@ -17,6 +21,7 @@ from skulk.master.idle import IdleTracker
 from skulk.master.local_event_order import LocalEventOrder
 from skulk.master.local_event_rules import refused_local_event
 from skulk.master.model_card_commands import refused_card_sender
+from skulk.master.ready_batches import handle_ready
 from skulk.master.reconcile import instances_on_lost_nodes, reconcile
 from skulk.master.settings import MasterInbox, MasterSettings, MembersView
 from skulk.master.sync_requests import SyncRequests, WantedSync
@@ -31,6 +36,7 @@ from skulk.shared.types.election import StateSyncMessage
 from skulk.shared.types.event_source import EventSource
 from skulk.shared.types.events import (
     Event,
+    IndexedBatch,
     IndexedEvent,
     InstanceDeleted,
     LocalEvent,
@@ -58,6 +64,10 @@ _SEEN_COMMANDS_CAP = 10_000
 # A node must stay gone this long before its instances are re-placed elsewhere.
 LOST_NODE_GRACE_SECONDS = 3.0
 MAX_CARRIED_COMMANDS = 1000
+# At most this many events go out under one signature (a replay is sent in such stretches),
+# and at most this many ready proposals or commands are taken in one turn.
+MAX_BATCH_EVENTS = 256
+MAX_READY_COMMANDS = 64
 
 
 class EventLog(Protocol):
@@ -74,8 +84,9 @@ class Master:
     """Indexes events from every origin into one order and acts on commands.
 
     Wired by channels: it reads its inbox (commands, local events, sync requests) and sends
-    every indexed event on `indexed`. All indexing goes through one lock, so the order is
-    total.
+    every indexed event on `indexed`, in batches of consecutive events. All indexing goes
+    through one lock, so the order is total; what is staged under the lock is published
+    before the lock is let go, so batches leave in index order.
     """
 
     def __init__(
@@ -86,7 +97,7 @@ class Master:
         telemetry: TelemetryView,
         event_log: EventLog,
         inbox: MasterInbox,
-        indexed: Sender[IndexedEvent],
+        indexed: Sender[IndexedBatch],
         members: MembersView | None = None,
         seed: State | None = None,
         settings: MasterSettings | None = None,
@@ -117,7 +128,9 @@ class Master:
         self._started_at = clock()
         self._state = State()
         self._next_index = 0
-        self._lock = anyio.Lock()
+        # Taken without a yield when free: the publication that follows yields anyway.
+        self._lock = anyio.Lock(fast_acquire=True)
+        self._staged: list[IndexedEvent] = []  # indexed, not yet published (under the lock)
         self._local_order = LocalEventOrder(lambda: self._state.producer_marks)
         self._seen_commands: dict[CommandId, None] = {}
         self._terminal_since: dict[TaskId, float] = {}
@@ -149,22 +162,38 @@ class Master:
         return set(self._telemetry.live())
 
     async def index(self, events: list[Event], source: EventSource | None = None) -> None:
-        """Give each event the next index, apply it, persist it and publish it."""
+        """Give each event the next index, apply it and persist it; publish them together."""
         async with self._lock:
-            for event in events:
-                _log_removal(self._state, event)
-                indexed = IndexedEvent(index=self._next_index, session=self.session_id,
-                                       master_node=self.node_id, event=event, source=source)
-                self._state = apply(self._state, indexed)
-                if self._applied_ahead is not None:
-                    self._applied_ahead.offer(indexed, self._state)
-                self._next_index += 1
-                self._track_terminal(event)
-                self._idle.note(event, self._state, self._clock())
-                self._log.append(indexed)
-                await self._indexed.send(indexed)
-                if self._next_index % self._settings.snapshot_every == 0:
-                    self._log.compact(self._snapshot())
+            self._stage(events, source)
+            await self._publish_staged()
+
+    def _stage(self, events: list[Event], source: EventSource | None = None) -> None:
+        """Index, apply and persist each event (under the lock); `_publish_staged` sends."""
+        for event in events:
+            _log_removal(self._state, event)
+            indexed = IndexedEvent(index=self._next_index, session=self.session_id,
+                                   master_node=self.node_id, event=event, source=source)
+            self._state = apply(self._state, indexed)
+            if self._applied_ahead is not None:
+                self._applied_ahead.offer(indexed, self._state)
+            self._next_index += 1
+            self._track_terminal(event)
+            self._idle.note(event, self._state, self._clock())
+            self._log.append(indexed)
+            self._staged.append(indexed)
+            if self._next_index % self._settings.snapshot_every == 0:
+                self._log.compact(self._snapshot())
+
+    async def _publish_staged(self) -> None:
+        """Send what was staged, in stretches of at most `MAX_BATCH_EVENTS` (under the
+        lock, so batches leave in index order)."""
+        staged, self._staged = self._staged, []
+        await self._publish(staged)
+
+    async def _publish(self, events: list[IndexedEvent]) -> None:
+        for start in range(0, len(events), MAX_BATCH_EVENTS):
+            await self._indexed.send(IndexedBatch(
+                master_node=self.node_id, events=events[start:start + MAX_BATCH_EVENTS]))
 
     def _snapshot(self) -> IndexedEvent:
         """The State after the last indexed event, as an event of that index."""
@@ -202,34 +231,53 @@ class Master:
                                   self._idle.least_recently_used(self._state, self._clock())))
 
     async def handle_command(self, envelope: CommandEnvelope) -> None:
+        await self.handle_commands([envelope])
+
+    async def handle_commands(self, envelopes: list[CommandEnvelope]) -> None:
+        """Each command in turn (each sees the State its predecessors left), their events
+        published together."""
+        async with self._lock:
+            for envelope in envelopes:
+                events = self._events_for_command(envelope)
+                if events:
+                    self._stage(events)
+            await self._publish_staged()
+
+    def _events_for_command(self, envelope: CommandEnvelope) -> list[Event]:
         command = envelope.command
         if command.command_id in self._seen_commands:
-            return
+            return []
         self._seen_commands[command.command_id] = None
         if len(self._seen_commands) > _SEEN_COMMANDS_CAP:
             self._seen_commands.pop(next(iter(self._seen_commands)))
         if self._indexes_nothing():
-            return  # the API nodes on this side refuse what would start something
+            return []  # the API nodes on this side refuse what would start something
         refused = None if envelope.origin == self.node_id else refused_card_sender(
             self._state, envelope)
         if refused is not None:
             self.refused_commands[refused] += 1
             logger.warning("refused a command from {}: {}", envelope.origin, refused)
-            return
+            return []
         events = events_for_command(self._state, command, self._context())
         if events and is_lasting(command) and not self.standing().majority:
             # Accepted on a minority side: sent again to the majority's master at heal.
             self.carried = [*self.carried[-(MAX_CARRIED_COMMANDS - 1):], command]
-        if events:
-            await self.index(events)
+        return events
 
     async def handle_local_event(self, local: LocalEvent) -> None:
+        await self.handle_local_events([local])
+
+    async def handle_local_events(self, proposals: list[LocalEvent]) -> None:
+        """Index each proposal that is next in its producer's order; publish together."""
         if self._indexes_nothing():
             return  # its producer resends it until a master with a majority indexes it
-        for ready in self._local_order.arrive(local, self._clock()):
-            await self._index_local(ready)
+        async with self._lock:
+            for local in proposals:
+                for ready in self._local_order.arrive(local, self._clock()):
+                    self._stage_local(ready)
+            await self._publish_staged()
 
-    async def _index_local(self, local: LocalEvent) -> None:
+    def _stage_local(self, local: LocalEvent) -> None:
         # This node's own proposals are as trusted as the master that indexes them.
         refused = None if local.origin == self.node_id else refused_local_event(
             self._state, local)
@@ -239,7 +287,7 @@ class Master:
             return
         source = EventSource(origin=local.origin, epoch=local.epoch,
                              origin_seq=local.origin_seq)
-        await self.index([local.event], source)
+        self._stage([local.event], source)
 
     async def handle_sync(self, request: StateSyncMessage) -> None:
         """Answer one request at once (the sync loop gathers them, `answer_sync`)."""
@@ -258,20 +306,18 @@ class Master:
                     return  # every asker already has everything
                 replay = self._log.read_range(start, self._next_index)
                 if replay and replay[0].index == start and replay[-1].index == last:
-                    for indexed in replay:
-                        await self._indexed.send(indexed)
+                    await self._publish(replay)
                     return
             # A snapshot carries the state after `last`: followers at `last` or beyond
             # drop it as a duplicate; a late or lagging follower adopts it.
-            await self._indexed.send(self._snapshot())
+            await self._publish([self._snapshot()])
 
     async def _command_loop(self) -> None:
-        async for envelope in self._inbox.commands:
-            await self.handle_command(envelope)
+        await handle_ready(self._inbox.commands, self.handle_commands, most=MAX_READY_COMMANDS)
 
     async def _local_event_loop(self) -> None:
-        async for local in self._inbox.local_events:
-            await self.handle_local_event(local)
+        await handle_ready(self._inbox.local_events, self.handle_local_events,
+                           most=MAX_BATCH_EVENTS)
 
     async def _sync_loop(self, requests: AsyncIterable[StateSyncMessage]) -> None:
         gathered = SyncRequests(self.session_id)
@@ -295,8 +341,10 @@ class Master:
     async def reconcile_once(self) -> None:
         if self._indexes_nothing():
             return
-        for overdue in self._local_order.overdue(self._clock()):
-            await self._index_local(overdue)
+        async with self._lock:
+            for overdue in self._local_order.overdue(self._clock()):
+                self._stage_local(overdue)
+            await self._publish_staged()
         events = reconcile(self._state, self._terminal_since, self._clock())
         if events:
             await self.index(events)

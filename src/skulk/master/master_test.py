@@ -21,7 +21,7 @@ from skulk.shared.types.events import (
 )
 from skulk.shared.types.ids import CommandId, NodeId
 from skulk.testing import factories as f
-from skulk.testing.channels import Collected, SendTo
+from skulk.testing.channels import Collected, each_indexed_event
 
 
 class ListLog:
@@ -45,7 +45,7 @@ def master(log: ListLog, published: list[IndexedEvent],
     return Master(node_id=f.NODE, catalog=ModelCatalog.builtin(Path(".")),
                   telemetry=TelemetryView(), event_log=log,
                   inbox=MasterInbox(commands=never, local_events=never2),
-                  indexed=SendTo(published.append), settings=settings)
+                  indexed=each_indexed_event(published), settings=settings)
 
 
 @dataclass
@@ -135,7 +135,7 @@ def minority_master(quorum: Quorum) -> tuple[Master, list[IndexedEvent]]:
     m = Master(node_id=f.NODE, catalog=ModelCatalog.builtin(Path(".")),
                telemetry=TelemetryView(), event_log=ListLog(),
                inbox=MasterInbox(commands=commands, local_events=local_events),
-               indexed=SendTo(published.append),
+               indexed=each_indexed_event(published),
                members=FixedMembers(live={f.NODE}, heard_from={f.NODE}),
                settings=MasterSettings(quorum=quorum))
     return m, published

@@ -23,7 +23,7 @@ from skulk.shared.types.events import (
 from skulk.shared.types.ids import CommandId, InstanceId, ModelId, NodeId
 from skulk.shared.types.telemetry import NodeTelemetry
 from skulk.testing import factories as f
-from skulk.testing.channels import SendTo
+from skulk.testing.channels import each_indexed_event
 
 OTHER = NodeId("node-b")
 
@@ -42,7 +42,7 @@ async def test_an_announced_card_is_indexed_and_placeable() -> None:
     m = Master(node_id=f.NODE, catalog=ModelCatalog.builtin(Path("/nonexistent")),
                telemetry=telemetry, event_log=ListLog(),
                inbox=MasterInbox(commands=commands, local_events=local_events),
-               indexed=SendTo(published.append))
+               indexed=each_indexed_event(published))
     await m.index([StateSnapshotHydrated(state=m.state)])
     await m.handle_command(CommandEnvelope(origin=f.NODE, command=AddModelCard(
         command_id=CommandId("add-1"), node_id=f.NODE, card=f.added_card())))

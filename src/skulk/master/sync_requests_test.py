@@ -15,7 +15,7 @@ from skulk.shared.types.election import StateSyncMessage
 from skulk.shared.types.events import IndexedEvent, LocalEvent, StateSnapshotHydrated
 from skulk.shared.types.ids import NodeId, SessionId
 from skulk.testing import factories as f
-from skulk.testing.channels import SendTo
+from skulk.testing.channels import each_indexed_event
 
 SESSION = SessionId("s1")
 
@@ -52,7 +52,7 @@ async def test_the_master_answers_a_periods_requests_once() -> None:
                telemetry=TelemetryView(), event_log=ListLog(),
                inbox=MasterInbox(commands=commands, local_events=local_events,
                                  sync_requests=requests),
-               indexed=SendTo(published.append),
+               indexed=each_indexed_event(published),
                settings=MasterSettings(sync_batch_seconds=0.05, reconcile_interval=60))
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(m.run)

@@ -11,15 +11,17 @@ import pytest
 from skulk.routing import topics
 from skulk.routing.memory import MemoryBus, MemoryTransport
 from skulk.routing.router import Router
-from skulk.shared.types.events import IndexedEvent, TaskDeleted
+from skulk.shared.types.events import IndexedBatch, IndexedEvent, TaskDeleted
 from skulk.shared.types.ids import NodeId, SessionId, TaskId
 from skulk.trust.envelope import MessageSigner
 from skulk.trust.setup import ephemeral_trust
 
 
-def event(index: int, master: str = "a") -> IndexedEvent:
-    return IndexedEvent(index=index, session=SessionId("s"), master_node=NodeId(master),
-                        event=TaskDeleted(task_id=TaskId("t")))
+def event(index: int, master: str = "a") -> IndexedBatch:
+    """A batch of one indexed event, as the master publishes them."""
+    return IndexedBatch(master_node=NodeId(master), events=[IndexedEvent(
+        index=index, session=SessionId("s"), master_node=NodeId(master),
+        event=TaskDeleted(task_id=TaskId("t")))])
 
 
 def router(bus: MemoryBus, node: str, *, local_delivery: bool = True) -> Router:
@@ -69,10 +71,11 @@ async def test_other_nodes_still_get_them_sealed_and_verified(
             for index in range(3):
                 await a.publish(topics.GLOBAL_EVENTS, event(index))
             with anyio.fail_after(2):
-                own = [(await anext(at_a)).index for _ in range(3)]
+                own = [(await anext(at_a)).events[0].index for _ in range(3)]
                 heard = [await anext(at_b) for _ in range(3)]
     assert own == [0, 1, 2]
-    assert [(got.origin, got.value.index) for got in heard] == [("a", 0), ("a", 1), ("a", 2)]
+    assert [(got.origin, got.value.events[0].index) for got in heard] == [
+        ("a", 0), ("a", 1), ("a", 2)]
     assert sealed["a"] == 3  # once each, for b
 
 
@@ -83,7 +86,7 @@ async def test_a_value_naming_another_origin_is_refused_as_over_the_wire() -> No
         await a.publish(topics.GLOBAL_EVENTS, event(0, master="b"))  # claims b indexed it
         await a.publish(topics.GLOBAL_EVENTS, event(1))
         with anyio.fail_after(2):
-            assert (await anext(received)).index == 1
+            assert (await anext(received)).events[0].index == 1
     assert a.dropped.counts["global_events", "forged_origin"] == 1
 
 

@@ -11,7 +11,7 @@ from skulk.routing.router import Router, namespace_fingerprint
 from skulk.shared.types.chunks import DataChunk, ErrorChunk, TokenChunk
 from skulk.shared.types.commands import CancelTask, CommandEnvelope
 from skulk.shared.types.election import ElectionMessage, StateSyncMessage
-from skulk.shared.types.events import IndexedEvent, LocalEvent, TaskDeleted
+from skulk.shared.types.events import IndexedBatch, IndexedEvent, LocalEvent, TaskDeleted
 from skulk.shared.types.ids import CommandId, NodeId, SessionId, TaskId
 from skulk.shared.types.telemetry import NodeTelemetry
 from skulk.shared.types.traces import RankSpans, Span
@@ -22,9 +22,11 @@ T = TypeVar("T", bound=BaseModel)
 U = TypeVar("U")
 
 
-def event(index: int, master: str = "a") -> IndexedEvent:
-    return IndexedEvent(index=index, session=SessionId("s"), master_node=NodeId(master),
-                        event=TaskDeleted(task_id=TaskId("t")))
+def event(index: int, master: str = "a") -> IndexedBatch:
+    """A batch of one indexed event, as the master publishes them."""
+    return IndexedBatch(master_node=NodeId(master), events=[IndexedEvent(
+        index=index, session=SessionId("s"), master_node=NodeId(master),
+        event=TaskDeleted(task_id=TaskId("t")))])
 
 
 def chunk(owner: str, sequence: int = 0) -> DataChunk:
@@ -107,8 +109,8 @@ async def test_every_node_gets_broadcasts_in_publish_order() -> None:
             b.subscribe(topics.GLOBAL_EVENTS) as at_b:
         for index in range(5):
             await a.publish(topics.GLOBAL_EVENTS, event(index))
-        assert [e.index for e in await take(at_a, 5)] == list(range(5))
-        assert [e.index for e in await take(at_b, 5)] == list(range(5))
+        assert [e.events[0].index for e in await take(at_a, 5)] == list(range(5))
+        assert [e.events[0].index for e in await take(at_b, 5)] == list(range(5))
 
 
 @pytest.mark.anyio
@@ -138,7 +140,7 @@ async def test_garbage_is_dropped_and_the_next_message_still_arrives() -> None:
         await transport.publish(key, b"\x93\x01\x02\x03")  # msgpack, wrong shape
         await transport.publish(key, to_msgpack(chunk("a")))  # another topic's type
         await a.publish(topics.GLOBAL_EVENTS, event(7))
-        assert [got.index for got in await take(received, 1)] == [7]
+        assert [got.events[0].index for got in await take(received, 1)] == [7]
 
 
 @pytest.mark.anyio
@@ -169,8 +171,8 @@ async def test_namespaces_do_not_see_each_other() -> None:
             a.subscribe(topics.GLOBAL_EVENTS) as at_a:
         await a.publish(topics.GLOBAL_EVENTS, event(0))
         await b.publish(topics.GLOBAL_EVENTS, event(1, master="b"))
-        assert [got.index for got in await take(at_b, 1)] == [1]
-        assert [got.index for got in await take(at_a, 1)] == [0]
+        assert [got.events[0].index for got in await take(at_b, 1)] == [1]
+        assert [got.events[0].index for got in await take(at_a, 1)] == [0]
         assert await nothing_arrives(at_a)
         assert await nothing_arrives(at_b)
 
@@ -205,7 +207,7 @@ async def test_a_subscription_can_be_held_open_by_a_task() -> None:
         async with a.subscribe(topics.GLOBAL_EVENTS) as received:
             task_status.started()
             async for value in received:
-                got.append(value.index)
+                got.append(value.events[0].index)
 
     async with anyio.create_task_group() as tasks:
         await tasks.start(listen)
@@ -242,7 +244,7 @@ async def test_a_value_claiming_another_origin_is_dropped_and_counted() -> None:
         await mallory.publish(topics.ELECTION, ElectionMessage(
             node_id=NodeId("a"), clock=9, seniority=0, commands_seen=0))
         await a.publish(topics.GLOBAL_EVENTS, event(4))
-        assert [got.index for got in await take(received, 1)] == [4]
+        assert [got.events[0].index for got in await take(received, 1)] == [4]
     assert a.dropped.counts[("global_events", "forged_origin")] == 1
 
 
@@ -256,7 +258,7 @@ async def test_unsigned_tampered_and_impersonating_messages_are_dropped() -> Non
     async with a.subscribe(topics.GLOBAL_EVENTS) as received, \
             a.subscribe(topics.COMMANDS) as commands:
         await b.publish(topics.GLOBAL_EVENTS, event(1, master="b"))
-        assert [got.index for got in await take(received, 1)] == [1]
+        assert [got.events[0].index for got in await take(received, 1)] == [1]
         await transport.publish(key, to_msgpack(event(2, master="b")))  # not an envelope
         payload = to_msgpack(event(3, master="b"))
         sealed = b._signer.seal(key, payload)

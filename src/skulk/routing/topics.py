@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from skulk.shared.types.chunks import DataChunk
 from skulk.shared.types.commands import CommandEnvelope
 from skulk.shared.types.election import ElectionMessage, StateSyncMessage
-from skulk.shared.types.events import IndexedEvent, LocalEvent
+from skulk.shared.types.events import IndexedBatch, LocalEvent
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.telemetry import NodeTelemetry
 from skulk.shared.types.traces import RankSpans
@@ -45,10 +45,10 @@ def _spans_owner(spans: RankSpans) -> NodeId:
 COMMANDS = TypedTopic("commands", CommandEnvelope,
                       origin_of=lambda envelope: envelope.origin)
 LOCAL_EVENTS = TypedTopic("local_events", LocalEvent, origin_of=lambda local: local.origin)
-# Indexed events are signed by the master that indexed them; replicas follow only the
-# elected one.
-GLOBAL_EVENTS = TypedTopic("global_events", IndexedEvent,
-                           origin_of=lambda indexed: indexed.master_node)
+# Indexed events travel in batches (one or more consecutive events under one signature),
+# signed by the master that indexed them; replicas follow only the elected one.
+GLOBAL_EVENTS = TypedTopic("global_events", IndexedBatch,
+                           origin_of=lambda batch: batch.master_node)
 ELECTION = TypedTopic("election", ElectionMessage, origin_of=lambda vote: vote.node_id)
 STATE_SYNC = TypedTopic("state_sync", StateSyncMessage,
                         origin_of=lambda request: request.node_id)

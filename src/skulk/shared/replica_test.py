@@ -147,3 +147,20 @@ def test_readers_with_before_get_the_state_each_event_was_applied_to() -> None:
     assert pairs[1][0] is after_seed and pairs[1][1] is created
     assert pairs[2][0].instances == after_created.instances
     assert pairs[2][0].last_event_applied_idx == 1
+
+
+@pytest.mark.anyio
+async def test_batches_are_applied_event_by_event_and_repeats_counted() -> None:
+    from skulk.shared.types.events import IndexedBatch
+
+    replica = StateReplica()
+    send, batches = anyio.create_memory_object_stream[IndexedBatch](10)
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(replica.run, batches)
+        applied = replica.subscribe()
+        await send.send(IndexedBatch(master_node=MASTER, events=[seed(), noop(1), noop(2)]))
+        await send.send(IndexedBatch(master_node=MASTER, events=[noop(2), noop(3)]))
+        with anyio.fail_after(5):
+            assert [(await applied.receive()).index for _ in range(4)] == [0, 1, 2, 3]
+        tasks.cancel_scope.cancel()
+    assert replica.duplicates == 1

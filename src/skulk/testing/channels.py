@@ -3,6 +3,8 @@
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
+from skulk.shared.types.events import IndexedBatch, IndexedEvent
+
 T = TypeVar("T")
 
 
@@ -34,3 +36,8 @@ class SendThrough(Generic[T]):
 
     async def send(self, item: T, /) -> None:
         await self._send(item)
+
+
+def each_indexed_event(into: list[IndexedEvent]) -> SendTo[IndexedBatch]:
+    """A `Sender` of the master's batches that keeps each event of each, in order."""
+    return SendTo(lambda batch: into.extend(batch.events))

@@ -2,7 +2,7 @@
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from skulk.shared.types.base import WireModel
 from skulk.shared.types.chunks import ErrorKind
@@ -197,3 +197,26 @@ class IndexedEvent(WireModel):
     event: Event = Field(description="The event.")
     source: EventSource | None = Field(
         default=None, description="The producer of a local event; None for the master's own.")
+
+
+class IndexedBatch(WireModel):
+    """Consecutive indexed events of one master session, published under one signature.
+
+    The master publishes what it indexed together (a command's events, the proposals that
+    were ready in one turn, a replay) as one batch, so a burst costs one signature and one
+    check per node, not one per event. Every event names the batch's master, which is the
+    node that signed it."""
+
+    master_node: NodeId = Field(description="Master that indexed and signed the events.")
+    events: list[IndexedEvent] = Field(
+        min_length=1, description="Consecutive events of one session, in index order.")
+
+    @model_validator(mode="after")
+    def _one_run_of_one_session(self) -> "IndexedBatch":
+        first = self.events[0]
+        for offset, indexed in enumerate(self.events):
+            if indexed.master_node != self.master_node or indexed.session != first.session:
+                raise ValueError("a batch holds one master's events of one session")
+            if indexed.index != first.index + offset:
+                raise ValueError("a batch's indices are consecutive")
+        return self
