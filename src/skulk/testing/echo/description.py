@@ -24,6 +24,8 @@ class EchoOptions(EngineOptions):
     """The token at which the whole process exits abruptly (0: never)."""
     fail_load: bool = False
     """Fail on load."""
+    load_seconds: float = Field(default=0, ge=0)
+    """Seconds loading takes (the runner reads no messages meanwhile)."""
     ignore_sigterm: bool = False
     """Ignore SIGTERM, so teardown must escalate."""
 

@@ -68,6 +68,7 @@ class EchoEngine:
             raise RuntimeError("echo engine told to fail loading")
         if self._options.ignore_sigterm:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        time.sleep(self._options.load_seconds)
 
     def warm_up(self) -> None:
         pass

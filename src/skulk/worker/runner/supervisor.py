@@ -18,7 +18,13 @@ from loguru import logger
 from skulk.shared.types.chunks import Chunk, DataChunk, ErrorChunk, TokenChunk
 from skulk.shared.types.events import Event, RunnerStatusUpdated, TaskStatusUpdated
 from skulk.shared.types.ids import InstanceId, NodeId, RunnerId, TaskId
-from skulk.shared.types.runners import RunnerFailed, RunnerShutdown, RunnerStatus
+from skulk.shared.types.runners import (
+    RunnerFailed,
+    RunnerLoading,
+    RunnerShutdown,
+    RunnerStatus,
+    RunnerWarmingUp,
+)
 from skulk.shared.types.tasks import TerminalTaskStatus, TextGenerationTask
 from skulk.shared.types.traces import RankSpans, Span
 from skulk.worker.engines.description import EngineDescription
@@ -324,6 +330,13 @@ class RunnerSupervisor:
         if self._process is not None and self._process.is_alive():
             self._process.kill()
 
+    def _reads_messages(self) -> bool:
+        """Whether the runner would hear a polite request to stop: not while it is still
+        starting (no status yet) or inside a load or warm-up, which read no messages and
+        have nothing to tidy; asking those would only hold the worker for `timeout`."""
+        return self._status is not None and not isinstance(
+            self._status, RunnerLoading | RunnerWarmingUp)
+
     async def shutdown(self, timeout: float = JOIN_SECONDS) -> None:
         """Stop the runner: ask, then SIGTERM, then SIGKILL; always reaps the process."""
         with anyio.CancelScope(shield=True):
@@ -331,12 +344,17 @@ class RunnerSupervisor:
             process = self._process
             if process is None:
                 return
-            self.recorder.record("shutdown", "asked to stop")
-            if process.is_alive():
+            asked = process.is_alive() and self._reads_messages()
+            if asked:
+                self.recorder.record("shutdown", "asked to stop")
                 self.send(messages.ShutdownRequest())
                 await anyio.to_thread.run_sync(process.join, timeout)
             if process.is_alive():
-                logger.warning("runner {} ignored shutdown; sending SIGTERM", self.runner_id)
+                if asked:
+                    logger.warning("runner {} ignored shutdown; sending SIGTERM", self.runner_id)
+                else:
+                    logger.info("runner {} cannot read messages yet ({}); sending SIGTERM",
+                                self.runner_id, self._status.kind if self._status else "starting")
                 self.recorder.record("shutdown", "SIGTERM")
                 process.terminate()
                 await anyio.to_thread.run_sync(process.join, timeout)

@@ -223,3 +223,28 @@ async def test_a_runner_shut_down_before_it_was_spawned_is_never_spawned() -> No
     finally:
         if supervisor.pid is not None and psutil.pid_exists(supervisor.pid):
             psutil.Process(supervisor.pid).kill()
+
+
+@pytest.mark.anyio
+async def test_a_runner_busy_loading_is_stopped_without_waiting_for_an_answer() -> None:
+    # A load reads no messages: asking first would hold the worker's planning for the
+    # whole join timeout before the SIGTERM that actually stops it.
+    recorder = Recorder()
+    supervisor = RunnerSupervisor(
+        runner_id=RunnerId("run-1"), instance_id=InstanceId("inst-1"), engine=ECHO,
+        config=EngineConfig(model_path="x", context_token_limit=10,
+                            options=EchoOptions.parse({"load_seconds": "60"})),
+        on_event=recorder.on_event, on_chunk=recorder.on_chunk)
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(supervisor.run)
+        await wait_until(lambda: supervisor.status is not None)
+        supervisor.send(messages.LoadModelRequest())
+        await wait_until(lambda: recorder.runner_statuses()[-1:] == ["loading"])
+        pid = supervisor.pid
+        assert pid is not None
+        started = time.monotonic()
+        await supervisor.shutdown(timeout=10)
+        assert time.monotonic() - started < 5, "shutdown waited for a loading runner to answer"
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
+        assert recorder.runner_statuses()[-2:] == ["loading", "shutdown"]
+        tasks.cancel_scope.cancel()
