@@ -54,6 +54,7 @@ class SoakPlan:
     max_tokens: int = 40
     seed: int = 0
     quiet_seconds: float = 30.0  # the baseline: the same clients before any kill
+    kills: int | None = None  # end after this many kills, if before `seconds`
 
 
 @dataclass
@@ -298,7 +299,8 @@ def soak(root: Path, plan: SoakPlan,
         log(f"quiet cluster: {report.requests} requests, longest gap "
             f"{report.quiet_longest_gap_s:.2f} s")
         started = time.monotonic()
-        while time.monotonic() - started < plan.seconds:
+        while time.monotonic() - started < plan.seconds and (
+                plan.kills is None or report.kills < plan.kills):
             target = choose_target(cluster, watch.latest_master(), chooser)
             clients.avoid = target
             time.sleep(chooser.uniform(*plan.kill_every))
