@@ -60,7 +60,7 @@ def test_killing_a_follower_that_serves_keeps_one_master_and_every_stream(
 
         def both_taken() -> bool:  # the runner acknowledged both streams' tasks
             assert gateway.process is not None
-            tasks = gateway.process.state()["tasks"]
+            tasks: dict[str, dict[str, str]] = gateway.process.state()["tasks"]
             return sum(task["status"] != "pending" for task_id, task in tasks.items()
                        if task_id not in earlier) == 2
         gateway.process.wait_until(both_taken, 60.0, "the holder to take both streams")
