@@ -21,6 +21,25 @@ def mlx_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("mlx-models")
 
 
+@pytest.fixture(scope="module")
+def trio(tmp_path_factory: pytest.TempPathFactory,
+         mlx_models: Path) -> Iterator[list[NodeProcess]]:
+    """Three nodes serving the bundled model with MLX (tests/mlx_trio.py), one set a module:
+    the MLX cluster modules run on different workers at once."""
+    from tests.mlx_trio import started_trio  # MLX only where a test asks for it
+
+    with started_trio(tmp_path_factory.mktemp("mlx-trio"), mlx_models) as nodes:
+        yield nodes
+
+
+@pytest.fixture(scope="session")
+def whole_embeddings(mlx_models: Path) -> list[list[float]]:
+    """The vectors the whole model gives in this process (the nodes' copy of it)."""
+    from tests.mlx_forced_tools import whole_model_embeddings
+
+    return whole_model_embeddings(mlx_models)
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
@@ -29,10 +48,14 @@ def anyio_backend() -> str:
 # The integration modules that take longest on one worker, longest first (--durations,
 # one module at a time, 2026-11-28 on a loaded 2-core machine: 742, 267, ~135, ~106, ~80,
 # ~79 and ~77 s): in CI's 16-minute pass on workers, tests/test_mlx_cluster.py started
-# 7-8 minutes in, as one of the last files collected, and ran to the pass's end.
-LONGEST_FIRST = ("test_mlx_cluster.py", "test_chaos.py", "test_cluster_trust.py",
-                 "test_speculative_cluster.py", "test_mlx_tensor_fidelity.py",
-                 "test_cluster_processes.py", "test_llama_rpc_cluster.py")
+# 7-8 minutes in, as one of the last files collected, and ran to the pass's end. Its tests
+# by heads then moved to tests/test_mlx_heads_cluster.py, on a trio of their own, so the
+# two halves run side by side (547 s as one module at load 10-14; 424 and 328 s as two,
+# both at once on two workers, 472 s in all).
+LONGEST_FIRST = ("test_mlx_cluster.py", "test_mlx_heads_cluster.py", "test_chaos.py",
+                 "test_cluster_trust.py", "test_speculative_cluster.py",
+                 "test_mlx_tensor_fidelity.py", "test_cluster_processes.py",
+                 "test_llama_rpc_cluster.py")
 
 
 @pytest.hookimpl(tryfirst=True)  # the integration mark before `-m` deselects by it

@@ -1,5 +1,6 @@
-"""Placing, finding and deleting MLX instances of the bundled model on a test cluster
-(tests/test_mlx_cluster.py's trio): a test serves through an instance of its shape that an
+"""Placing, finding, deleting and asking MLX instances of the bundled model on a test
+cluster (tests/conftest.py's trio, in tests/test_mlx_cluster.py and
+tests/test_mlx_heads_cluster.py): a test serves through an instance of its shape that an
 earlier test left, or places one."""
 
 from typing import Any
@@ -9,6 +10,15 @@ import httpx
 from tests.node_process import NodeProcess
 
 READY_SECONDS = 240.0
+PROMPTS = ["What is the capital of France?", "Write a haiku about rivers."]
+MOST_TOKENS = 12
+
+# The shapes the forced-tools checks serve through (tests/mlx_forced_tools.py): each is
+# placed once in its module, not once per test (a placement is a runner start, a load and
+# a warm-up on every rank). By layers on two nodes other than the API's (`excluded_nodes`).
+SHAPES: dict[str, dict[str, Any]] = {"heads": {"min_nodes": 3, "sharding": "tensor"},
+                                     "whole": {"min_nodes": 1},
+                                     "layers": {"min_nodes": 2, "sharding": "pipeline"}}
 
 
 def place(node: NodeProcess, **fields: Any) -> httpx.Response:
@@ -54,3 +64,29 @@ def split_away_from(api: NodeProcess) -> dict[str, Any]:
     placed = place(api, min_nodes=2, excluded_nodes=[api.node_id()])
     assert placed.status_code == 201, placed.text
     return api.wait_instance_ready(placed.json()["instance_id"], READY_SECONDS)
+
+
+def greedy(node: NodeProcess, prompt: str) -> str:
+    reply = httpx.post(f"{node.url}/v1/chat/completions", timeout=180, json={
+        "model": "smollm2-135m", "max_tokens": MOST_TOKENS, "temperature": 0,
+        "messages": [{"role": "user", "content": prompt}]})
+    assert reply.status_code == 200, reply.text
+    text: str = reply.json()["choices"][0]["message"]["content"]
+    assert text
+    return text
+
+
+def served_by(node: NodeProcess, **placement: Any) -> tuple[dict[str, Any], list[str]]:
+    """A new instance placed so, once ready, and its greedy answers to PROMPTS."""
+    placed = place(node, **placement)
+    assert placed.status_code == 201, placed.text
+    instance = node.wait_instance_ready(placed.json()["instance_id"], READY_SECONDS)
+    return instance, [greedy(node, prompt) for prompt in PROMPTS]
+
+
+def placement_of(api: NodeProcess, shape: str) -> dict[str, Any]:
+    """What to place for SHAPES[shape] on a cluster `api` serves: by layers, on the nodes
+    other than `api` (a node that holds no rank takes the requests)."""
+    if shape != "layers":
+        return SHAPES[shape]
+    return {**SHAPES[shape], "excluded_nodes": [api.node_id()]}

@@ -1,0 +1,58 @@
+"""The MLX engine split by heads across real `skulk run` processes on 127.0.0.1: refused
+where the heads do not divide, previewed and placed by predicted speed, and three ways
+serving through the ordinary chat API, forced tools included (whole and by layers:
+tests/test_mlx_cluster.py, on a trio of its own, so the two run side by side on
+pytest-xdist's workers). Bounded: short replies, one instance at a time, every wait has a
+deadline.
+"""
+
+import pytest
+
+from tests.mlx_forced_tools import forced_tools_json_schemas_and_ollama_format
+from tests.mlx_placing import delete, place, placement_of, ready_instance, served_by
+from tests.node_process import NodeProcess
+
+pytestmark = pytest.mark.integration
+
+
+def test_tensor_split_two_way_is_refused_and_says_why(trio: list[NodeProcess]) -> None:
+    # SmolLM2 has 9 query and 3 KV heads: two nodes cannot share them evenly
+    refused = place(trio[0], min_nodes=2, sharding="tensor",
+                     excluded_nodes=[trio[2].node_id()])
+    assert refused.status_code == 400, refused.text
+    assert "do not divide by 2" in refused.text
+    previews = trio[0].get("/instance/previews?model_id=smollm2-135m").json()
+    two_way = [p for p in previews["previews"] if p["sharding"] == "tensor"
+               and p["engine"] == "mlx" and p["width"] == 2]
+    assert two_way and all("do not divide by 2" in (p["reason"] or "") for p in two_way)
+
+
+def test_previews_predict_speeds_and_speed_places_the_fastest(
+        trio: list[NodeProcess]) -> None:
+    previews = trio[0].get("/instance/previews?model_id=smollm2-135m").json()["previews"]
+    mlx = {(p["sharding"], p["width"]): p for p in previews if p["engine"] == "mlx"}
+    whole, layers, heads = mlx["pipeline", 1], mlx["pipeline", 2], mlx["tensor", 3]
+    assert whole["predicted_decode_tps"] > layers["predicted_decode_tps"] > 0
+    # The nodes measured their memory and observed each other: only the rate is assumed.
+    assert heads["prediction_assumes"] == ["gigabit links"]
+    placed = place(trio[0], prefer="speed")
+    assert placed.status_code == 201, placed.text
+    fastest = max((p for p in previews if p["fits"]), key=lambda p: p["predicted_decode_tps"])
+    instance = placed.json()
+    assert (instance["sharding"], len(instance["ranks"])) == (fastest["sharding"],
+                                                              fastest["width"])
+    delete(trio[0], instance["instance_id"])
+
+
+def test_tensor_split_three_way_serves(trio: list[NodeProcess]) -> None:
+    instance, texts = served_by(trio[0], **placement_of(trio[0], "heads"))
+    assert len(instance["ranks"]) == 3 and instance["sharding"] == "tensor"
+    assert all(t.strip() for t in texts)
+    # Left placed: the forced-tools test by heads serves through it.
+
+
+def test_forced_tools_json_schemas_and_ollama_format_by_heads(
+        trio: list[NodeProcess], whole_embeddings: list[list[float]]) -> None:
+    api = trio[0]
+    ready_instance(api, placement_of(api, "heads"))
+    forced_tools_json_schemas_and_ollama_format(api, "heads", whole_embeddings)
