@@ -30,7 +30,7 @@ def test_an_open_node_warns_serves_its_version_and_log_and_stops_when_asked(
         assert "give --api-key KEY" in warnings[0]
         assert node.get("/version").json()["git_commit"]
         # The API answers a moment before the node logs that it is up.
-        node.wait_until(lambda: " is up" in node.log(), 30, "the node to log that it is up")
+        node.wait_until(lambda: " is up" in node.log(), 60, "the node to log that it is up")
         shown = run_skulk("logs", "--url", node.url, "--component", "cli")
         assert shown.returncode == 0 and " is up" in shown.stdout, shown.stderr
         assert run_skulk("logs", "--url", node.url, "--level", "error").stdout == ""

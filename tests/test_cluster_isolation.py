@@ -62,7 +62,7 @@ def test_a_node_stopped_on_purpose_shows_as_stopped_and_leaves_a_minority(
         def b_stopped() -> bool:
             return any(n["node_id"] == b_id and n["state"] == "stopped"
                        for n in a.cluster()["nodes"])
-        a.wait_until(b_stopped, 30, "a to show b stopped")
+        a.wait_until(b_stopped, 60, "a to show b stopped")
         [b_row] = [n for n in a.cluster()["nodes"] if n["node_id"] == b_id]
         assert b_row["health"] == "warn", b_row
         status = run_skulk("status", "--url", a.url).stdout

@@ -30,7 +30,7 @@ def test_a_node_samples_its_requests_and_marks_a_runner_failure(tmp_path: Path) 
             tokens_per_second: list[float] = history()["cluster"]["decode_tokens_per_second"]
             return sum(tokens_per_second) > 0
 
-        node.wait_until(served, 20.0, "a sample with the requests' tokens")
+        node.wait_until(served, 60.0, "a sample with the requests' tokens")
         body = history()
         cluster = body["cluster"]
         assert len(cluster["t"]) >= 1
@@ -46,14 +46,14 @@ def test_a_node_samples_its_requests_and_marks_a_runner_failure(tmp_path: Path) 
         def marked() -> bool:
             return any(m["kind"] == "failover" for m in history()["markers"])
 
-        node.wait_until(marked, 30.0, "a failover marker for the killed runner")
+        node.wait_until(marked, 60.0, "a failover marker for the killed runner")
 
         def restarts() -> int:
             [own] = history()["nodes"]
             count: int = own["runner_restarts"]
             return count
 
-        node.wait_until(lambda: restarts() >= 1, 20.0, "the runner's failure counted")
+        node.wait_until(lambda: restarts() >= 1, 60.0, "the runner's failure counted")
 
         metrics = httpx.get(f"{node.url}/metrics").text
         names = {family.name for family in text_string_to_metric_families(metrics)}
@@ -77,7 +77,7 @@ def test_any_node_serves_every_nodes_history_and_prometheus_targets(tmp_path: Pa
             sampled = {n["node_id"] for n in body["nodes"] if n["latest"] is not None}
             return sampled == ids and not body["errors"]
 
-        b.wait_until(both_sampled, 30.0, "b to serve a's samples beside its own")
+        b.wait_until(both_sampled, 60.0, "b to serve a's samples beside its own")
         series = b.get("/v1/history").json()["cluster"]
         assert 2.0 in series["nodes_reporting"]
         assert b.get(f"/v1/history/nodes/{a.node_id()}").json()["series"]["t"]

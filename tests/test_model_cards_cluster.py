@@ -31,14 +31,14 @@ def test_a_card_added_on_one_node_is_listed_placed_and_served_through_another(
         tmp_path: Path) -> None:
     with meshed_nodes(tmp_path, 2) as (a, b):
         a_id, b_id = a.node_id(), b.node_id()
-        b.wait_until(lambda: sum(n["alive"] for n in b.cluster()["nodes"]) == 2, 30,
+        b.wait_until(lambda: sum(n["alive"] for n in b.cluster()["nodes"]) == 2, 60,
                      "both nodes to see each other")
         assert MODEL not in _models(b)
 
         added = _cli("add", str(bundled_gguf()), "--model-id", MODEL,
                      "--data-dir", str(a.data_dir))
         assert added.returncode == 0, added.stderr
-        b.wait_until(lambda: MODEL in _models(b), 15, f"B to list {MODEL}")
+        b.wait_until(lambda: MODEL in _models(b), 60, f"B to list {MODEL}")
         listed = b.get(f"/v1/models/{MODEL}").json()
         assert listed["stored_on"] == [a_id] and listed["available_formats"] == []
         store = a.get("/models/store").json()["models"]
@@ -59,5 +59,5 @@ def test_a_card_added_on_one_node_is_listed_placed_and_served_through_another(
         assert httpx.delete(f"{b.url}/instance/{instance_id}", timeout=30).status_code == 200
         removed = _cli("remove", MODEL, "--data-dir", str(a.data_dir))
         assert removed.returncode == 0, removed.stderr
-        b.wait_until(lambda: MODEL not in _models(b), 15, f"B to forget {MODEL}")
+        b.wait_until(lambda: MODEL not in _models(b), 60, f"B to forget {MODEL}")
         assert a.get("/models/store").json()["models"] == []

@@ -116,7 +116,7 @@ def test_a_remote_drafter_on_another_node_and_its_death(pair: list[NodeProcess])
     api, drafting = pair
     drafting_id = drafting.node_id()
     api.wait_until(lambda: api.state()["telemetry"].get(drafting_id, {}).get("drafters")
-                   == ["ngram"], 30.0, "the drafting node's card to advertise a drafter")
+                   == ["ngram"], 60.0, "the drafting node's card to advertise a drafter")
     instance_id = place(api, min_nodes=1, excluded_nodes=[drafting_id])
     instance = api.state()["instances"][instance_id]
     assert instance["drafter_node"] == drafting_id
@@ -159,7 +159,7 @@ def test_a_remote_drafter_on_another_node_and_its_death(pair: list[NodeProcess])
         def spans() -> list[str]:
             raw = api.get(f"/v1/traces/{trace['trace_id']}/raw").json()
             return [span["name"] for span in raw["spans"]]
-        api.wait_until(lambda: "drafting.unavailable" in spans(), 30.0,
+        api.wait_until(lambda: "drafting.unavailable" in spans(), 60.0,
                        "the trace to show the drafter's outage")
         assert chat(api, PROMPTS[1], "remote")["choices"][0]["message"]["content"] \
             == plain[PROMPTS[1]]

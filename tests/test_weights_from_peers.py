@@ -93,7 +93,7 @@ def wait_until_b_sees_a_holding(a: NodeProcess, b: NodeProcess, model: str
         reached = own is not None and any(p.node_id == a_id for p in own.reachability.peers)
         return reached and reading is not None and reading.weights_port is not None and any(
             held.model_id == model for held in reading.held_models)
-    b.wait_until(b_sees_a_holding, 45, "B's telemetry to show A holding the model and an "
+    b.wait_until(b_sees_a_holding, 90, "B's telemetry to show A holding the model and an "
                  "edge from B to A")
     return a_id, b_id
 
@@ -152,7 +152,7 @@ def test_a_model_pulled_on_one_node_is_placed_on_the_other_fetched_and_answers_t
 
     a, b = two_nodes
     a_id, _ = wait_until_b_sees_a_holding(a, b, MODEL)
-    b.wait_until(lambda: MODEL in {m["id"] for m in b.get("/v1/models").json()["data"]}, 30,
+    b.wait_until(lambda: MODEL in {m["id"] for m in b.get("/v1/models").json()["data"]}, 60,
                  "B to list the model A pulled")
     placed = httpx.post(f"{b.url}/place_instance", timeout=60,
                         json={"model_id": MODEL, "excluded_nodes": [a_id]})
