@@ -113,6 +113,14 @@ def _event_path_cpu(clock: StepClock, cluster: ScaleCluster) -> dict[str, float]
     return spent
 
 
+def _event_path_by_task(clock: StepClock, cluster: ScaleCluster, node: str
+                        ) -> dict[str, float]:
+    """`node`'s CPU so far in each of its event-path tasks, less the bus's fan-out in it."""
+    return {task: seconds - cluster.bus.fan_out.get((name, task), 0.0)
+            for (name, task), seconds in clock.busy_by_task.items()
+            if name == node and _event_path(task)}
+
+
 def _event_path_fan_out(cluster: ScaleCluster, node: str) -> float:
     return sum(seconds for (name, task), seconds in cluster.bus.fan_out.items()
                if name == node and _event_path(task))
@@ -151,6 +159,7 @@ async def _load(cluster: ScaleCluster, clock: StepClock, master: Member, *, even
     followers = [m for m in cluster.members.values() if m is not master]
     first = master.node.replica.next_index()
     cpu_before, traffic_before = _event_path_cpu(clock, cluster), cluster.bus.traffic.copy()
+    tasks_before = _event_path_by_task(clock, cluster, master.name)
     fan_out_before, duplicates_before = (_event_path_fan_out(cluster, master.name),
                                          _duplicates(cluster))
     started = time.perf_counter()
@@ -162,6 +171,7 @@ async def _load(cluster: ScaleCluster, clock: StepClock, master: Member, *, even
     indexed = master.node.replica.next_index() - first
     fan_out = _event_path_fan_out(cluster, master.name) - fan_out_before
     again = _duplicates(cluster) - duplicates_before
+    by_task = _spent(_event_path_by_task(clock, cluster, master.name), tasks_before)
 
     def per_event_ms(name: str) -> float:
         """CPU per indexed event, in ms: the node's event-path tasks' while events flowed."""
@@ -174,6 +184,14 @@ async def _load(cluster: ScaleCluster, clock: StepClock, master: Member, *, even
         "load_seconds": round(seconds, 3),
         "master_cpu_ms_per_event": round(per_event_ms(master.name), 4),
         "master_bus_fan_out_ms_per_event": round(1000 * fan_out / indexed, 4),
+        # Where the master's figure goes: its tasks (the proposals' pump verifies and
+        # decodes them, the local-event loop indexes, logs, seals and publishes, the
+        # replica applies on the master's node, the sync loop takes followers' requests).
+        "master_cpu_ms_per_event_by_task": {
+            task.rsplit(".", 2)[-2] + "." + task.rsplit(".", 1)[-1] if "." in task else task:
+            round(1000 * seconds / indexed, 4)
+            for task, seconds in sorted(by_task.items(), key=lambda item: -item[1])
+            if 1000 * seconds / indexed >= 0.005},
         # Each of the master's publications is one signature (a batch of events).
         "master_signatures_per_event": round(load.publications["global_events"] / indexed, 3),
         "follower_cpu_ms_per_event_median": round(follower_ms[len(follower_ms) // 2], 4),

@@ -200,10 +200,12 @@ def control_plane_scale(results: Document) -> Figure:
     rows = [row for row in results["rows"] if "error" not in row]
     nodes = [row["nodes"] for row in rows]
     figure, (cpu, traffic, times) = plt.subplots(1, 3, figsize=(11, 3.2))
+    per_event = {"master, events one at a time": "master_cpu_ms_per_event",
+                 "follower (median)": "follower_cpu_ms_per_event_median"}
+    if rows and all("master_cpu_ms_per_event_bursts" in row for row in rows):
+        per_event[f"master, bursts of {rows[0]['burst']}"] = "master_cpu_ms_per_event_bursts"
     for axes, series, label in (
-            (cpu, {"master": "master_cpu_ms_per_event",
-                   "follower (median)": "follower_cpu_ms_per_event_median"},
-             "CPU per indexed event (ms)"),
+            (cpu, per_event, "CPU per indexed event (ms)"),
             (traffic, {"idle kB/s per node": "idle_bytes_per_node_second",
                        "duplicates per event x 100": "duplicates_per_event"},
              "idle traffic, duplicates"),
@@ -264,7 +266,8 @@ CHARTS = (
           "(`bench/failover.py`)."),
     Chart("control-plane-scale", "The control plane from 3 to 200 nodes", "scale", "rows",
           control_plane_scale, "N whole nodes (API and worker off) on the in-memory bus in "
-          "one process (`bench/scale.py`): each node's CPU per indexed event, the idle "
+          "one process (`bench/scale.py`): each node's CPU per indexed event (events one "
+          "at a time, and the master's in bursts proposed together), the idle "
           "traffic a node receives and the duplicates per event, and the CPU the busiest "
           "node spent over formation and over failover (what it pays on its own machine)."),
 )

@@ -93,3 +93,12 @@ def test_the_scale_curves_leave_out_a_size_that_did_not_finish(tmp_path: Path) -
     image = rendered["control-plane-scale"].image
     assert image is not None and b"CPU per indexed event" in image
     assert b">30<" in image and b">200<" not in image
+
+
+def test_the_scale_curves_draw_the_burst_load_when_every_row_has_it(tmp_path: Path) -> None:
+    rows = [{**scale_row(n), "burst": 10, "master_cpu_ms_per_event_bursts": 0.25}
+            for n in (3, 30)]
+    write(tmp_path, "scale-1.json", "scale", "2026-11-28", {"rows": rows})
+    rendered = {item.chart.slug: item for item in render_charts(load_results(tmp_path))}
+    image = rendered["control-plane-scale"].image
+    assert image is not None and b"bursts of 10" in image
