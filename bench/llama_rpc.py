@@ -78,8 +78,14 @@ class Process:
     def _read(self) -> None:
         assert self._process.stdout is not None
         for line in self._process.stdout:
-            if line.startswith(MARK):
-                self._answers.put(json.loads(line[len(MARK):]))
+            # Not only at the start: llama.cpp's device server prints from its own thread
+            # ("Accepted client connection" for the readiness probe's connection), and a
+            # line of its can run into ours on the shared pipe.
+            before, mark, answer = line.partition(MARK)
+            if mark:
+                if before:
+                    self._log.write(before + "\n")
+                self._answers.put(json.loads(answer))
             else:
                 self._log.write(line)
         self._answers.put(None)
