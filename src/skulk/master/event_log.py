@@ -6,20 +6,20 @@ a floor, drops the log into a degraded counting-only mode with one loud line. In
 advancing either way, so replay stays coherent.
 
 Durability: every record is handed to the OS at once (a killed process loses nothing), and
-the file is fsynced at most every `sync_interval` seconds, after the first append past it
-(group commit), on a thread of its own: an fsync takes 1 to 25 ms on these machines' disks,
-which the master's event loop (the node's, streaming tokens) must not wait for. A power cut
-loses at most the newest `sync_interval` and one fsync of history, which the other members'
-replicas also hold. Rotating the live file (a new session, a compaction) renames
-it, which is instant; compressing it into an archive happens on a background thread, so
-the master indexes on meanwhile. A replay reads only the records it asks for.
+the file is fsynced within `sync_interval` seconds of an append (group commit), on a thread
+of its own (`event_log_sync.py`, which the loop does not wake while appends keep coming):
+an fsync takes 1 to 25 ms on these machines' disks, which the master's event loop (the
+node's, streaming tokens) must not wait for. A power cut loses at most the newest
+`sync_interval` and one fsync of history, which the other members' replicas also hold.
+Rotating the live file (a new session, a compaction) renames it, which is instant;
+compressing it into an archive happens on a background thread, so the master indexes on
+meanwhile. A replay reads only the records it asks for.
 """
 
-import os
 import shutil
-import time
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import BinaryIO
 
@@ -35,6 +35,7 @@ from skulk.master.event_log_archive import (
     rotated_files,
 )
 from skulk.master.event_log_records import decode_log, encode_record
+from skulk.master.event_log_sync import LogSyncer
 from skulk.shared.types.events import IndexedEvent
 
 LIVE_FILE = "events.bin"
@@ -69,8 +70,7 @@ class DiskEventLog:
         self._check_every = free_space_check_every
         self._disk_free = disk_free
         self._write_hook = write_hook
-        self._sync_interval = sync_interval
-        self._last_sync = time.monotonic()
+        self._syncer = None if sync_interval is None else LogSyncer(sync_interval)
         self.next_index = 0
         self.persisted_count = 0
         self.degraded_reason: str | None = None
@@ -80,8 +80,6 @@ class DiskEventLog:
         self._live_bytes = 0
         self._archiver = ThreadPoolExecutor(max_workers=1, thread_name_prefix="event-log")
         self._archiving: Future[None] | None = None
-        self._syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="event-log-sync")
-        self._syncing: Future[None] | None = None
         try:
             directory.mkdir(parents=True, exist_ok=True)
             for leftover in remove_leftovers(directory):
@@ -118,7 +116,12 @@ class DiskEventLog:
             self._offsets.append((event.index, self._live_bytes, len(record)))
             self._live_bytes += len(record)
             self.persisted_count += 1
-            self._sync_if_due()
+            if self._syncer is not None:
+                if self._syncer.error is not None:  # the last fsync failed: records lost
+                    self._degrade("syncing the event log to disk failed: "
+                                  f"{self._syncer.error}")
+                    return
+                self._syncer.written(self._file.fileno())
         except OSError as error:
             self._degrade(f"writing the event log failed: {error}")
             return
@@ -137,27 +140,11 @@ class DiskEventLog:
             return False
         return True
 
-    def _sync_if_due(self) -> None:
-        if self._sync_interval is None or self._file is None:
-            return
-        now = time.monotonic()
-        if now - self._last_sync < self._sync_interval or not self._sync_finished():
-            return  # a record written while one runs is synced by the next
-        if self.degraded:  # the one that ended failed
-            return
-        self._syncing = self._syncer.submit(os.fsync, self._file.fileno())
-        self._last_sync = now
-
-    def _sync_finished(self, block: bool = False) -> bool:
-        """Whether no fsync runs now (with `block`, after it ends); a failed one degrades
-        the log, since it may have lost records the OS had taken."""
-        if self._syncing is None or not (block or self._syncing.done()):
-            return self._syncing is None
-        error = self._syncing.exception()
-        self._syncing = None
-        if error is not None:
-            self._degrade(f"syncing the event log to disk failed: {error}")
-        return True
+    @contextmanager
+    def _descriptor_change(self) -> Iterator[None]:
+        """No fsync runs while the live file is closed or replaced."""
+        with self._syncer.replacing() if self._syncer is not None else nullcontext():
+            yield
 
     def start_session(self) -> None:
         """A new master session indexes from 0: archive what the live file holds."""
@@ -175,7 +162,10 @@ class DiskEventLog:
         self._restart_live_file(first_record=snapshot, failure="compacting the log failed")
 
     def _restart_live_file(self, first_record: IndexedEvent | None, failure: str) -> None:
-        self._sync_finished(block=True)  # the fsync holds the file's descriptor
+        with self._descriptor_change():  # an fsync holds the file's descriptor
+            self._restart_live_file_now(first_record, failure)
+
+    def _restart_live_file_now(self, first_record: IndexedEvent | None, failure: str) -> None:
         if self._file is None or self.degraded:
             return
         self._file.close()
@@ -232,8 +222,8 @@ class DiskEventLog:
     def close(self) -> None:
         """Close and archive the live file."""
         self.wait_archived()  # one archiver at a time: names are chosen by what exists
-        self._sync_finished(block=True)
-        self._syncer.shutdown(wait=True)
+        if self._syncer is not None:
+            self._syncer.stop()  # after an fsync running now: it holds the descriptor
         if self._file is not None:
             self._file.close()
             self._file = None
@@ -256,10 +246,9 @@ class DiskEventLog:
         self.degraded_reason = reason
         logger.critical("event log degraded to counting only, events are no longer "
                         "persisted: {}. Free disk space and restart the node.", reason)
-        if self._syncing is not None:  # its descriptor must not be closed under it
-            wait([self._syncing])
-        if self._file is not None:
-            try:
-                self._file.close()
-            except OSError:
-                pass
+        with self._descriptor_change():  # its descriptor must not be closed under an fsync
+            if self._file is not None:
+                try:
+                    self._file.close()
+                except OSError:
+                    pass

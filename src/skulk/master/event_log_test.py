@@ -202,7 +202,7 @@ def test_appends_never_wait_for_an_fsync(tmp_path: Path,
         assert release.wait(10)
         synced.append(fd)
 
-    monkeypatch.setattr("skulk.master.event_log.os.fsync", slow_fsync)
+    monkeypatch.setattr("skulk.master.event_log_sync.os.fsync", slow_fsync)
     log = DiskEventLog(tmp_path, sync_interval=0.0)
     log.append(event(0))
     assert started.wait(10)
@@ -218,7 +218,7 @@ def test_a_failed_fsync_degrades_the_log(tmp_path: Path,
     def failing_fsync(_fd: int) -> None:
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr("skulk.master.event_log.os.fsync", failing_fsync)
+    monkeypatch.setattr("skulk.master.event_log_sync.os.fsync", failing_fsync)
     log = DiskEventLog(tmp_path, sync_interval=0.0)
     deadline = time.monotonic() + 10
     while not log.degraded and time.monotonic() < deadline:  # the next append reads it
