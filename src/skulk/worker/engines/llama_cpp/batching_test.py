@@ -13,7 +13,7 @@ from skulk.shared.types.tasks import ChatMessage, GenerationParams
 from skulk.worker.engines.grammar.constraint import Constraint
 from skulk.worker.engines.llama_cpp.description import LlamaCppOptions
 from skulk.worker.engines.llama_cpp.engine import LlamaCppEngine
-from skulk.worker.engines.llama_cpp.engine_test import model_path
+from skulk.worker.engines.llama_cpp.engine_test import THREADS, model_path
 from skulk.worker.engines.protocol import EngineConfig, TaskDone, TaskJoined, TaskOutput
 
 pytestmark = pytest.mark.integration
@@ -26,7 +26,7 @@ QUESTIONS = ["What is the capital of France?", "Write a haiku about rain.",
 
 def engine(**options: str) -> LlamaCppEngine:
     loaded = LlamaCppEngine(EngineConfig(model_path=model_path(), context_token_limit=2048,
-                                         n_threads=2, options=LlamaCppOptions.parse(options)))
+                                         n_threads=THREADS, options=LlamaCppOptions.parse(options)))
     loaded.load()
     return loaded
 
@@ -132,7 +132,7 @@ def test_shared_cells_that_run_short_pause_the_youngest_and_lose_nothing() -> No
     # (raw prompts the model goes on counting): younger requests give up their cells,
     # are fed them again later, and finish.
     short = LlamaCppEngine(EngineConfig(model_path=model_path(), context_token_limit=256,
-                                        n_threads=2,
+                                        n_threads=THREADS,
                                         options=LlamaCppOptions.parse({"max_batch": "4"})))
     short.load()
     run = Run(short)

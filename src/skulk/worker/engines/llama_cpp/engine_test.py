@@ -1,5 +1,4 @@
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
@@ -16,6 +15,10 @@ from skulk.worker.engines.protocol import ContextOverflow, EngineConfig, Invalid
 pytestmark = pytest.mark.integration
 
 QUESTION = "What is the capital of France? Answer in one sentence."
+# One engine thread in these tests: llama.cpp's threads meet at spinning barriers, and two
+# of them on a 2-core machine shared with pytest's other workers waited on each other for
+# minutes (batching_test's grammar test: 82 s at load 8, 4.9 s with one thread).
+THREADS = 1
 
 
 def model_path() -> str:
@@ -27,7 +30,8 @@ def model_path() -> str:
 
 @pytest.fixture(scope="module")
 def engine() -> Iterator[LlamaCppEngine]:
-    loaded = LlamaCppEngine(EngineConfig(model_path=model_path(), context_token_limit=2048))
+    loaded = LlamaCppEngine(EngineConfig(model_path=model_path(), context_token_limit=2048,
+                                         n_threads=THREADS))
     loaded.load()
     loaded.warm_up()
     yield loaded
@@ -48,7 +52,7 @@ def test_greedy_output_equals_create_chat_completion(engine: LlamaCppEngine) -> 
     from llama_cpp import Llama
     from llama_cpp.llama_types import CreateChatCompletionResponse
 
-    direct = Llama(model_path=model_path(), n_ctx=2048, n_threads=os.cpu_count(),
+    direct = Llama(model_path=model_path(), n_ctx=2048, n_threads=THREADS,
                    verbose=False, flash_attn=True)  # as the engine runs it
     for question, max_tokens in [(QUESTION, 64), ("Write a haiku about rain.", 48)]:
         # Not streamed, so the response, not chunks (llama_cpp's return type has both).
@@ -120,7 +124,8 @@ def test_same_seed_same_sample(engine: LlamaCppEngine) -> None:
 
 
 def test_prompt_over_the_context_is_refused_before_any_token() -> None:
-    small = LlamaCppEngine(EngineConfig(model_path=model_path(), context_token_limit=32))
+    small = LlamaCppEngine(EngineConfig(model_path=model_path(), context_token_limit=32,
+                                        n_threads=THREADS))
     small.load()
     with pytest.raises(ContextOverflow, match="shorten"):
         small.generate(params("word " * 100))
@@ -158,7 +163,7 @@ def test_a_session_reuses_its_kv_across_turns_even_after_other_requests(
     assert final.usage.cached_tokens > first_prompt, \
         "the first turn's prompt and reply came from the saved KV"
     fresh_engine = LlamaCppEngine(EngineConfig(model_path=model_path(),
-                                               context_token_limit=2048))
+                                               context_token_limit=2048, n_threads=THREADS))
     fresh_engine.load()
     _, fresh, final = turn(fresh_engine, "s-fresh")
     assert final.usage is not None and final.usage.cached_tokens == 0

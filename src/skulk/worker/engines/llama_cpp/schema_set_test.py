@@ -9,7 +9,7 @@ import pytest
 
 from skulk.testing.function_schemas import function_schemas, validate_answer
 from skulk.worker.engines.llama_cpp.engine import LlamaCppEngine
-from skulk.worker.engines.llama_cpp.engine_test import model_path, params
+from skulk.worker.engines.llama_cpp.engine_test import THREADS, model_path, params
 from skulk.worker.engines.protocol import EngineConfig
 
 pytestmark = pytest.mark.integration
@@ -20,7 +20,8 @@ MAX_TOKENS = 64
 
 @pytest.fixture(scope="module")
 def engine() -> Iterator[LlamaCppEngine]:
-    loaded = LlamaCppEngine(EngineConfig(model_path=model_path(), context_token_limit=1024))
+    loaded = LlamaCppEngine(EngineConfig(model_path=model_path(), context_token_limit=1024,
+                                         n_threads=THREADS))
     loaded.load()
     yield loaded
 
