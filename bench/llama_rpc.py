@@ -324,13 +324,18 @@ def print_report(samples: dict[str, list[dict[str, Any]]], load_seconds: dict[st
           f"hop {figures['direct']['ttft_ms'] - whole['ttft_ms']:+.1f} ms, the relays "
           f"{relayed['ttft_ms'] - figures['direct']['ttft_ms']:+.1f} ms")
     print_cpu(samples)
-    write_result("llama_rpc", {"max_tokens": max_tokens, "rate": rate, "configurations": {
-        name: {"ttft_ms": row["ttft_ms"], "decode_tps": row["decode"],
-               "load_s": load_seconds[name], "wire_bytes_per_token": row["wire_bytes_per_token"],
-               "cpu_ms_per_token": cpu_per_token(samples[name]),
-               "runqueue_ms_per_token": readings_per_token(samples[name], "runq"),
-               "wakes_per_token": readings_per_token(samples[name], "wakes")}
-        for name, row in figures.items()}})
+    patches = llama_cpp_patches()
+    print(f"llama.cpp: {'stock' if patches is None else 'with Skulk patches ' + patches}")
+    write_result("llama_rpc", {
+        "max_tokens": max_tokens, "rate": rate, "llama_cpp_patches": patches,
+        "configurations": {
+            name: {"ttft_ms": row["ttft_ms"], "decode_tps": row["decode"],
+                   "load_s": load_seconds[name],
+                   "wire_bytes_per_token": row["wire_bytes_per_token"],
+                   "cpu_ms_per_token": cpu_per_token(samples[name]),
+                   "runqueue_ms_per_token": readings_per_token(samples[name], "runq"),
+                   "wakes_per_token": readings_per_token(samples[name], "wakes")}
+            for name, row in figures.items()}})
     differing = differing_texts(samples)
     print("greedy text identical across whole, direct and relayed in all "
           f"{requests} requests" if not differing else "greedy text DIFFERS:\n  "
@@ -345,6 +350,15 @@ def print_report(samples: dict[str, list[dict[str, Any]]], load_seconds: dict[st
         ttft = relayed["ttft_ms"] + to_first * latency
         print(f"  L = {latency} ms: decode {decode:.1f} tok/s ({decode / whole['decode']:.2f}x)"
               f", TTFT {ttft:.1f} ms ({ttft / whole['ttft_ms']:.2f}x)")
+
+
+def llama_cpp_patches() -> str | None:
+    """The digest of Skulk's llama.cpp patches the installed build carries (written by
+    tools/llama-cpp-backends.sh beside its libraries), or None for a stock build."""
+    import llama_cpp
+
+    marker = Path(llama_cpp.__file__).parent / "lib" / "skulk-patches"
+    return marker.read_text().strip() if marker.exists() else None
 
 
 def model_path() -> str:
