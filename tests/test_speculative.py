@@ -21,6 +21,9 @@ REQUESTS: list[dict[str, Any]] = [
         {"role": "user", "content": "Count from one to twenty in words, comma separated."}]},
 ]
 PLAIN = {"prefix_cache_mb": "0", "speculation": "off"}
+# One engine thread: two OpenBLAS threads beside pytest's other workers on a 2-core machine
+# wait on each other (bench/speculative.py measures with two on a quiet machine).
+THREADS = 1
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +33,7 @@ def models(mlx_models: Path) -> Iterator[tuple[Path, Path]]:
 
 @pytest.fixture(scope="module")
 def plain(models: tuple[Path, Path]) -> dict[str, dict[str, Any]]:
-    return probe(models[0], REQUESTS, PLAIN, timeout=600)
+    return probe(models[0], REQUESTS, PLAIN, timeout=600, threads=THREADS)
 
 
 def test_ngram_drafting_gives_the_same_greedy_text_and_keeps_drafts_on_code(
@@ -38,7 +41,7 @@ def test_ngram_drafting_gives_the_same_greedy_text_and_keeps_drafts_on_code(
     # Not adaptive: the adaptive policy pauses drafting by measured step times, so on a
     # loaded machine how many drafts are kept would depend on timing (policy_test covers it).
     options = {"prefix_cache_mb": "0", "drafter": "ngram", "draft_adaptive": "off"}
-    drafted = probe(models[0], REQUESTS, options, timeout=600)
+    drafted = probe(models[0], REQUESTS, options, timeout=600, threads=THREADS)
     for request in REQUESTS:
         assert drafted[request["id"]]["tokens"] == plain[request["id"]]["tokens"], \
             request["id"]
@@ -53,7 +56,7 @@ def test_the_four_bit_copy_drafting_for_fp32_gives_the_same_greedy_text(
     options = {"prefix_cache_mb": "0", "drafter": "draft_model",
                "draft_model_path": str(models[1]), "max_draft": "4",
                "draft_adaptive": "off"}  # every round drafts, so every path is exercised
-    drafted = probe(models[0], REQUESTS[:2], options, timeout=600)
+    drafted = probe(models[0], REQUESTS[:2], options, timeout=600, threads=THREADS)
     for request in REQUESTS[:2]:
         assert drafted[request["id"]]["tokens"] == plain[request["id"]]["tokens"], \
             request["id"]
