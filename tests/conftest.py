@@ -51,11 +51,12 @@ def anyio_backend() -> str:
 # 7-8 minutes in, as one of the last files collected, and ran to the pass's end. Its tests
 # by heads then moved to tests/test_mlx_heads_cluster.py, on a trio of their own, so the
 # two halves run side by side (547 s as one module at load 10-14; 424 and 328 s as two,
-# both at once on two workers, 472 s in all).
+# both at once on two workers, 472 s in all). Measured again at load 7-9 the same day:
+# test_chaos.py 271 s, test_speculative_cluster.py 280 s, test_speculative.py 174 s.
 LONGEST_FIRST = ("test_mlx_cluster.py", "test_mlx_heads_cluster.py", "test_chaos.py",
-                 "test_cluster_trust.py", "test_speculative_cluster.py",
-                 "test_mlx_tensor_fidelity.py", "test_cluster_processes.py",
-                 "test_llama_rpc_cluster.py")
+                 "test_speculative_cluster.py", "test_speculative.py",
+                 "test_cluster_trust.py", "test_mlx_tensor_fidelity.py",
+                 "test_cluster_processes.py", "test_llama_rpc_cluster.py")
 
 
 @pytest.hookimpl(tryfirst=True)  # the integration mark before `-m` deselects by it
