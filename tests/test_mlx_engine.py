@@ -50,7 +50,7 @@ async def runner(mlx_models: Path) -> AsyncIterator[tuple[RunnerSupervisor, Reco
     async with supervised_runner(
             engine=MLX, runner_id=RunnerId("mlx-1"), instance_id=InstanceId("inst-mlx"),
             config=EngineConfig(model_path=str(model_dir), context_token_limit=2048,
-                                n_threads=2),
+                                n_threads=1),  # two wait on each other under load
             ready_timeout=SECONDS, shutdown_timeout=5.0) as pair:
         yield pair
 
