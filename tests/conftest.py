@@ -1,9 +1,17 @@
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.node_process import NodeProcess, serving_bundled_model
+
+# The processes these tests start (MLX ranks beside `make test`'s preloaded OpenBLAS, and
+# anything else that does not say how many threads) run OpenBLAS on one thread: its
+# threads spin while they wait for each other, and two of them in each of three ranks on a
+# 2-core machine shared with pytest's other workers mostly waited. Runners still get the
+# threads their config names (worker/engines/mlx/cpu.py).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 @pytest.fixture(scope="session")
