@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 from loguru import logger
 
@@ -42,6 +42,16 @@ LIVE_FILE = "events.bin"
 DEFAULT_SYNC_INTERVAL_SECONDS = 0.05
 # A record at least this big (a snapshot) checks free space before it is written.
 LARGE_RECORD_BYTES = 1 << 20
+
+
+class EventLog(Protocol):
+    """Where the master persists indexed events (`DiskEventLog`, or a test's list)."""
+
+    def append(self, event: IndexedEvent) -> None: ...
+
+    def compact(self, snapshot: IndexedEvent) -> None: ...
+
+    def read_range(self, start: int, end: int) -> list[IndexedEvent]: ...
 
 
 def _free_bytes(directory: Path) -> int:

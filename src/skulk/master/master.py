@@ -11,12 +11,12 @@ ready in one turn (`ready_batches.py`), and for each stretch of a replay.
 import time
 from collections import Counter
 from collections.abc import AsyncIterable, Callable, Set
-from typing import Protocol
 
 import anyio
 from loguru import logger
 
 from skulk.master.commands import CommandContext, delete_instance_events, events_for_command
+from skulk.master.event_log import EventLog
 from skulk.master.idle import IdleTracker
 from skulk.master.local_event_order import LocalEventOrder
 from skulk.master.local_event_rules import refused_local_event
@@ -68,16 +68,6 @@ MAX_CARRIED_COMMANDS = 1000
 # and at most this many ready proposals or commands are taken in one turn.
 MAX_BATCH_EVENTS = 256
 MAX_READY_COMMANDS = 64
-
-
-class EventLog(Protocol):
-    """Where indexed events are persisted (the disk event log)."""
-
-    def append(self, event: IndexedEvent) -> None: ...
-
-    def compact(self, snapshot: IndexedEvent) -> None: ...
-
-    def read_range(self, start: int, end: int) -> list[IndexedEvent]: ...
 
 
 class Master:
