@@ -48,7 +48,7 @@ run: $(STAMP) $(RUN_DASHBOARD)
 
 install: $(STAMP)
 
-$(INSTALLED): pyproject.toml tools/llama-cpp-backends.sh
+$(INSTALLED): pyproject.toml tools/llama-cpp-backends.sh $(wildcard tools/patches/*.patch)
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Skulk needs Python 3.11 or newer"'
 	$(NEED_CARGO)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
