@@ -338,7 +338,8 @@ class RunnerSupervisor:
             self._status, RunnerLoading | RunnerWarmingUp)
 
     async def shutdown(self, timeout: float = JOIN_SECONDS) -> None:
-        """Stop the runner: ask, then SIGTERM, then SIGKILL; always reaps the process."""
+        """Stop the runner: ask (when it can hear), then SIGTERM, then SIGKILL; always reaps
+        the process."""
         with anyio.CancelScope(shield=True):
             self._stopping = True
             process = self._process
