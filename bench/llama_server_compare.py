@@ -243,13 +243,9 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=None,
                         help="the engines' compute threads (default: every core)")
     args = parser.parse_args()
-    from skulk.models.catalog import ModelCatalog
+    from skulk.testing.models import bundled_gguf
 
-    catalog = ModelCatalog.builtin(Path(tempfile.gettempdir()))
-    card = catalog.resolve("smollm2-135m")
-    assert card is not None
-    gguf = catalog.local_path(card, "gguf")
-    assert gguf is not None, "the bundled GGUF is not installed (make install)"
+    gguf = bundled_gguf()
     binary = llama_server()
     servers = {"skulk": lambda: skulk_server(True, args.threads),
                "skulk-unbatched": lambda: skulk_server(False, args.threads),

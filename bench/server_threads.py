@@ -18,7 +18,6 @@ alternation.
 import argparse
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -125,13 +124,9 @@ def main() -> int:
     args = parser.parse_args()
     if args.quick:
         args.alternations, args.max_tokens = 1, 32
-    from skulk.models.catalog import ModelCatalog
+    from skulk.testing.models import bundled_gguf
 
-    catalog = ModelCatalog.builtin(Path(tempfile.gettempdir()))
-    card = catalog.resolve("smollm2-135m")
-    assert card is not None
-    gguf = catalog.local_path(card, "gguf")
-    assert gguf is not None, "the bundled GGUF is not installed (make install)"
+    gguf = bundled_gguf()
     binary = llama_server()
     servers: dict[str, Server] = {
         "skulk": lambda: skulk_server(True, args.threads),

@@ -114,14 +114,19 @@ async def test_a_killed_runner_fails_and_errors_every_in_flight_request(
         assert len(errors) == 1 and errors[0].error_kind == "runner_failed"
 
 
+def unready_echo_runner(options: dict[str, str], recorder: Recorder) -> RunnerSupervisor:
+    """A supervisor of an echo runner that nobody has told to load yet."""
+    return RunnerSupervisor(
+        runner_id=RunnerId("run-1"), instance_id=InstanceId("inst-1"), engine=ECHO,
+        config=EngineConfig(model_path="x", context_token_limit=10,
+                            options=EchoOptions.parse(options)),
+        on_event=recorder.on_event, on_chunk=recorder.on_chunk)
+
+
 @pytest.mark.anyio
 async def test_a_failed_load_is_reported_once_and_the_process_exits() -> None:
     recorder = Recorder()
-    supervisor = RunnerSupervisor(
-        runner_id=RunnerId("run-1"), instance_id=InstanceId("inst-1"), engine=ECHO,
-        config=EngineConfig(model_path="x", context_token_limit=10,
-                            options=EchoOptions.parse({"fail_load": "1"})),
-        on_event=recorder.on_event, on_chunk=recorder.on_chunk)
+    supervisor = unready_echo_runner({"fail_load": "1"}, recorder)
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(supervisor.run)
         await wait_until(lambda: supervisor.status is not None)
@@ -230,11 +235,7 @@ async def test_a_runner_busy_loading_is_stopped_without_waiting_for_an_answer() 
     # A load reads no messages: asking first would hold the worker's planning for the
     # whole join timeout before the SIGTERM that actually stops it.
     recorder = Recorder()
-    supervisor = RunnerSupervisor(
-        runner_id=RunnerId("run-1"), instance_id=InstanceId("inst-1"), engine=ECHO,
-        config=EngineConfig(model_path="x", context_token_limit=10,
-                            options=EchoOptions.parse({"load_seconds": "60"})),
-        on_event=recorder.on_event, on_chunk=recorder.on_chunk)
+    supervisor = unready_echo_runner({"load_seconds": "60"}, recorder)
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(supervisor.run)
         await wait_until(lambda: supervisor.status is not None)
