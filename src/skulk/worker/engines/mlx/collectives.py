@@ -21,6 +21,7 @@ from skulk.worker.engines.mlx.ring import (
     GroupError,
     init_ring,
 )
+from skulk.worker.engines.mlx.ring_rendezvous import await_neighbours
 
 __all__ = [
     "CollectiveTimeout", "Group", "GroupConnectTimeout", "GroupError", "RingGroup",
@@ -31,6 +32,9 @@ __all__ = [
 # Generous: a recv also waits for the sending rank's compute of its layers for the
 # whole (chunk of a) prompt, which on a slow CPU takes tens of seconds.
 DEFAULT_COLLECTIVE_DEADLINE_SECONDS = 60.0
+
+# mlx's init gets at least this long once the neighbours have met (they are up by then).
+MIN_INIT_SECONDS = 10.0
 
 
 class Group(Protocol):
@@ -206,12 +210,14 @@ def connect_ring(
 ) -> Group:
     """Join the ring over `hosts` (hosts[i] = "ip:port" of rank i) as `rank`.
 
-    One host gives a SoloGroup without touching the network. A neighbour that never
-    connects ends the process after `deadline_seconds` (see ring.py); a malformed host
-    list or a failed init raises GroupError.
+    One host gives a SoloGroup without touching the network. The ranks first meet their
+    neighbours (ring_rendezvous.py), then form mlx's ring; a neighbour that never comes
+    raises GroupConnectTimeout, or ends the process once mlx's init passes the rest of
+    `deadline_seconds` (ring.py); a malformed host list or a failed init raises GroupError.
     """
     if len(hosts) == 1 and rank == 0:
         return SoloGroup()
-    native = init_ring(rank, hosts, deadline_seconds)
+    waited = await_neighbours(rank, hosts, deadline_seconds)
+    native = init_ring(rank, hosts, max(deadline_seconds - waited, MIN_INIT_SECONDS))
     return RingGroup(native, deadline_seconds=collective_deadline_seconds,
                      peer_wait=PeerWait.find(rank, hosts))

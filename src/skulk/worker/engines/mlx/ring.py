@@ -3,7 +3,8 @@
 Ranks are started by the worker, not by `mlx.launch` (which keeps a core busy): each
 process writes the hostfile the ring backend reads (a JSON list with, per rank, a list of
 "ip:port" addresses), points `MLX_HOSTFILE` / `MLX_RANK` at it and calls
-`mx.distributed.init(backend="ring", strict=True)`.
+`mx.distributed.init(backend="ring", strict=True)`, once its two neighbours are up
+(ring_rendezvous.py: mlx gives up connecting after 31 s of backoff).
 
 Two things can wedge a rank forever, and both end the process instead:
 
@@ -84,6 +85,17 @@ def ring_environment(hostfile: Path, rank: int) -> dict[str, str]:
     return {"MLX_HOSTFILE": str(hostfile), "MLX_RANK": str(rank)}
 
 
+def check_ring_shape(rank: int, hosts: Sequence[str], deadline_seconds: float) -> None:
+    """GroupError, before any connecting, for a ring that cannot be formed as asked."""
+    if not 0 <= rank < len(hosts):
+        raise GroupError(f"rank {rank} is outside a ring of {len(hosts)} hosts")
+    if len(hosts) < 2:
+        raise GroupError("a ring needs at least two hosts; use SoloGroup for one process")
+    if deadline_seconds <= 0:
+        raise GroupError("the connect deadline must be positive")
+    hostfile_document(hosts)
+
+
 def init_ring(rank: int, hosts: Sequence[str],
               deadline_seconds: float) -> mx.distributed.Group:
     """Connect this process as `rank` of the ring over `hosts`; the raw mlx Group.
@@ -91,12 +103,7 @@ def init_ring(rank: int, hosts: Sequence[str],
     If a neighbour never shows up the process exits once `deadline_seconds` have passed
     (faulthandler prints "Timeout" and the stack on stderr, exit status 1).
     """
-    if not 0 <= rank < len(hosts):
-        raise GroupError(f"rank {rank} is outside a ring of {len(hosts)} hosts")
-    if len(hosts) < 2:
-        raise GroupError("a ring needs at least two hosts; use SoloGroup for one process")
-    if deadline_seconds <= 0:
-        raise GroupError("the connect deadline must be positive")
+    check_ring_shape(rank, hosts, deadline_seconds)
     hostfile = write_hostfile(Path(tempfile.gettempdir()), hosts)
     os.environ.update(ring_environment(hostfile, rank))
     sys.stderr.write(
