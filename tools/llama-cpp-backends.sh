@@ -10,7 +10,10 @@
 # (about 5 minutes on 2 cores, once per machine) and installed from there. The same when
 # Skulk's patches to llama.cpp (tools/patches) are not in it: they are part of the key.
 set -euo pipefail
-# Usage: llama-cpp-backends.sh PYTHON   (check the venv of PYTHON, rebuild if needed)
+# Usage: llama-cpp-backends.sh PYTHON   (check the venv of PYTHON, rebuild if needed; when
+#                                        llama-cpp-python is not installed yet, install the
+#                                        version pyproject.toml pins, built this way, so
+#                                        that pip does not build a stock one first)
 #        llama-cpp-backends.sh --flags  (print the CMake flags for this machine)
 
 # SKULK_LLAMA_GPU=cuda|metal|vulkan|cpu overrides the choice. CUDA needs both the toolkit
@@ -48,19 +51,24 @@ patch_digest=$(for p in $patches; do sha256sum <"$p"; done | sha256sum | cut -c1
 
 lib_dir=$("$python" -c 'import importlib.util, pathlib
 spec = importlib.util.find_spec("llama_cpp")
-print(pathlib.Path(spec.origin).parent / "lib")')
-missing=""
-for name in $wanted; do
-    compgen -G "$lib_dir/lib$name.*" >/dev/null || missing="$missing $name"
-done
-[ "$(cat "$lib_dir/skulk-patches" 2>/dev/null)" = "$patch_digest" ] || missing="$missing skulk-patches"
-[ -z "$missing" ] && exit 0
-
-version=$("$python" -c 'import importlib.metadata; print(importlib.metadata.version("llama-cpp-python"))')
+print("" if spec is None else pathlib.Path(spec.origin).parent / "lib")')
+if [ -z "$lib_dir" ]; then
+    missing=""  # nothing installed yet: install the pinned version, built here
+    version=$(sed -n 's/^ *"llama-cpp-python==\([^"]*\)",*$/\1/p' "$(dirname "$0")/../pyproject.toml")
+    [ -n "$version" ] || { echo "pyproject.toml pins no llama-cpp-python version" >&2; exit 1; }
+else
+    missing=""
+    for name in $wanted; do
+        compgen -G "$lib_dir/lib$name.*" >/dev/null || missing="$missing $name"
+    done
+    [ "$(cat "$lib_dir/skulk-patches" 2>/dev/null)" = "$patch_digest" ] || missing="$missing skulk-patches"
+    [ -z "$missing" ] && exit 0
+    version=$("$python" -c 'import importlib.metadata; print(importlib.metadata.version("llama-cpp-python"))')
+fi
 key=$(echo "$version $flags $patch_digest" | sha256sum | cut -c1-16)
 wheels="${XDG_CACHE_HOME:-$HOME/.cache}/skulk/llama-cpp-python/$key"
 if ! compgen -G "$wheels/*.whl" >/dev/null; then
-    echo "llama-cpp-python $version lacks$missing: building it with $flags (about 5 minutes)"
+    echo "llama-cpp-python $version${missing:+ lacks$missing}: building it with $flags (about 5 minutes)"
     source_dir=$(mktemp -d)
     trap 'rm -rf "$source_dir"' EXIT
     "$python" -m pip download --quiet --no-deps --no-binary :all: --dest "$source_dir" \
@@ -81,4 +89,6 @@ if ! compgen -G "$wheels/*.whl" >/dev/null; then
         --wheel-dir "$wheels" "$unpacked"
 fi
 "$python" -m pip install --quiet --no-deps --force-reinstall "$wheels"/*.whl
+lib_dir=$("$python" -c 'import importlib.util, pathlib
+print(pathlib.Path(importlib.util.find_spec("llama_cpp").origin).parent / "lib")')
 echo "$patch_digest" >"$lib_dir/skulk-patches"
