@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 import llguidance
 import numpy as np
+from loguru import logger
 
 from skulk.worker.engines.grammar.closing import Mask, closing_path, mask_of
 from skulk.worker.engines.grammar.compile import GrammarRefused
@@ -113,7 +114,13 @@ class Constraint:
             lexer.feed(self._vocabulary.piece(token))
             if not matcher.consume_token(token):
                 return None
-        return closing_path(matcher, lexer, uses, self._vocabulary, limit)
+        try:
+            return closing_path(matcher, lexer, uses, self._vocabulary, limit)
+        except RuntimeError as error:
+            # The strategy found no way on (a bug of its own, not the request's): the
+            # request goes on unplanned and its budget cuts it, as for a path too long.
+            logger.warning("no closing path for a constrained answer: {}", error)
+            return None
 
     def advance(self, tokens: Sequence[int]) -> None:
         """Commit tokens the request produced (an end-of-generation token ends it); a

@@ -112,3 +112,21 @@ def test_a_schema_longer_than_the_budget_runs_to_the_budget_not_to_an_early_end(
     tokens = random_answer(vocabulary, grammar, 4, seed=1)
     assert len(tokens) == 4
     assert vocabulary.tokenizer.decode_str(tokens).startswith("{")
+
+
+def test_a_closing_strategy_that_breaks_leaves_the_budget_to_cut_the_answer(
+        vocabulary: Vocabulary, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A fault of the strategy (it raises) must not end the runner's step for every request
+    # in the batch: the answer goes on unplanned, every token still under the mask.
+    calls: list[int] = []
+
+    def broken(*args: object) -> list[int]:
+        calls.append(1)
+        raise RuntimeError("the closing strategy broke the grammar")
+
+    monkeypatch.setattr("skulk.worker.engines.grammar.constraint.closing_path", broken)
+    grammar = compile_json_schema(json.dumps({"type": "object"}))
+    tokens = random_answer(vocabulary, grammar, 6, seed=3)
+    assert calls, "the strategy was never asked"
+    assert 1 <= len(tokens) <= 6
+    assert vocabulary.tokenizer.decode_str(tokens).startswith("{")
