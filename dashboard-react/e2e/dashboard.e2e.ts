@@ -56,6 +56,9 @@ describe("the dashboard on a real node", () => {
     await card.waitFor();
     expect(await card.getByText("master", { exact: true }).count()).toBe(1);
     expect(await card.getByRole("meter", { name: "Memory" }).getAttribute("aria-valuenow")).toMatch(/^\d+$/);
+    // Its GPUs from the real probe: a meter each, or, on a machine without one, says so.
+    const gpus = await card.getByRole("meter", { name: /^GPU \d+: .+ \((cuda|metal|vulkan|rocm)\)$/ }).count();
+    expect(gpus + (await card.getByText("GPUs: none (CPU only)").count())).toBeGreaterThan(0);
     await page.locator(`svg.graph g[data-node="${nodeId}"]`).waitFor();
     // The health badge explains itself on keyboard focus, not only on hover.
     const badge = card.getByTestId("health-badge");

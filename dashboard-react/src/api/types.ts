@@ -26,6 +26,15 @@ export interface ReachableAddress {
   rtt_ms: number;
 }
 
+/** One GPU of a node as its driver reported it (`backend`: the API it was found through). */
+export interface GpuDevice {
+  name: string;
+  backend: "cuda" | "metal" | "vulkan" | "rocm" | string;
+  /** 0: not known. */
+  vram_total_bytes: number;
+  vram_free_bytes: number;
+}
+
 export interface NodeTelemetry {
   node_id: string;
   stamp: number;
@@ -40,6 +49,8 @@ export interface NodeTelemetry {
   disk_total_bytes: number;
   disk_free_bytes: number;
   warm: WarmModel[];
+  /** The node's GPUs (absent from nodes that predate them, empty on CPU-only nodes). */
+  gpus?: GpuDevice[];
   /** `skulk models pull`s into this node's store under way, or stopped midway. */
   pulls?: StorePull[];
 }
@@ -132,6 +143,7 @@ export interface ClusterNode {
   backends: string[];
   memory_available_bytes: number | null;
   memory_total_bytes: number | null;
+  gpus?: GpuDevice[];
   warm: WarmModel[];
   health: HealthLevel;
   health_reasons: HealthReason[];

@@ -15,6 +15,22 @@ describe("cluster graph", () => {
     expect(a!.warm).toEqual(["smollm2-135m (whole)"]);
   });
 
+  it("carries each node's GPUs with their backend and memory in use", () => {
+    const state = clusterState();
+    state.telemetry["node-a"]!.gpus = [
+      { name: "NVIDIA H200", backend: "cuda", vram_total_bytes: 140, vram_free_bytes: 105 },
+      { name: "Radeon", backend: "vulkan", vram_total_bytes: 0, vram_free_bytes: 0 },
+    ];
+    state.telemetry["node-b"]!.gpus = [];
+    const [a, b] = buildClusterGraph(clusterSummary(), state).nodes;
+    expect(a!.gpus).toEqual([
+      { name: "NVIDIA H200", backend: "cuda", memory: { used: 35, total: 140, fraction: 0.25 } },
+      { name: "Radeon", backend: "vulkan", memory: null },
+    ]);
+    expect(b!.gpus).toEqual([]);
+    expect(buildClusterGraph(clusterSummary(), clusterState()).nodes[0]!.gpus).toBeNull();
+  });
+
   it("carries the health and reasons of each node", () => {
     const state = clusterState();
     state.node_health["node-b"] = {

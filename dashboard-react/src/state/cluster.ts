@@ -1,12 +1,19 @@
 // The cluster as a graph: nodes on a circle with their memory, disk, backends and health;
 // links from the topology's observed edges, one per pair of nodes.
 
-import type { ClusterState, ClusterSummary, HealthLevel, HealthReason } from "../api/types";
+import type { ClusterState, ClusterSummary, GpuDevice, HealthLevel, HealthReason } from "../api/types";
 
 export interface Usage {
   used: number;
   total: number;
   fraction: number;
+}
+
+/** One GPU as a node card shows it; `memory` is null when the driver gave no sizes. */
+export interface GpuView {
+  name: string;
+  backend: string;
+  memory: Usage | null;
 }
 
 export interface GraphNode {
@@ -22,6 +29,8 @@ export interface GraphNode {
   memory: Usage | null;
   disk: Usage | null;
   backends: string[];
+  /** Null when the node has not said (no readings yet, or it predates GPU readings). */
+  gpus: GpuView[] | null;
   warm: string[];
   apiUrl: string | null;
   /** The machine's host name, shown beside the id; null when the node did not say. */
@@ -47,6 +56,13 @@ export function usage(total: number | null | undefined, free: number | null | un
   if (!total || total <= 0 || free === null || free === undefined) return null;
   const used = Math.max(total - free, 0);
   return { used, total, fraction: Math.min(used / total, 1) };
+}
+
+export function gpuViews(gpus: GpuDevice[] | undefined): GpuView[] | null {
+  if (gpus === undefined) return null;
+  return gpus.map((gpu) => ({
+    name: gpu.name, backend: gpu.backend, memory: usage(gpu.vram_total_bytes, gpu.vram_free_bytes),
+  }));
 }
 
 /** Positions on a circle of radius 0.35 around (0.5, 0.5); one node sits in the middle. */
@@ -98,6 +114,7 @@ export function buildClusterGraph(cluster: ClusterSummary, state: ClusterState):
         reading?.memory_available_bytes ?? summary?.memory_available_bytes),
       disk: usage(reading?.disk_total_bytes, reading?.disk_free_bytes),
       backends: reading?.backends ?? summary?.backends ?? [],
+      gpus: gpuViews(reading?.gpus ?? summary?.gpus),
       warm: (reading?.warm ?? summary?.warm ?? []).map((w) => `${w.model_id} (${w.role})`),
       apiUrl: reading?.api_url ?? summary?.api_url ?? null,
       hostname: reading?.hostname || summary?.hostname || null,

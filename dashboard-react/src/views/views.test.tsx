@@ -28,6 +28,22 @@ describe("ClusterView", () => {
     expect(screen.getByRole("list", { name: "Cluster summary" }).textContent).toContain("2 of 2 nodes alive");
   });
 
+  it("shows each GPU with its name, backend and VRAM in use, and a CPU-only node as such", () => {
+    const state = clusterState();
+    state.telemetry["node-a"]!.gpus = [
+      { name: "NVIDIA H200", backend: "cuda", vram_total_bytes: 4 * 2 ** 30, vram_free_bytes: 3 * 2 ** 30 },
+    ];
+    state.telemetry["node-b"]!.gpus = [];
+    render(withData({ state, cluster: clusterSummary() }, <ClusterView />));
+    const a = screen.getByRole("article", { name: "node-a" });
+    const gpu = within(a).getByRole("meter", { name: "GPU 0: NVIDIA H200 (cuda)" });
+    expect(gpu.getAttribute("aria-valuenow")).toBe("25");
+    expect(gpu.getAttribute("aria-valuetext")).toContain("1.00 GiB of 4.00 GiB used");
+    const b = screen.getByRole("article", { name: "node-b" });
+    expect(within(b).getByText("GPUs: none (CPU only)")).toBeTruthy();
+    expect(within(b).queryByRole("meter", { name: /^GPU/ })).toBeNull();
+  });
+
   it("shows each node's host name beside its id, when the node reports one", () => {
     render(withData({ state: clusterState(), cluster: clusterSummary() }, <ClusterView />));
     const b = screen.getByRole("article", { name: "node-b" });

@@ -1,6 +1,6 @@
 """`skulk status`'s text, from a node's `GET /cluster`: first what is wrong with the
 cluster as a whole (this node cut off, a `--peer` it cannot reach, a side without a
-majority), then each node with its state and endpoints, then instances and tasks.
+majority), then each node with its state, endpoints and GPUs, then instances and tasks.
 
 A large cluster lists only the nodes worth a look (this one, the master, any not up or
 not healthy, any holding a rank) and counts the rest in one line, so 200 nodes fit a
@@ -61,6 +61,19 @@ def node_line(node: dict[str, Any], master: str | None) -> str:
             f"api {api}, health {node['health']}")
 
 
+def gpu_lines(node: dict[str, Any]) -> list[str]:
+    """One line per GPU the node reported: `    gpu 0: NVIDIA H200 (cuda), 1.00 GiB of
+    140 GiB used`. Its memory is `not known` when the driver gave none (a Vulkan device
+    without sysfs figures)."""
+    lines = []
+    for index, gpu in enumerate(node.get("gpus") or []):
+        total, free = gpu["vram_total_bytes"], gpu["vram_free_bytes"]
+        memory = (f"{size_text(max(total - free, 0))} of {size_text(total)} used" if total
+                  else "memory not known")
+        lines.append(f"    gpu {index}: {gpu['name']} ({gpu['backend']}), {memory}")
+    return lines
+
+
 def _worth_a_look(node: dict[str, Any], cluster: dict[str, Any],
                   ranked: set[str]) -> bool:
     node_id = node["node_id"]
@@ -91,6 +104,7 @@ def status_lines(cluster: dict[str, Any], every_node: bool = False) -> list[str]
         lines.append(f"  {len(nodes)} nodes")
     for node in listed:
         lines.append(node_line(node, master))
+        lines += gpu_lines(node)
         lines += [f"    {reason['level']} {reason['code']}: {reason['message']} "
                   f"({reason['remedy']})" for reason in node["health_reasons"]]
     if len(listed) < len(nodes):

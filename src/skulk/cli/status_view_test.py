@@ -54,3 +54,15 @@ def test_a_large_cluster_lists_the_nodes_worth_a_look_and_counts_the_rest() -> N
                         "rack1 x99); `skulk status --all` lists them")
     assert len(lines) == 6
     assert len(status_lines(cluster(nodes=many), every_node=True)) == 202
+
+
+def test_each_gpu_shows_its_name_backend_and_memory_in_use() -> None:
+    gpus = [{"name": "NVIDIA H200", "backend": "cuda", "vram_total_bytes": 140 * 1024**3,
+             "vram_free_bytes": 139 * 1024**3},
+            {"name": "AMD Radeon Pro", "backend": "vulkan", "vram_total_bytes": 0,
+             "vram_free_bytes": 0}]
+    lines = status_lines(cluster(nodes=[{**node("a", "up", True), "gpus": gpus},
+                                        node("b", "up", True)]))
+    assert lines[2:4] == ["    gpu 0: NVIDIA H200 (cuda), 1.00 GiB of 140 GiB used",
+                          "    gpu 1: AMD Radeon Pro (vulkan), memory not known"]
+    assert lines[4].startswith("  node b: up"), "a node without GPUs gets no GPU line"

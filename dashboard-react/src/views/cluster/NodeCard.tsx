@@ -1,12 +1,23 @@
 import { HealthBadge } from "../../components/HealthBadge";
 import { Meter } from "../../components/Meter";
-import type { GraphNode, Usage } from "../../state/cluster";
+import type { GpuView, GraphNode, Usage } from "../../state/cluster";
 import { formatBytes } from "../../state/format";
 
 function usageMeter(label: string, usage: Usage | null) {
   if (!usage) return <p className="muted">{label}: not reported</p>;
-  return <Meter label={label} fraction={usage.fraction}
+  return <Meter key={label} label={label} fraction={usage.fraction}
     valueText={`${formatBytes(usage.used)} of ${formatBytes(usage.total)} used`} />;
+}
+
+/** A meter per GPU, labelled with its name and backend tag; or why there is none. */
+function gpuMeters(gpus: GpuView[] | null, hasWorker: boolean | null) {
+  if (gpus === null) return <p className="muted">GPUs: not reported</p>;
+  if (gpus.length === 0) return hasWorker ? <p className="muted">GPUs: none (CPU only)</p> : null;
+  return gpus.map((gpu, i) => {
+    const label = `GPU ${i}: ${gpu.name} (${gpu.backend})`;
+    return gpu.memory ? usageMeter(label, gpu.memory)
+      : <p key={label} className="muted">{label}: memory not known</p>;
+  });
 }
 
 export function NodeCard({ node }: { node: GraphNode }) {
@@ -26,6 +37,7 @@ export function NodeCard({ node }: { node: GraphNode }) {
       </header>
       {usageMeter("Memory", node.memory)}
       {usageMeter("Disk", node.disk)}
+      {gpuMeters(node.gpus, node.hasWorker)}
       <dl className="facts">
         <dt>Backends</dt>
         <dd>{node.backends.length ? node.backends.map((b) => <span key={b} className="chip">{b}</span>) : "none"}</dd>
