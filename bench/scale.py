@@ -28,9 +28,14 @@ For each N, in order:
 - failover: the master is killed -> one new master that every node follows; the
   election's deliveries and bytes over formation and failover.
 
-Formation and failover are also given as each would take were every node on a core of its
-own (`*_own_cores_model`: the election rounds it took times the coalescing and election
-timeout, plus the busiest node's CPU): the wall time here is every node's CPU on one core.
+The harness models N machines on one core where the product's timing would not hold here
+(bench/scale_modelling.py): the nodes' election timeout is the product's plus what this
+core takes to check a round's N(N-1) votes (`harness_election_timeout_seconds`), and what
+the cluster built is frozen out of the collector's walks after formation and before each
+load. Formation and failover are also given as each would take were every node on a core
+of its own (`*_own_cores_model`: the election rounds it took times the coalescing and the
+product's election timeout, plus the busiest node's CPU): the wall time here is every
+node's CPU on one core.
 
 The worst event-loop lag is the longest single step any node ran, idle and under load
 (and apart, during failover): a node alone on its loop lags at least that much. The
@@ -53,6 +58,12 @@ from loguru import logger
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.results import write_result  # noqa: E402
 from bench.scale_harness import BUS, Member, ScaleCluster, StepClock, Traffic  # noqa: E402
+from bench.scale_modelling import (  # noqa: E402
+    freeze_formed_cluster,
+    harness_election_timeout,
+    release_frozen,
+    seconds_to_open_a_vote,
+)
 
 from skulk.cluster.election import DEFAULT_COALESCE_SECONDS  # noqa: E402
 from skulk.shared.types.events import WeightsFetchProgress  # noqa: E402
@@ -147,6 +158,14 @@ async def _propose(proposers: list[Member], events: int, rate: float, burst: int
             await anyio.sleep(burst / rate)
 
 
+def _freeze_between_phases(clock: StepClock) -> None:
+    """Keep what the cluster built so far out of later collections (the harness's
+    modelling); the pause of this collection is the harness's, not a node's."""
+    longest = clock.longest_gc_pause
+    freeze_formed_cluster()
+    clock.longest_gc_pause = longest
+
+
 def _duplicates(cluster: ScaleCluster) -> int:
     """Indexed events the running nodes received again after applying them."""
     return sum(m.node.replica.duplicates for m in cluster.members.values())
@@ -155,6 +174,7 @@ def _duplicates(cluster: ScaleCluster) -> int:
 async def _load(cluster: ScaleCluster, clock: StepClock, master: Member, *, events: int,
                 rate: float, burst: int) -> dict[str, Any]:
     """Propose `events` and wait until all are applied everywhere: the figures per event."""
+    _freeze_between_phases(clock)
     n = len(cluster.members)
     followers = [m for m in cluster.members.values() if m is not master]
     first = master.node.replica.next_index()
@@ -221,56 +241,80 @@ async def _until_applied(cluster: ScaleCluster, index: int, timeout: float) -> N
 async def measure(n: int, *, events: int, rate: float, idle_seconds: float,
                   election_timeout: float, clock: StepClock, burst: int = 0
                   ) -> dict[str, Any]:
-    """One cluster of `n` nodes through formation, idle, load and failover."""
-    with tempfile.TemporaryDirectory(prefix="skulk-scale-") as root:
-        async with anyio.create_task_group() as tasks:
-            cluster = ScaleCluster(tasks, Path(root), clock, election_timeout)
-            started = time.perf_counter()
-            for i in range(n):
-                cluster.start(f"n{i:03d}")
-            master_id = await cluster.wait_converged(timeout=30 + n)
-            formation = time.perf_counter() - started
-            formation_cpu = max(_node_cpu(clock, cluster).values())
-            formation_rounds = _round(cluster)
-            formation_own = _own_cores(formation_rounds, election_timeout, formation_cpu)
-            formation_traffic = cluster.bus.traffic.copy()
-            await anyio.sleep(1.0)  # the readings and agreements that follow an election
-            clock.reset_longest()
+    """One cluster of `n` nodes through formation, idle, load and failover.
 
-            cpu_before, traffic_before = _node_cpu(clock, cluster), cluster.bus.traffic.copy()
-            await anyio.sleep(idle_seconds)
-            idle_cpu = _spent(_node_cpu(clock, cluster), cpu_before)
-            idle = cluster.bus.traffic.since(traffic_before)
+    `election_timeout` is the product's, which the own-cores model charges each round; the
+    nodes here wait it plus what this one core takes to open a round's votes
+    (bench/scale_modelling.py), and what a formed cluster built is kept out of the
+    collector's walks until the size is done."""
+    vote_seconds = seconds_to_open_a_vote()
+    run_timeout = harness_election_timeout(n, election_timeout, vote_seconds)
+    try:
+        with tempfile.TemporaryDirectory(prefix="skulk-scale-") as root:
+            row = await _measure_in(Path(root), n, events=events, rate=rate,
+                                    idle_seconds=idle_seconds,
+                                    election_timeout=election_timeout,
+                                    run_timeout=run_timeout, clock=clock, burst=burst)
+    finally:
+        release_frozen()
+    return {"nodes": n, "harness_election_timeout_seconds": round(run_timeout, 3),
+            "harness_vote_open_us": round(1e6 * vote_seconds, 1), **row}
 
-            master = cluster.members[cluster.name_of(master_id)]
-            isolated = await _load(cluster, clock, master, events=events, rate=rate, burst=1)
-            bursts = {} if burst <= 0 else {
-                f"{key}_bursts": value for key, value in (await _load(
-                    cluster, clock, master, events=events, rate=rate, burst=burst)).items()}
-            longest = {name: seconds for name, seconds in clock.longest.items()
-                       if name not in (BUS, HARNESS)}
-            gc_pause = clock.longest_gc_pause
-            lag_node = max(longest, key=lambda name: longest[name])
-            worst_task = clock.longest_task.get(lag_node, "?")
 
-            clock.reset_longest()
-            before_failover = cluster.bus.traffic.copy()
-            killed_at, round_before = time.perf_counter(), _round(cluster)
-            await cluster.kill(master.name)
-            cpu_before = _node_cpu(clock, cluster)
-            new_master = await cluster.wait_converged(timeout=30 + n)
-            failover = time.perf_counter() - killed_at
-            failover_cpu = max(_spent(_node_cpu(clock, cluster), cpu_before).values())
-            failover_rounds = _round(cluster) - round_before
-            failover_own = _own_cores(failover_rounds, election_timeout, failover_cpu)
-            failover_traffic = cluster.bus.traffic.since(before_failover)
-            failover_longest = {name: seconds for name, seconds in clock.longest.items()
-                                if name not in (BUS, HARNESS)}
-            assert new_master != master_id
-            tasks.cancel_scope.cancel()
+async def _measure_in(root: Path, n: int, *, events: int, rate: float, idle_seconds: float,
+                      election_timeout: float, run_timeout: float, clock: StepClock,
+                      burst: int) -> dict[str, Any]:
+    # Waits allow for the harness's rounds: each lasts `run_timeout` here.
+    converge_within = 30 + n + 4 * run_timeout
+    async with anyio.create_task_group() as tasks:
+        cluster = ScaleCluster(tasks, root, clock, run_timeout)
+        started = time.perf_counter()
+        for i in range(n):
+            cluster.start(f"n{i:03d}")
+        master_id = await cluster.wait_converged(timeout=converge_within)
+        formation = time.perf_counter() - started
+        formation_cpu = max(_node_cpu(clock, cluster).values())
+        formation_rounds = _round(cluster)
+        formation_own = _own_cores(formation_rounds, election_timeout, formation_cpu)
+        formation_traffic = cluster.bus.traffic.copy()
+        freeze_formed_cluster()
+        await anyio.sleep(1.0)  # the readings and agreements that follow an election
+        clock.reset_longest()
+
+        cpu_before, traffic_before = _node_cpu(clock, cluster), cluster.bus.traffic.copy()
+        await anyio.sleep(idle_seconds)
+        idle_cpu = _spent(_node_cpu(clock, cluster), cpu_before)
+        idle = cluster.bus.traffic.since(traffic_before)
+
+        master = cluster.members[cluster.name_of(master_id)]
+        isolated = await _load(cluster, clock, master, events=events, rate=rate, burst=1)
+        bursts = {} if burst <= 0 else {
+            f"{key}_bursts": value for key, value in (await _load(
+                cluster, clock, master, events=events, rate=rate, burst=burst)).items()}
+
+        longest = {name: seconds for name, seconds in clock.longest.items()
+                   if name not in (BUS, HARNESS)}
+        gc_pause = clock.longest_gc_pause
+        lag_node = max(longest, key=lambda name: longest[name])
+        worst_task = clock.longest_task.get(lag_node, "?")
+
+        clock.reset_longest()
+        before_failover = cluster.bus.traffic.copy()
+        killed_at, round_before = time.perf_counter(), _round(cluster)
+        await cluster.kill(master.name)
+        cpu_before = _node_cpu(clock, cluster)
+        new_master = await cluster.wait_converged(timeout=converge_within)
+        failover = time.perf_counter() - killed_at
+        failover_cpu = max(_spent(_node_cpu(clock, cluster), cpu_before).values())
+        failover_rounds = _round(cluster) - round_before
+        failover_own = _own_cores(failover_rounds, election_timeout, failover_cpu)
+        failover_traffic = cluster.bus.traffic.since(before_failover)
+        failover_longest = {name: seconds for name, seconds in clock.longest.items()
+                            if name not in (BUS, HARNESS)}
+        assert new_master != master_id
+        tasks.cancel_scope.cancel()
 
     return {
-        "nodes": n,
         "formation_seconds": round(formation, 3),
         "failover_seconds": round(failover, 3),
         # On its own machine a node would take about its own share: the busiest node's.

@@ -1,9 +1,17 @@
 """The control plane at a few dozen nodes, on the in-memory bus (bench/scale.py runs the
 curve to 200). Counts are asserted, not times: the machine running the tests is shared."""
 
+import gc
+
 import anyio
 import pytest
 from bench.scale import run_sizes
+from bench.scale_modelling import (
+    freeze_formed_cluster,
+    harness_election_timeout,
+    release_frozen,
+    seconds_to_open_a_vote,
+)
 from loguru import logger
 
 NODES = 40
@@ -45,3 +53,26 @@ def test_forty_nodes_elect_fail_over_and_index_without_duplicates(quiet_nodes: o
     assert row["election_rounds_formation"] >= 1 and row["election_rounds_failover"] >= 1
     assert row["formation_seconds_own_cores_model"] <= row["formation_seconds"]
     assert row["failover_seconds_own_cores_model"] <= row["failover_seconds"]
+    # The harness's nodes wait the product's timeout plus this core's share of the votes.
+    assert row["harness_election_timeout_seconds"] > 1.0
+    assert gc.get_freeze_count() == 0, "what the cluster froze was let go"
+
+
+def test_the_harness_waits_out_what_one_core_takes_to_check_a_round_of_votes() -> None:
+    vote = seconds_to_open_a_vote()
+    assert 0 < vote < 0.05  # one Ed25519 check and a decode
+    assert harness_election_timeout(1, 1.0, vote) == 1.0, "one node: the product's timeout"
+    at_200 = harness_election_timeout(200, 1.0, vote) - 1.0
+    assert at_200 >= 200 * 199 * vote, "at least a round's votes, checked on one core"
+    assert at_200 == pytest.approx(4 * (harness_election_timeout(100, 1.0, vote) - 1.0),
+                                   rel=0.02), "it grows as N squared"
+
+
+def test_a_formed_cluster_is_frozen_out_of_collections_until_released() -> None:
+    kept = [[n] for n in range(1000)]
+    freeze_formed_cluster()
+    try:
+        assert gc.get_freeze_count() >= len(kept)
+    finally:
+        release_frozen()
+    assert gc.get_freeze_count() == 0
