@@ -133,7 +133,7 @@ async def indexing_rate(log_dir: Path | None, count: int,
     from skulk.models.catalog import ModelCatalog
     from skulk.shared.telemetry_view import TelemetryView
     from skulk.shared.types.commands import CommandEnvelope
-    from skulk.shared.types.events import IndexedBatch, LocalEvent, TaskDeleted
+    from skulk.shared.types.events import IndexedBatch, LocalEvent, LocalEventBatch, TaskDeleted
     from skulk.shared.types.ids import NodeId, TaskId
     from skulk.testing.channels import SendThrough
 
@@ -141,7 +141,7 @@ async def indexing_rate(log_dir: Path | None, count: int,
         pass
 
     _, commands = anyio.create_memory_object_stream[CommandEnvelope](math.inf)
-    _, local_events = anyio.create_memory_object_stream[LocalEvent](math.inf)
+    _, local_events = anyio.create_memory_object_stream[LocalEventBatch](math.inf)
     log = DiskEventLog(log_dir, sync_interval=sync_interval) if log_dir else NoLog()
     master = Master(node_id=NodeId("bench"), catalog=ModelCatalog.builtin(Path(".")),
                     telemetry=TelemetryView(), event_log=log,

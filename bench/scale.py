@@ -24,7 +24,11 @@ For each N, in order:
   time by B random followers at once (what a placement over several nodes, or runners
   reporting together, looks like): the same figures, suffixed `_bursts`. The master
   publishes what was ready together in one signed batch, so a burst costs it one
-  signature, not B; each proposal is still one message and one signature check;
+  signature, not B; each follower's proposal is its own message and signature check;
+- load, one node's bursts: as many again, B at a time from one random follower (a node
+  whose runners report together): suffixed `_one_node_bursts`. A node sends its proposals
+  that were ready together as one signed message, so such a burst costs one check at the
+  master and one signature there;
 - failover: the master is killed -> one new master that every node follows; the
   election's deliveries and bytes over formation and failover.
 
@@ -45,7 +49,6 @@ are the whole cluster's CPU on one core: a node on its own machine does 1/N of i
 
 import argparse
 import gc
-import random
 import sys
 import tempfile
 import time
@@ -57,7 +60,8 @@ from loguru import logger
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.results import write_result  # noqa: E402
-from bench.scale_harness import BUS, Member, ScaleCluster, StepClock, Traffic  # noqa: E402
+from bench.scale_harness import BUS, ScaleCluster, StepClock, Traffic  # noqa: E402
+from bench.scale_load import measure_load, spent_since  # noqa: E402
 from bench.scale_modelling import (  # noqa: E402
     freeze_formed_cluster,
     harness_election_timeout,
@@ -66,8 +70,6 @@ from bench.scale_modelling import (  # noqa: E402
 )
 
 from skulk.cluster.election import DEFAULT_COALESCE_SECONDS  # noqa: E402
-from skulk.shared.types.events import WeightsFetchProgress  # noqa: E402
-from skulk.shared.types.ids import ModelId, RunnerId  # noqa: E402
 
 FULL_SIZES = (3, 10, 30, 60, 120, 200)
 QUICK_SIZES = (3, 10, 30)
@@ -97,145 +99,9 @@ def _own_cores(rounds: int, election_timeout: float, busiest_node_cpu: float) ->
     return max(rounds, 1) * (DEFAULT_COALESCE_SECONDS + election_timeout) + busiest_node_cpu
 
 
-def _spent(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:
-    return {name: seconds - before.get(name, 0.0) for name, seconds in after.items()}
-
-
-# The tasks of the planes that run whether or not events flow: readings, probes, links,
-# elections. What a node spends in its other tasks while events flow is what the events
-# cost it.
-IDLE_PLANE_TASKS = ("TelemetryView.follow", "OwnReadings.publish_forever",
-                    "ReachabilityProber", "NodeLinks", "Election")
-
-
-def _event_path(task: str) -> bool:
-    return not any(name in task for name in IDLE_PLANE_TASKS)
-
-
-def _event_path_cpu(clock: StepClock, cluster: ScaleCluster) -> dict[str, float]:
-    """Each node's CPU so far in its event-path tasks, less the bus's fan-out in them."""
-    spent: dict[str, float] = {}
-    for (node, task), seconds in clock.busy_by_task.items():
-        if _event_path(task):
-            spent[node] = spent.get(node, 0.0) + seconds
-    for (node, task), seconds in cluster.bus.fan_out.items():
-        if _event_path(task) and node in spent:
-            spent[node] -= seconds
-    return spent
-
-
-def _event_path_by_task(clock: StepClock, cluster: ScaleCluster, node: str
-                        ) -> dict[str, float]:
-    """`node`'s CPU so far in each of its event-path tasks, less the bus's fan-out in it."""
-    return {task: seconds - cluster.bus.fan_out.get((name, task), 0.0)
-            for (name, task), seconds in clock.busy_by_task.items()
-            if name == node and _event_path(task)}
-
-
-def _event_path_fan_out(cluster: ScaleCluster, node: str) -> float:
-    return sum(seconds for (name, task), seconds in cluster.bus.fan_out.items()
-               if name == node and _event_path(task))
-
-
 def _per_topic(traffic: Traffic, divisor: float) -> dict[str, float]:
     return {topic: round(count / divisor, 3)
             for topic, count in sorted(traffic.delivered_bytes.items())}
-
-
-async def _propose(proposers: list[Member], events: int, rate: float, burst: int) -> None:
-    """`events` worker events from random proposers, `rate` a second on average, `burst`
-    of them sent at once by as many proposers (1: one at a time)."""
-    chooser = random.Random(events * burst)
-    for sent in range(events):
-        member = chooser.choice(proposers)
-        sender = member.node.local_events
-        assert sender is not None
-        event = WeightsFetchProgress(runner_id=RunnerId(f"scale-{member.name}"),
-                                     model_id=ModelId("scale"), done_bytes=sent,
-                                     total_bytes=events, source=f"peer {member.name}")
-        await sender.send(event)
-        if (sent + 1) % burst == 0:
-            await anyio.sleep(burst / rate)
-
-
-def _freeze_between_phases(clock: StepClock) -> None:
-    """Keep what the cluster built so far out of later collections (the harness's
-    modelling); the pause of this collection is the harness's, not a node's."""
-    longest = clock.longest_gc_pause
-    freeze_formed_cluster()
-    clock.longest_gc_pause = longest
-
-
-def _duplicates(cluster: ScaleCluster) -> int:
-    """Indexed events the running nodes received again after applying them."""
-    return sum(m.node.replica.duplicates for m in cluster.members.values())
-
-
-async def _load(cluster: ScaleCluster, clock: StepClock, master: Member, *, events: int,
-                rate: float, burst: int) -> dict[str, Any]:
-    """Propose `events` and wait until all are applied everywhere: the figures per event."""
-    _freeze_between_phases(clock)
-    n = len(cluster.members)
-    followers = [m for m in cluster.members.values() if m is not master]
-    first = master.node.replica.next_index()
-    cpu_before, traffic_before = _event_path_cpu(clock, cluster), cluster.bus.traffic.copy()
-    tasks_before = _event_path_by_task(clock, cluster, master.name)
-    fan_out_before, duplicates_before = (_event_path_fan_out(cluster, master.name),
-                                         _duplicates(cluster))
-    started = time.perf_counter()
-    await _propose(followers, events, rate, burst)
-    await _until_applied(cluster, first + events, timeout=60 + n)
-    seconds = time.perf_counter() - started
-    cpu = _spent(_event_path_cpu(clock, cluster), cpu_before)
-    load = cluster.bus.traffic.since(traffic_before)
-    indexed = master.node.replica.next_index() - first
-    fan_out = _event_path_fan_out(cluster, master.name) - fan_out_before
-    again = _duplicates(cluster) - duplicates_before
-    by_task = _spent(_event_path_by_task(clock, cluster, master.name), tasks_before)
-
-    def per_event_ms(name: str) -> float:
-        """CPU per indexed event, in ms: the node's event-path tasks' while events flowed."""
-        return 1000 * cpu.get(name, 0.0) / indexed
-
-    follower_ms = sorted(per_event_ms(m.name) for m in followers)
-    resent = load.publications["local_events"] - events
-    return {
-        "indexed_events": indexed,
-        "load_seconds": round(seconds, 3),
-        "master_cpu_ms_per_event": round(per_event_ms(master.name), 4),
-        "master_bus_fan_out_ms_per_event": round(1000 * fan_out / indexed, 4),
-        # Where the master's figure goes: its tasks (the proposals' pump verifies and
-        # decodes them, the local-event loop indexes, logs, seals and publishes, the
-        # replica applies on the master's node, the sync loop takes followers' requests).
-        "master_cpu_ms_per_event_by_task": {
-            task.rsplit(".", 2)[-2] + "." + task.rsplit(".", 1)[-1] if "." in task else task:
-            round(1000 * seconds / indexed, 4)
-            for task, seconds in sorted(by_task.items(), key=lambda item: -item[1])
-            if 1000 * seconds / indexed >= 0.005},
-        # Each of the master's publications is one signature (a batch of events).
-        "master_signatures_per_event": round(load.publications["global_events"] / indexed, 3),
-        "follower_cpu_ms_per_event_median": round(follower_ms[len(follower_ms) // 2], 4),
-        "follower_cpu_ms_per_event_max": round(follower_ms[-1], 4),
-        # The event's own path (proposal, indexed copies, sync), and everything delivered
-        # meanwhile (readings and probes included) per event.
-        "event_deliveries_per_event": round(sum(
-            load.deliveries[topic] for topic in ("local_events", "global_events",
-                                                 "state_sync")) / indexed, 2),
-        "deliveries_per_event": round(sum(load.deliveries.values()) / indexed, 2),
-        "bytes_per_event": round(sum(load.delivered_bytes.values()) / indexed),
-        "local_events_resent_per_event": round(resent / events, 3),
-        "indexed_received_twice_per_event": round(again / n / indexed, 3),
-        "duplicates_per_event": round((resent + again / n) / events, 3),
-    }
-
-
-async def _until_applied(cluster: ScaleCluster, index: int, timeout: float) -> None:
-    """Until every node applied `index` and no proposer has an event pending."""
-    with anyio.fail_after(timeout):
-        while any(m.node.replica.next_index() < index or
-                  (m.node.local_events is not None and m.node.local_events.pending)
-                  for m in cluster.members.values()):
-            await anyio.sleep(0.02)
 
 
 async def measure(n: int, *, events: int, rate: float, idle_seconds: float,
@@ -283,15 +149,18 @@ async def _measure_in(root: Path, n: int, *, events: int, rate: float, idle_seco
 
         cpu_before, traffic_before = _node_cpu(clock, cluster), cluster.bus.traffic.copy()
         await anyio.sleep(idle_seconds)
-        idle_cpu = _spent(_node_cpu(clock, cluster), cpu_before)
+        idle_cpu = spent_since(_node_cpu(clock, cluster), cpu_before)
         idle = cluster.bus.traffic.since(traffic_before)
 
         master = cluster.members[cluster.name_of(master_id)]
-        isolated = await _load(cluster, clock, master, events=events, rate=rate, burst=1)
+        isolated = await measure_load(cluster, clock, master, events=events, rate=rate, burst=1)
         bursts = {} if burst <= 0 else {
-            f"{key}_bursts": value for key, value in (await _load(
+            f"{key}_bursts": value for key, value in (await measure_load(
                 cluster, clock, master, events=events, rate=rate, burst=burst)).items()}
-
+        one_node_bursts = {} if burst <= 0 else {
+            f"{key}_one_node_bursts": value for key, value in (await measure_load(
+                cluster, clock, master, events=events, rate=rate, burst=burst,
+                one_node=True)).items()}
         longest = {name: seconds for name, seconds in clock.longest.items()
                    if name not in (BUS, HARNESS)}
         gc_pause = clock.longest_gc_pause
@@ -305,7 +174,7 @@ async def _measure_in(root: Path, n: int, *, events: int, rate: float, idle_seco
         cpu_before = _node_cpu(clock, cluster)
         new_master = await cluster.wait_converged(timeout=converge_within)
         failover = time.perf_counter() - killed_at
-        failover_cpu = max(_spent(_node_cpu(clock, cluster), cpu_before).values())
+        failover_cpu = max(spent_since(_node_cpu(clock, cluster), cpu_before).values())
         failover_rounds = _round(cluster) - round_before
         failover_own = _own_cores(failover_rounds, election_timeout, failover_cpu)
         failover_traffic = cluster.bus.traffic.since(before_failover)
@@ -327,6 +196,7 @@ async def _measure_in(root: Path, n: int, *, events: int, rate: float, idle_seco
         **isolated,
         "burst": burst,
         **bursts,
+        **one_node_bursts,
         "idle_bytes_per_node_second": round(
             sum(idle.delivered_bytes.values()) / n / idle_seconds),
         "idle_bytes_per_node_second_by_topic": _per_topic(idle, n * idle_seconds),

@@ -36,7 +36,7 @@ async def indexing_rate(count: int, signed: bool) -> float:
     from skulk.routing.router import Router
     from skulk.shared.telemetry_view import TelemetryView
     from skulk.shared.types.commands import CommandEnvelope
-    from skulk.shared.types.events import IndexedBatch, LocalEvent, TaskDeleted
+    from skulk.shared.types.events import IndexedBatch, LocalEvent, LocalEventBatch, TaskDeleted
     from skulk.shared.types.ids import NodeId, TaskId
     from skulk.shared.types.wire import from_msgpack, to_msgpack
     from skulk.testing.channels import SendThrough
@@ -67,7 +67,7 @@ async def indexing_rate(count: int, signed: bool) -> float:
             await plain.publish(key, to_msgpack(batch))
 
     _, commands = anyio.create_memory_object_stream[CommandEnvelope](math.inf)
-    _, local_events = anyio.create_memory_object_stream[LocalEvent](math.inf)
+    _, local_events = anyio.create_memory_object_stream[LocalEventBatch](math.inf)
     master = Master(node_id=node_id, catalog=ModelCatalog.builtin(Path(".")),
                     telemetry=TelemetryView(), event_log=NoLog(),
                     inbox=MasterInbox(commands=commands, local_events=local_events),

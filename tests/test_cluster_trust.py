@@ -30,6 +30,7 @@ from skulk.shared.types.events import (
     IndexedEvent,
     InstanceDeleted,
     LocalEvent,
+    LocalEventBatch,
     StateSnapshotHydrated,
     TaskCreated,
 )
@@ -275,10 +276,11 @@ def test_a_hostile_member_cannot_crash_a_node_or_forge_state_or_streams(
                             event=InstanceDeleted(instance_id=InstanceId(instance_id),
                                                   reason="forged"))]).model_dump(mode="json"))
                     # Proposed in its own name: a member speaks for its own runners only.
-                    await router.publish(topics.LOCAL_EVENTS, LocalEvent(
-                        origin=me, epoch="hostile", origin_seq=0,
-                        event=InstanceDeleted(instance_id=InstanceId(instance_id),
-                                              reason="forged")))
+                    await router.publish(topics.LOCAL_EVENTS, LocalEventBatch(
+                        origin=me, events=[LocalEvent(
+                            origin=me, epoch="hostile", origin_seq=0,
+                            event=InstanceDeleted(instance_id=InstanceId(instance_id),
+                                                  reason="forged"))]))
                     await router.publish(topics.COMMANDS, CommandEnvelope(
                         origin=NodeId(second.node_id()), command=DeleteInstance(
                             command_id=CommandId("cmd-forged"),

@@ -40,6 +40,13 @@ def test_forty_nodes_elect_fail_over_and_index_without_duplicates(quiet_nodes: o
     assert row["master_signatures_per_event"] >= 0.9
     assert row["master_signatures_per_event_bursts"] <= 0.5
     assert row["indexed_received_twice_per_event_bursts"] <= 0.1
+    # One follower's five ready together leave as one signed message: one check at the
+    # master per five (one at a time: one per event).
+    assert row["indexed_events_one_node_bursts"] == 30
+    assert row["proposal_messages_per_event"] >= 0.9
+    assert row["proposal_messages_per_event_one_node_bursts"] <= 0.25
+    assert row["master_signatures_per_event_one_node_bursts"] <= 0.25
+    assert row["local_events_resent_per_event_one_node_bursts"] <= 0.25
     # Unchanged readings are not sent every 2 s: an idle node hears far less than the
     # N readings of ~1.4 kB every 2 s it used to.
     assert row["idle_bytes_per_node_second"] <= 20_000

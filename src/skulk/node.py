@@ -171,6 +171,7 @@ class Node:
                 tasks.start_soon(prober.run, transport,
                                  config.api_port if config.run_api else None)
                 tasks.start_soon(links.run, transport)
+                tasks.start_soon(local_events.run)
                 tasks.start_soon(sync.run, local_events)
                 # Only a worker node announces its store: its weights serve placements.
                 tasks.start_soon(StoreWatcher(node_id=node_id, catalog=catalog,

@@ -20,7 +20,7 @@ from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.chunks import DataChunk
 from skulk.shared.types.commands import Command, CommandEnvelope
 from skulk.shared.types.election import ElectionMessage, StateSyncMessage
-from skulk.shared.types.events import IndexedBatch, LocalEvent
+from skulk.shared.types.events import IndexedBatch, LocalEventBatch
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.telemetry import NodeTelemetry
 from skulk.shared.types.traces import RankSpans
@@ -58,7 +58,7 @@ class NodeChannels:
     """Every end the node's parts send on, built once the router exists."""
 
     commands: CommandSender
-    local_events: TopicSender[LocalEvent]
+    local_events: TopicSender[LocalEventBatch]
     indexed: TopicSender[IndexedBatch]
     election: TopicSender[ElectionMessage]
     sync: TopicSender[StateSyncMessage]

@@ -1,18 +1,29 @@
-"""A producer's side of local events: number them, resend until the master indexed them.
+"""A producer's side of local events: number them, send what is ready together, resend
+until the master indexed them.
 
-The first resend waits as long as indexing takes here, smoothed as TCP smooths round trips
-(mean plus four times the mean deviation, at least `FIRST_RESEND_SECONDS`): a busy
-master that indexes in two seconds is not sent every event twice.
+Proposals leave in `LocalEventBatch`es, one signature each: `send` numbers its proposal and
+puts it in the outbox; the sender's own task (`run`) wakes, lets the loop turn while each
+turn brings more (as the master's `ReadyBatches` drains) and sends the outbox as one
+batch. A proposal alone waits one turn, never a timer; proposals made one after another
+without a yield, or by several producers in one turn, leave together. Resends that fall
+due together leave together too.
 """
 
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import anyio
+import anyio.lowlevel
 from loguru import logger
 
 from skulk.shared.channels import Sender
-from skulk.shared.types.events import Event, LocalEvent
+from skulk.shared.types.events import (
+    MAX_PROPOSALS_TOGETHER,
+    Event,
+    LocalEvent,
+    LocalEventBatch,
+)
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.state import State
 
@@ -56,7 +67,7 @@ class LocalEventSender:
     """Resends with backoff every event not yet seen indexed; gives up after a bound."""
 
     def __init__(self, *, node_id: NodeId, epoch: str,
-                 published: Sender[LocalEvent],
+                 published: Sender[LocalEventBatch],
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._node_id = node_id
         self._epoch = epoch
@@ -64,20 +75,60 @@ class LocalEventSender:
         self._clock = clock
         self._next_seq = 0
         self._pending: dict[int, _Pending] = {}
+        # Ready to leave, by sequence number (a resend of one already here is a no-op).
+        self._outbox: dict[int, LocalEvent] = {}
+        self._ready = anyio.Event()
+        self._sending = False
         self.indexing_time = IndexingTime()
+        self.batches_sent = 0
+        self.proposals_sent = 0  # resends included
 
     @property
     def pending(self) -> int:
         return len(self._pending)
 
+    @property
+    def all_sent(self) -> bool:
+        """Whether nothing waits in the outbox or is on its way out."""
+        return not self._outbox and not self._sending
+
     async def send(self, event: Event) -> None:
+        """Number `event` and put it in the outbox; `run` sends it within a turn."""
         local = LocalEvent(origin=self._node_id, epoch=self._epoch,
                            origin_seq=self._next_seq, event=event)
         self._next_seq += 1
         now = self._clock()
         wait = self.indexing_time.first_resend()
         self._pending[local.origin_seq] = _Pending(local, now, now + wait, wait)
-        await self._published.send(local)
+        self._outbox[local.origin_seq] = local
+        self._ready.set()
+
+    async def run(self) -> None:
+        """Send what the outbox holds, in batches, for as long as the node runs."""
+        while True:
+            await self._ready.wait()
+            self._ready = anyio.Event()
+            self._sending = True
+            try:
+                while self._outbox:
+                    await self._gather()
+                    ready = [self._outbox.pop(seq)
+                             for seq in sorted(self._outbox)[:MAX_PROPOSALS_TOGETHER]]
+                    if ready:
+                        self.batches_sent += 1
+                        self.proposals_sent += len(ready)
+                        await self._published.send(LocalEventBatch(origin=self._node_id,
+                                                                   events=ready))
+            finally:
+                self._sending = False
+
+    async def _gather(self) -> None:
+        """Let the loop turn while each turn brings more, up to a batch's worth."""
+        while len(self._outbox) < MAX_PROPOSALS_TOGETHER:
+            before = len(self._outbox)
+            await anyio.lowlevel.checkpoint()
+            if len(self._outbox) == before:
+                return
 
     def acknowledge(self, state: State) -> None:
         """Stop resending what the State shows indexed (a snapshot counts too)."""
@@ -87,18 +138,22 @@ class LocalEventSender:
         now = self._clock()
         for seq in [s for s in self._pending if mark.covers(self._epoch, s)]:
             pending = self._pending.pop(seq)
+            self._outbox.pop(seq, None)
             if not pending.resent:
                 self.indexing_time.sample(now - pending.first_sent)
 
     async def resend_due(self) -> None:
+        """Send again, together, every pending event whose next send is due."""
         now = self._clock()
         for seq, pending in sorted(self._pending.items()):
             if now - pending.first_sent > GIVE_UP_SECONDS:
                 logger.warning("gave up on local event {} after {:.0f} s without a master",
                                type(pending.local.event).__name__, GIVE_UP_SECONDS)
                 del self._pending[seq]
+                self._outbox.pop(seq, None)
             elif now >= pending.next_send:
                 pending.gap = min(pending.gap * 2, MAX_RESEND_GAP_SECONDS)
                 pending.next_send = now + pending.gap
                 pending.resent = True
-                await self._published.send(pending.local)
+                self._outbox[seq] = pending.local
+                self._ready.set()

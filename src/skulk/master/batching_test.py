@@ -17,6 +17,7 @@ from skulk.shared.types.election import StateSyncMessage
 from skulk.shared.types.events import (
     IndexedBatch,
     LocalEvent,
+    LocalEventBatch,
     StateSnapshotHydrated,
     TaskDeleted,
 )
@@ -38,9 +39,9 @@ def batched_master(log: ListLog, batches: Collected[IndexedBatch],
     """A master whose inbox already holds `local_events` and `commands`."""
     send_commands, command_stream = anyio.create_memory_object_stream[CommandEnvelope](
         math.inf)
-    send_locals, local_stream = anyio.create_memory_object_stream[LocalEvent](math.inf)
-    for local in local_events or []:
-        send_locals.send_nowait(local)
+    send_locals, local_stream = anyio.create_memory_object_stream[LocalEventBatch](math.inf)
+    for local in local_events or []:  # each from its own message, as from 20 nodes
+        send_locals.send_nowait(LocalEventBatch(origin=local.origin, events=[local]))
     for command in commands or []:
         send_commands.send_nowait(command)
     return Master(node_id=f.NODE, catalog=ModelCatalog.builtin(Path(".")),
@@ -68,6 +69,26 @@ async def test_proposals_ready_together_go_out_in_one_batch() -> None:
     assert [e.index for e in burst] == list(range(1, 21))
     assert [e.source.origin_seq for e in burst if e.source] == list(range(20))
     assert log.events == [seed, *burst], "the log holds each event, in order, as now"
+
+
+@pytest.mark.anyio
+async def test_a_node_s_batched_proposals_are_indexed_in_order_once_under_one_signature(
+) -> None:
+    log, batches = ListLog(), Collected[IndexedBatch]()
+    send_locals, local_stream = anyio.create_memory_object_stream[LocalEventBatch](math.inf)
+    # Two messages of one node (the second out of order and repeating one), ready together.
+    send_locals.send_nowait(LocalEventBatch(origin=f.NODE, events=[proposal(seq)
+                                                                    for seq in (0, 1, 3)]))
+    send_locals.send_nowait(LocalEventBatch(origin=f.NODE, events=[proposal(2), proposal(1)]))
+    m = Master(node_id=f.NODE, catalog=ModelCatalog.builtin(Path(".")),
+               telemetry=TelemetryView(), event_log=log,
+               inbox=MasterInbox(commands=anyio.create_memory_object_stream[
+                   CommandEnvelope](math.inf)[1], local_events=local_stream),
+               indexed=batches, settings=MasterSettings(reconcile_interval=60))
+    await run_until(m, 5)
+    [[seed], burst] = [batch.events for batch in batches.items]
+    assert [e.source.origin_seq for e in burst if e.source] == [0, 1, 2, 3]
+    assert [e.index for e in burst] == [1, 2, 3, 4]
 
 
 @pytest.mark.anyio

@@ -40,6 +40,7 @@ from skulk.shared.types.events import (
     IndexedEvent,
     InstanceDeleted,
     LocalEvent,
+    LocalEventBatch,
     MembershipAgreed,
     StateSnapshotHydrated,
     TaskDeleted,
@@ -306,8 +307,12 @@ class Master:
         await handle_ready(self._inbox.commands, self.handle_commands, most=MAX_READY_COMMANDS)
 
     async def _local_event_loop(self) -> None:
-        await handle_ready(self._inbox.local_events, self.handle_local_events,
+        await handle_ready(self._inbox.local_events, self.handle_proposal_batches,
                            most=MAX_BATCH_EVENTS)
+
+    async def handle_proposal_batches(self, batches: list[LocalEventBatch]) -> None:
+        """Every proposal of the batches that were ready together, as one."""
+        await self.handle_local_events([local for batch in batches for local in batch.events])
 
     async def _sync_loop(self, requests: AsyncIterable[StateSyncMessage]) -> None:
         gathered = SyncRequests(self.session_id)

@@ -16,6 +16,7 @@ from skulk.shared.types.events import (
     IndexedEvent,
     InstanceCreated,
     LocalEvent,
+    LocalEventBatch,
     StateSnapshotHydrated,
     TaskCreated,
 )
@@ -41,7 +42,7 @@ class ListLog:
 def master(log: ListLog, published: list[IndexedEvent],
            settings: MasterSettings | None = None) -> Master:
     never_send, never = anyio.create_memory_object_stream[CommandEnvelope](math.inf)
-    never_send2, never2 = anyio.create_memory_object_stream[LocalEvent](math.inf)
+    never_send2, never2 = anyio.create_memory_object_stream[LocalEventBatch](math.inf)
     return Master(node_id=f.NODE, catalog=ModelCatalog.builtin(Path(".")),
                   telemetry=TelemetryView(), event_log=log,
                   inbox=MasterInbox(commands=never, local_events=never2),
@@ -131,7 +132,7 @@ def minority_master(quorum: Quorum) -> tuple[Master, list[IndexedEvent]]:
     """A master that sees 1 of the 3 agreed members."""
     published: list[IndexedEvent] = []
     _, commands = anyio.create_memory_object_stream[CommandEnvelope](math.inf)
-    _, local_events = anyio.create_memory_object_stream[LocalEvent](math.inf)
+    _, local_events = anyio.create_memory_object_stream[LocalEventBatch](math.inf)
     m = Master(node_id=f.NODE, catalog=ModelCatalog.builtin(Path(".")),
                telemetry=TelemetryView(), event_log=ListLog(),
                inbox=MasterInbox(commands=commands, local_events=local_events),
@@ -195,7 +196,7 @@ def test_a_side_counts_only_the_members_it_heard_from_toward_its_majority() -> N
 
     b, c = NodeId("node-b"), NodeId("node-c")
     _, commands = anyio.create_memory_object_stream[CommandEnvelope](math.inf)
-    _, local_events = anyio.create_memory_object_stream[LocalEvent](math.inf)
+    _, local_events = anyio.create_memory_object_stream[LocalEventBatch](math.inf)
     members = FixedMembers(live={f.NODE, b, c}, heard_from={f.NODE})
     m = Master(node_id=f.NODE, catalog=ModelCatalog.builtin(Path(".")),
                telemetry=TelemetryView(), event_log=ListLog(),

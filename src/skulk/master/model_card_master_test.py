@@ -16,7 +16,7 @@ from skulk.shared.types.commands import AddModelCard, CommandEnvelope, PlaceInst
 from skulk.shared.types.events import (
     IndexedEvent,
     InstanceCreated,
-    LocalEvent,
+    LocalEventBatch,
     ModelCardAdded,
     StateSnapshotHydrated,
 )
@@ -38,7 +38,7 @@ async def test_an_announced_card_is_indexed_and_placeable() -> None:
         memory_available_bytes=8 << 30, cpu_count=2, backends=["llama_cpp-cpu"],
         has_worker=True))
     _, commands = anyio.create_memory_object_stream[CommandEnvelope](math.inf)
-    _, local_events = anyio.create_memory_object_stream[LocalEvent](math.inf)
+    _, local_events = anyio.create_memory_object_stream[LocalEventBatch](math.inf)
     m = Master(node_id=f.NODE, catalog=ModelCatalog.builtin(Path("/nonexistent")),
                telemetry=telemetry, event_log=ListLog(),
                inbox=MasterInbox(commands=commands, local_events=local_events),

@@ -9,7 +9,7 @@ from skulk.master.idle import DEFAULT_KEEP_ALIVE_SECONDS
 from skulk.shared.partition import Quorum
 from skulk.shared.types.commands import CommandEnvelope
 from skulk.shared.types.election import StateSyncMessage
-from skulk.shared.types.events import LocalEvent
+from skulk.shared.types.events import LocalEventBatch
 from skulk.shared.types.ids import NodeId
 from skulk.shared.views import LiveMembers
 
@@ -38,7 +38,7 @@ class MasterInbox:
     """What the master reads: commands, workers' local events, followers' sync requests."""
 
     commands: AsyncIterable[CommandEnvelope]
-    local_events: AsyncIterable[LocalEvent]
+    local_events: AsyncIterable[LocalEventBatch]
     sync_requests: AsyncIterable[StateSyncMessage] | None = None
 
 

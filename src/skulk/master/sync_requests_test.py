@@ -12,7 +12,7 @@ from skulk.models.catalog import ModelCatalog
 from skulk.shared.telemetry_view import TelemetryView
 from skulk.shared.types.commands import CommandEnvelope
 from skulk.shared.types.election import StateSyncMessage
-from skulk.shared.types.events import IndexedEvent, LocalEvent, StateSnapshotHydrated
+from skulk.shared.types.events import IndexedEvent, LocalEventBatch, StateSnapshotHydrated
 from skulk.shared.types.ids import NodeId, SessionId
 from skulk.testing import factories as f
 from skulk.testing.channels import each_indexed_event
@@ -47,7 +47,7 @@ async def test_the_master_answers_a_periods_requests_once() -> None:
     published: list[IndexedEvent] = []
     ask, requests = anyio.create_memory_object_stream[StateSyncMessage](math.inf)
     _, commands = anyio.create_memory_object_stream[CommandEnvelope](math.inf)
-    _, local_events = anyio.create_memory_object_stream[LocalEvent](math.inf)
+    _, local_events = anyio.create_memory_object_stream[LocalEventBatch](math.inf)
     m = Master(node_id=f.NODE, catalog=ModelCatalog.builtin(Path(".")),
                telemetry=TelemetryView(), event_log=ListLog(),
                inbox=MasterInbox(commands=commands, local_events=local_events,

@@ -11,7 +11,13 @@ from skulk.routing.router import Router, namespace_fingerprint
 from skulk.shared.types.chunks import DataChunk, ErrorChunk, TokenChunk
 from skulk.shared.types.commands import CancelTask, CommandEnvelope
 from skulk.shared.types.election import ElectionMessage, StateSyncMessage
-from skulk.shared.types.events import IndexedBatch, IndexedEvent, LocalEvent, TaskDeleted
+from skulk.shared.types.events import (
+    IndexedBatch,
+    IndexedEvent,
+    LocalEvent,
+    LocalEventBatch,
+    TaskDeleted,
+)
 from skulk.shared.types.ids import CommandId, NodeId, SessionId, TaskId
 from skulk.shared.types.telemetry import NodeTelemetry
 from skulk.shared.types.traces import RankSpans, Span
@@ -37,8 +43,8 @@ def chunk(owner: str, sequence: int = 0) -> DataChunk:
 SAMPLES: dict[str, BaseModel] = {
     "commands": CommandEnvelope(origin=NodeId("a"), command=CancelTask(
         command_id=CommandId("c1"), target_command_id=CommandId("c0"))),
-    "local_events": LocalEvent(origin=NodeId("a"), epoch="e", origin_seq=1,
-                               event=TaskDeleted(task_id=TaskId("t"))),
+    "local_events": LocalEventBatch(origin=NodeId("a"), events=[LocalEvent(
+        origin=NodeId("a"), epoch="e", origin_seq=1, event=TaskDeleted(task_id=TaskId("t")))]),
     "global_events": event(4),
     "election": ElectionMessage(node_id=NodeId("a"), clock=2, seniority=1, commands_seen=9),
     "state_sync": StateSyncMessage(kind="replay_request", node_id=NodeId("a"), from_index=3),

@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from skulk.shared.types.chunks import DataChunk
 from skulk.shared.types.commands import CommandEnvelope
 from skulk.shared.types.election import ElectionMessage, StateSyncMessage
-from skulk.shared.types.events import IndexedBatch, LocalEvent
+from skulk.shared.types.events import IndexedBatch, LocalEventBatch
 from skulk.shared.types.ids import NodeId
 from skulk.shared.types.telemetry import NodeTelemetry
 from skulk.shared.types.traces import RankSpans
@@ -44,7 +44,9 @@ def _spans_owner(spans: RankSpans) -> NodeId:
 
 COMMANDS = TypedTopic("commands", CommandEnvelope,
                       origin_of=lambda envelope: envelope.origin)
-LOCAL_EVENTS = TypedTopic("local_events", LocalEvent, origin_of=lambda local: local.origin)
+# A node's proposals travel in batches (what was ready together, one signature), signed by
+# the node that made them.
+LOCAL_EVENTS = TypedTopic("local_events", LocalEventBatch, origin_of=lambda batch: batch.origin)
 # Indexed events travel in batches (one or more consecutive events under one signature),
 # signed by the master that indexed them; replicas follow only the elected one.
 GLOBAL_EVENTS = TypedTopic("global_events", IndexedBatch,

@@ -188,6 +188,29 @@ class LocalEvent(WireModel):
     event: Event = Field(description="The event.")
 
 
+# At most this many of a node's proposals leave in one message.
+MAX_PROPOSALS_TOGETHER = 64
+
+
+class LocalEventBatch(WireModel):
+    """A node's proposals that were ready together, sent under one signature.
+
+    The producer sends what became ready within one turn of its loop (and what is due for
+    a resend) as one batch, so a burst costs it one signature and the master one check.
+    Every proposal names the batch's origin, which is the node that signed it."""
+
+    origin: NodeId = Field(description="Node that produced and signed the proposals.")
+    events: list[LocalEvent] = Field(
+        min_length=1, max_length=MAX_PROPOSALS_TOGETHER,
+        description="Proposals of this origin, in the order they were made ready.")
+
+    @model_validator(mode="after")
+    def _one_origin(self) -> "LocalEventBatch":
+        if any(local.origin != self.origin for local in self.events):
+            raise ValueError("a batch holds one origin's proposals")
+        return self
+
+
 class IndexedEvent(WireModel):
     """An event the master placed in the one cluster-wide order."""
 

@@ -19,7 +19,7 @@ from skulk.shared.types.commands import (
     TextGeneration,
 )
 from skulk.shared.types.election import ElectionMessage, StateSyncMessage
-from skulk.shared.types.events import IndexedEvent, LocalEvent
+from skulk.shared.types.events import IndexedEvent, LocalEvent, LocalEventBatch
 from skulk.shared.types.ids import CommandId, InstanceId, ModelId, NodeId, SessionId
 from skulk.shared.types.runners import (
     RunnerCreated,
@@ -46,6 +46,9 @@ def wire_values() -> list[BaseModel]:
         for i, e in enumerate(f.one_of_each_event())
     ]
     values += [LocalEvent(origin=NODE, epoch="e1", origin_seq=3, event=f.one_of_each_event()[0])]
+    values += [LocalEventBatch(origin=NODE, events=[LocalEvent(
+        origin=NODE, epoch="e1", origin_seq=seq, event=f.one_of_each_event()[seq])
+        for seq in range(2)])]
     commands: list[Command] = [
         PlaceInstance(command_id=CMD, instance_id=InstanceId("i"), model_id=ModelId("m")),
         DeleteInstance(command_id=CMD, instance_id=InstanceId("i")),
