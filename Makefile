@@ -37,7 +37,7 @@ SITE := build/website
 RUN_DASHBOARD := $(if $(shell command -v npm 2>/dev/null),$(DASHBOARD_INDEX))
 
 .PHONY: run install test test-rust test-dashboard test-netns test-fast typecheck lint bench clean \
-	dashboard chromium promtool website website-check website-screenshots
+	dashboard chromium promtool website website-check website-screenshots gpu-bundle
 
 # `make run`'s node takes the cluster's usual port (7447, on loopback; the README names
 # it), so a second node on this machine joins with --peer tcp/127.0.0.1:7447.
@@ -188,6 +188,15 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/chat_latency.py
+
+# What tools/gpu-check.sh needs on a machine with an NVIDIA GPU and no network, in
+# .gpu-bundle/ (wheels for its Python 3.12, Skulk's own with the native core, llama.cpp's
+# patched sources, the bundled model's skeleton); fails when it and the tree exceed the
+# 64 MiB the device tool takes along. bench/README.md says how to run the check there.
+# It reads the installed venv (`make install` first) and builds nothing into it.
+gpu-bundle:
+	@test -x $(BIN)/python || { echo "make gpu-bundle needs the venv: run make install"; exit 1; }
+	$(BIN)/python -m bench.gpu_check.make_bundle --out .gpu-bundle
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(DASHBOARD)/node_modules \
