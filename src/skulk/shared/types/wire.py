@@ -38,20 +38,37 @@ def from_msgpack(model: type[M], payload: bytes) -> M:
 
 
 def check_plain(document: Any, depth: int = 0) -> None:
-    """Raise `ValueError` if `document` nests too deep or holds an out-of-range integer."""
+    """Raise `ValueError` if `document` nests too deep or holds an out-of-range integer.
+
+    Called on every message a node receives, so the walk dispatches on exact types and
+    steps over the leaves that need no check (strings, floats, None) without a call."""
     if depth > MAX_DEPTH:
         raise ValueError(f"nested deeper than {MAX_DEPTH}")
-    if isinstance(document, bool):
-        return
-    if isinstance(document, int):
-        if not -MAX_WIRE_INT <= document <= MAX_WIRE_INT:
-            raise ValueError(f"integer {document} is outside ±2**53")
-    elif isinstance(document, float):
-        return
-    elif isinstance(document, list):
-        for item in document:
-            check_plain(item, depth + 1)
-    elif isinstance(document, dict):
+    kind = type(document)
+    if kind is dict:
         for key, item in document.items():
-            check_plain(key, depth + 1)
-            check_plain(item, depth + 1)
+            if type(key) is not str:
+                check_plain(key, depth + 1)
+            _check_item(item, depth + 1)
+    elif kind is list:
+        for item in document:
+            _check_item(item, depth + 1)
+    else:
+        _check_item(document, depth)
+
+
+def _check_item(item: Any, depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise ValueError(f"nested deeper than {MAX_DEPTH}")
+    kind = type(item)
+    if kind is str or kind is float or item is None or kind is bool:
+        return
+    if kind is dict or kind is list:
+        check_plain(item, depth)
+    elif isinstance(item, bool):
+        return
+    elif isinstance(item, int):
+        if not -MAX_WIRE_INT <= item <= MAX_WIRE_INT:
+            raise ValueError(f"integer {item} is outside ±2**53")
+    elif isinstance(item, list | dict):
+        check_plain(item, depth)
