@@ -17,6 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from skulk.shared.types.ids import ModelId  # noqa: E402
 from skulk.shared.types.tasks import ChatMessage, GenerationParams  # noqa: E402
+from skulk.worker.engines.llama_cpp.description import LlamaCppOptions  # noqa: E402
 from skulk.worker.engines.llama_cpp.engine import LlamaCppEngine  # noqa: E402
 from skulk.worker.engines.protocol import EngineConfig  # noqa: E402
 
@@ -29,10 +30,13 @@ def main() -> int:
     parser.add_argument("--context", type=int, default=8192)
     parser.add_argument("--threads", type=int, default=None,
                         help="compute threads (default: every core)")
+    parser.add_argument("--gpu-layers", type=int, default=0,
+                        help="layers on the GPU, as the master would choose (default: none)")
     args = parser.parse_args()
     engine = LlamaCppEngine(EngineConfig(model_path=args.gguf,
                                          context_token_limit=args.context,
-                                         n_threads=args.threads))
+                                         n_threads=args.threads,
+                                         options=LlamaCppOptions(gpu_layers=args.gpu_layers)))
     engine.load()
     engine.warm_up()
     for prompt in args.prompts:

@@ -1,7 +1,10 @@
 """Skulk's llama.cpp engine against llama.cpp's own `llama-server`, on the same GGUF.
 
     .venv/bin/python bench/llama_server_compare.py [--repeats 3] [--max-tokens 128]
-                                                   [--threads N]
+                                                   [--threads N] [--streams 1 4 8]
+                                                   [--parallel 4] [--gpu-layers N]
+                                                   [--llama-server PATH] [--name NAME]
+                                                   [--results-dir DIR]
 
 `llama-server` is built from the llama.cpp vendored in the installed llama-cpp-python's
 sdist (bench/llama_server_build.py, cached in bench/.cache; ~5 minutes the first time).
@@ -18,8 +21,13 @@ Each round also runs the engine alone in a process of its own (bench/engine_alon
 node, no HTTP), on the same prompts, in its turn of the rotation: the gap between it and
 `skulk` is the node's per-token path. The same `openai` client streams from each server,
 greedy. Figures: time to first token and decode tokens/s of one stream alone (medians
-over prompts and rounds), and aggregate tokens/s with 1, 4 and 8 streams each sending
-`--per-stream` requests back to back (medians over rounds). Beside each ratio of medians,
+over prompts and rounds), and aggregate tokens/s with `--streams` streams (1, 4 and 8 by
+default) each sending `--per-stream` requests back to back (medians over rounds).
+`--parallel` is the requests decoded at once by each server (Skulk's `max_batch`,
+llama-server's slots; 4 by default). On a GPU (bench/gpu_check): `--gpu-layers` puts
+that many layers on it in llama-server and the engine alone (Skulk's master chooses its
+own from the GPU's free memory), `--llama-server` names a CUDA build, and `--name` keeps
+the result apart from the CPU runs the site charts. Beside each ratio of medians,
 the range of Skulk / llama-server within single rounds: the machine drifts more between
 rounds than within one. Below the table, each row's round-to-round standard deviation of
 that ratio, and how many rounds would put the mean's gap from 1.0 two standard errors
@@ -49,7 +57,7 @@ import openai
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.chat_latency import Sample  # noqa: E402
 from bench.llama_server_build import llama_server  # noqa: E402
-from bench.results import write_result  # noqa: E402
+from bench.results import RESULTS_DIR, write_result  # noqa: E402
 from tests.node_process import NodeProcess  # noqa: E402
 
 PROMPTS = [
@@ -60,6 +68,8 @@ PROMPTS = [
 ]
 CONCURRENCY = (1, 4, 8)
 PARALLEL = 4
+# Skulk's max_batch tops out at 64 (LlamaCppOptions).
+MOST_PARALLEL = 64
 CONTEXT = 8192
 SERVERS = ("skulk", "skulk-unbatched", "llama-server")
 ENGINE_ALONE = "engine-alone"
@@ -149,10 +159,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def skulk_server(batching: bool, threads: int | None = None,
+def skulk_server(batching: bool, threads: int | None = None, parallel: int = PARALLEL,
                  ) -> Iterator[tuple[str, str, dict[str, int]]]:
     with tempfile.TemporaryDirectory() as data_dir:
         flags = ["--serve", "smollm2-135m", "-q"] + ([] if batching else ["--no-batching"])
+        flags += ["--engine-option", f"llama_cpp.max_batch={parallel}"]
         # Always given: a node's own default leaves a core to serving, llama-server's not.
         flags += ["--threads", str(threads or os.cpu_count())]
         node = NodeProcess(Path(data_dir), *flags).start()
@@ -167,12 +178,13 @@ def skulk_server(batching: bool, threads: int | None = None,
 
 @contextmanager
 def llama_cpp_server(binary: Path, gguf: Path, threads: int | None = None,
+                     parallel: int = PARALLEL, gpu_layers: int | None = None,
                      ) -> Iterator[tuple[str, str, dict[str, int]]]:
     port = free_port()
     process = subprocess.Popen(
         [str(binary), "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port),
-         "-t", str(threads or os.cpu_count()), "-np", str(PARALLEL), "-c", str(CONTEXT),
-         "-kvu"],
+         "-t", str(threads or os.cpu_count()), "-np", str(parallel), "-c", str(CONTEXT),
+         "-kvu", *([] if gpu_layers is None else ["-ngl", str(gpu_layers)])],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
@@ -208,7 +220,7 @@ def measure(server: Callable[[], AbstractContextManager[tuple[str, str, dict[str
                                        args.max_tokens))
         for process, ms in meter.per_token(sum(s.tokens for s in result.alone)).items():
             result.cpu_ms_per_token[f"{process}_alone"] = ms
-        for streams in CONCURRENCY:
+        for streams in args.streams:
             meter.start()
             result.aggregate[streams], tokens = aggregate(
                 client, model, streams, args.per_stream, args.max_tokens, f"{name} {round_}")
@@ -227,7 +239,9 @@ def engine_alone(gguf: Path, round_: int, args: argparse.Namespace) -> list[Samp
     script = Path(__file__).resolve().parent / "engine_alone.py"
     lines = subprocess.run([sys.executable, str(script), str(gguf), *prompts,
                             "--max-tokens", str(args.max_tokens), "--context", str(CONTEXT),
-                            *([] if args.threads is None else ["--threads", str(args.threads)])],
+                            *([] if args.threads is None else ["--threads", str(args.threads)]),
+                            *([] if args.gpu_layers is None
+                              else ["--gpu-layers", str(args.gpu_layers)])],
                            check=True, capture_output=True, text=True, timeout=900).stdout
     samples = [Sample(**json.loads(line)) for line in lines.splitlines() if line.strip()]
     print(f"  engine alone round {round_}: "
@@ -242,14 +256,28 @@ def main() -> int:
     parser.add_argument("--per-stream", type=int, default=2)
     parser.add_argument("--threads", type=int, default=None,
                         help="the engines' compute threads (default: every core)")
+    parser.add_argument("--streams", type=int, nargs="+", default=list(CONCURRENCY),
+                        help="the stream counts of the aggregate rows (default: 1 4 8)")
+    parser.add_argument("--parallel", type=int, default=PARALLEL,
+                        choices=range(1, MOST_PARALLEL + 1), metavar=f"1..{MOST_PARALLEL}",
+                        help="requests each server decodes at once (default: 4)")
+    parser.add_argument("--gpu-layers", type=int, default=None,
+                        help="layers llama-server and the engine alone put on the GPU")
+    parser.add_argument("--llama-server", type=Path, default=None,
+                        help="a llama-server binary (default: built from the sdist)")
+    parser.add_argument("--name", default=None,
+                        help="the result's name under bench/results/")
+    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR,
+                        help="where the result JSON goes (default: bench/results/)")
     args = parser.parse_args()
     from skulk.testing.models import bundled_gguf
 
     gguf = bundled_gguf()
-    binary = llama_server()
-    servers = {"skulk": lambda: skulk_server(True, args.threads),
-               "skulk-unbatched": lambda: skulk_server(False, args.threads),
-               "llama-server": lambda: llama_cpp_server(binary, gguf, args.threads)}
+    binary = args.llama_server or llama_server()
+    servers = {"skulk": lambda: skulk_server(True, args.threads, args.parallel),
+               "skulk-unbatched": lambda: skulk_server(False, args.threads, args.parallel),
+               "llama-server": lambda: llama_cpp_server(binary, gguf, args.threads,
+                                                        args.parallel, args.gpu_layers)}
     rounds: dict[str, list[Round]] = {name: [] for name in SERVERS}
     engine: list[Sample] = []
     for round_ in range(args.repeats):
@@ -281,7 +309,7 @@ def summary(rounds: list[Round]) -> dict[str, float]:
     alone = [s for r in rounds for s in r.alone]
     figures = {"ttft_ms": statistics.median(s.ttft for s in alone) * 1000,
                "decode_tps": statistics.median(s.decode_tps for s in alone)}
-    for streams in CONCURRENCY:
+    for streams in rounds[0].aggregate:
         figures[f"aggregate_{streams}_tps"] = statistics.median(r.aggregate[streams]
                                                                 for r in rounds)
     for key in rounds[0].cpu_ms_per_token:
@@ -293,7 +321,7 @@ def summary(rounds: list[Round]) -> dict[str, float]:
 def round_figures(round_: Round) -> dict[str, float]:
     return {"ttft_ms": statistics.median(s.ttft for s in round_.alone) * 1000,
             "decode_tps": statistics.median(s.decode_tps for s in round_.alone),
-            **{f"aggregate_{n}_tps": round_.aggregate[n] for n in CONCURRENCY}}
+            **{f"aggregate_{n}_tps": tps for n, tps in round_.aggregate.items()}}
 
 
 def round_ratios(skulk: list[Round], baseline: list[Round]) -> dict[str, list[float]]:
@@ -303,25 +331,28 @@ def round_ratios(skulk: list[Round], baseline: list[Round]) -> dict[str, list[fl
     return {key: [s[key] / b[key] for s, b in pairs] for key in pairs[0][0]}
 
 
-ROWS = [("ttft_ms", "time to first token, ms"), ("decode_tps", "decode, one stream, tok/s")] + \
-    [(f"aggregate_{n}_tps", f"{n} streams, aggregate tok/s") for n in CONCURRENCY]
+def rows(streams: list[int]) -> list[tuple[str, str]]:
+    """The table's rows: one stream's figures, then an aggregate row per stream count."""
+    return [("ttft_ms", "time to first token, ms"),
+            ("decode_tps", "decode, one stream, tok/s")] + [
+        (f"aggregate_{n}_tps", f"{n} streams, aggregate tok/s") for n in streams]
 
 
 def report(figures: dict[str, dict[str, float]], spread: dict[str, list[float]],
            args: argparse.Namespace) -> None:
     print(f"\n{args.repeats} rounds, max_tokens={args.max_tokens}, greedy, medians; "
           f"{os.cpu_count()} cores, {args.threads or os.cpu_count()} compute threads, "
-          f"{PARALLEL} sequences/slots each")
+          f"{args.parallel} sequences/slots each")
     print(f"{'':32}{'skulk':>10}{'unbatched':>11}{'llama-server':>14}{'ratio':>8}"
           f"{'batching buys':>15}   ratio round by round")
-    for key, label in ROWS:
+    for key, label in rows(args.streams):
         s, u, ls = (figures[name][key] for name in SERVERS)
         print(f"{label:32}{s:10.1f}{u:11.1f}{ls:14.1f}{s / ls:8.2f}{s / u:14.2f}x"
               f"   {min(spread[key]):.2f}-{max(spread[key]):.2f}")
     print("\nround-to-round noise of Skulk / llama-server, by row (" + str(args.repeats)
           + " rounds): standard deviation, and the rounds whose mean would put the"
             " gap from 1.0 at two standard errors")
-    for key, label in ROWS:
+    for key, label in rows(args.streams):
         sd, needed = noise(spread[key])
         print(f"  {label:32} sd {sd:.3f}   rounds to resolve {needed}")
     alone = figures[ENGINE_ALONE]
@@ -341,16 +372,19 @@ def write(figures: dict[str, dict[str, float]], spread: dict[str, list[float]],
           args: argparse.Namespace) -> None:
     # A run with fewer threads than cores is a different benchmark: the site charts the
     # default's newest run.
-    name = "llama_server_compare" + ("" if args.threads is None else f"_{args.threads}_threads")
+    name = args.name or "llama_server_compare" + (
+        "" if args.threads is None else f"_{args.threads}_threads")
     write_result(name, {
         "repeats": args.repeats, "max_tokens": args.max_tokens,
         "threads": args.threads or os.cpu_count(),
-        "per_stream": args.per_stream, "parallel": PARALLEL, "figures": figures,
+        "per_stream": args.per_stream, "parallel": args.parallel, "streams": args.streams,
+        "gpu_layers": args.gpu_layers, "figures": figures,
         "ratios": {key: figures["skulk"][key] / figures["llama-server"][key]
-                   for key, _ in ROWS},
+                   for key, _ in rows(args.streams)},
         "round_ratios": spread,
         "round_ratio_noise": {key: dict(zip(("sd", "rounds_to_resolve"), noise(spread[key]),
-                                            strict=True)) for key, _ in ROWS}})
+                                            strict=True)) for key, _ in rows(args.streams)}},
+        directory=args.results_dir)
 
 
 def noise(ratios: list[float]) -> tuple[float, int | None]:
