@@ -73,9 +73,12 @@ if [ ! -f "$site/.installed" ]; then
         || { record install $(( $(date +%s) - started )) "pip install failed (install.log)"; cat "$out/install.log" >&2; exit 1; }
     touch "$site/.installed"
 fi
-# The tree's code runs (src/ first), with the native core from Skulk's wheel.
-cp "$site"/skulk/_native*.so src/skulk/
-export PYTHONPATH="$PWD/src:$PWD:$site"
+# The tree's code runs, over the wheel's package: the native core comes from the wheel,
+# every Python file (the test support too, which the wheel leaves out) from src/.
+(cd src && tar cf - --exclude='_native*' --exclude=__pycache__ skulk) | (cd "$site" && tar xf -)
+export PYTHONPATH="$PWD:$site"
+# The built-in model cards are found beside src/ (the wheel carries none).
+export SKULK_MODEL_CARDS_DIR="$PWD/resources/model_cards"
 if [ "$("$python" -c 'from bench.gpu_check.make_bundle import native_digest; print(native_digest())')" \
         != "$("$python" -c 'import json; print(json.load(open(".gpu-bundle/manifest.json"))["native_digest"])')" ]; then
     echo "warning: rust/ changed since make gpu-bundle: the native core is the bundle's" | tee -a "$out/install.log"
