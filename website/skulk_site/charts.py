@@ -204,6 +204,9 @@ def control_plane_scale(results: Document) -> Figure:
                  "follower (median)": "follower_cpu_ms_per_event_median"}
     if rows and all("master_cpu_ms_per_event_bursts" in row for row in rows):
         per_event[f"master, bursts of {rows[0]['burst']}"] = "master_cpu_ms_per_event_bursts"
+    if rows and all("master_cpu_ms_per_event_one_node_bursts" in row for row in rows):
+        per_event[f"master, one node's bursts of {rows[0]['burst']}"] = (
+            "master_cpu_ms_per_event_one_node_bursts")
     for axes, series, label in (
             (cpu, per_event, "CPU per indexed event (ms)"),
             (traffic, {"idle kB/s per node": "idle_bytes_per_node_second",
@@ -267,7 +270,8 @@ CHARTS = (
     Chart("control-plane-scale", "The control plane from 3 to 200 nodes", "scale", "rows",
           control_plane_scale, "N whole nodes (API and worker off) on the in-memory bus in "
           "one process (`bench/scale.py`): each node's CPU per indexed event (events one "
-          "at a time, and the master's in bursts proposed together), the idle "
+          "at a time, and the master's in bursts proposed together by as many nodes and "
+          "by one node), the idle "
           "traffic a node receives and the duplicates per event, and the CPU the busiest "
           "node spent over formation and over failover (what it pays on its own machine)."),
 )

@@ -102,3 +102,14 @@ def test_the_scale_curves_draw_the_burst_load_when_every_row_has_it(tmp_path: Pa
     rendered = {item.chart.slug: item for item in render_charts(load_results(tmp_path))}
     image = rendered["control-plane-scale"].image
     assert image is not None and b"bursts of 10" in image
+
+
+def test_the_scale_curves_draw_one_node_s_bursts_when_every_row_has_them(
+        tmp_path: Path) -> None:
+    rows = [{**scale_row(n), "burst": 10, "master_cpu_ms_per_event_bursts": 0.25,
+             "master_cpu_ms_per_event_one_node_bursts": 0.12} for n in (3, 30)]
+    write(tmp_path, "scale-1.json", "scale", "2026-11-28", {"rows": rows})
+    rendered = {item.chart.slug: item for item in render_charts(load_results(tmp_path))}
+    image = rendered["control-plane-scale"].image
+    assert image is not None and b"one node's bursts of 10" in image
+    assert b"bursts of 10" in image.replace(b"one node's bursts of 10", b"")
