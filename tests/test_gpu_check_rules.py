@@ -108,6 +108,14 @@ def test_targets_are_judged_row_by_row() -> None:
     assert verdicts.targets({}, 64)["decode_tps"]["met"] is None
 
 
+def test_the_serving_paths_share_of_each_tokens_time() -> None:
+    skulk = {"decode_tps": 500.0, "cpu_ms_per_token_node_alone": 0.5,
+             "aggregate_64_tps": 4000.0, "cpu_ms_per_token_node_64_streams": 0.2}
+    # alone: 0.5 ms of a 2 ms token; at 64 streams: 0.2 ms of a 0.25 ms token
+    assert verdicts.serving_share(skulk, 64) == {"alone": 0.25, "64_streams": 0.8}
+    assert verdicts.serving_share({}, 64) == {"alone": None, "64_streams": None}
+
+
 def test_the_result_passes_only_when_every_check_that_ran_passed() -> None:
     good = Step("whole", 40, 12.0, [Check("a", True, ""), Check("b", None, "skipped")])
     slow = Step("bench", 120, 130.0, [Check("c", True, "")])

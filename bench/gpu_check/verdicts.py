@@ -188,6 +188,22 @@ def targets(ratios: Mapping[str, float], most_streams: int) -> dict[str, dict[st
     return met
 
 
+def serving_share(skulk: Mapping[str, float], most_streams: int) -> dict[str, Figure]:
+    """What share of each token's time the node's serving path (the node process's CPU
+    per token, beside the runner's compute) takes: one stream alone, and at the most
+    streams (a token's time there is the aggregate's). Near 1: the serving path is the
+    limit at this speed."""
+    shares: dict[str, Figure] = {}
+    for label, node_key, rate_key in (
+            ("alone", "cpu_ms_per_token_node_alone", "decode_tps"),
+            (f"{most_streams}_streams", f"cpu_ms_per_token_node_{most_streams}_streams",
+             f"aggregate_{most_streams}_tps")):
+        node_ms, rate = skulk.get(node_key), skulk.get(rate_key)
+        shares[label] = (None if node_ms is None or not rate
+                         else round(node_ms / (1000.0 / rate), 3))
+    return shares
+
+
 def summary(mode: Mode, quick: bool, steps: Sequence[Step], gpu: NvidiaGpu | None,
             extra: Mapping[str, object]) -> dict[str, object]:
     """The result JSON: every step with its checks, budget and time, and the verdict."""
