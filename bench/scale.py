@@ -65,6 +65,7 @@ from bench.scale_load import measure_load, spent_since  # noqa: E402
 from bench.scale_modelling import (  # noqa: E402
     freeze_formed_cluster,
     harness_election_timeout,
+    keep_frozen,
     release_frozen,
     seconds_to_open_a_vote,
 )
@@ -144,6 +145,7 @@ async def _measure_in(root: Path, n: int, *, events: int, rate: float, idle_seco
         formation_own = _own_cores(formation_rounds, election_timeout, formation_cpu)
         formation_traffic = cluster.bus.traffic.copy()
         freeze_formed_cluster()
+        tasks.start_soon(keep_frozen, name="(harness) keep frozen")
         await anyio.sleep(1.0)  # the readings and agreements that follow an election
         clock.reset_longest()
 
