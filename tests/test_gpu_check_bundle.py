@@ -81,6 +81,8 @@ def test_what_travels_leaves_out_what_the_device_has_and_refuses_two_versions() 
     ("ggml/src/ggml-vulkan/ggml-vulkan.cpp", False), ("ggml/src/ggml-metal/x.m", False),
     ("tools/server/server.cpp", True), ("tools/mtmd/mtmd.cpp", True),
     ("tools/ui/CMakeLists.txt", True), ("tools/ui/src/app.ts", False),
+    ("tools/ui/ui.h.in", True), ("tools/ui/ui.cpp.in", True), ("tools/ui/sources.cmake", True),
+    ("tools/ui/package-lock.json", False), ("tools/ui/static/x.in", False),
     ("models/ggml-vocab-llama-bpe.gguf", False), ("docs/build.md", False),
     ("tests/test-backend-ops.cpp", False), ("scripts/ui-assets.cmake", True),
     ("vendor/cpp-httplib/httplib.h", True), ("app/CMakeLists.txt", True), (".git", False),

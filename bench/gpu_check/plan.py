@@ -131,7 +131,10 @@ def keeps_source(relative: str) -> bool:
     if parts[:2] == ("ggml", "src") and len(parts) > 2 and parts[2] in UNUSED_BACKENDS:
         return False
     if parts[:2] == ("tools", "ui"):
-        return parts[2:] == ("CMakeLists.txt",)  # the target; its assets are not built
+        # The target and the templates of its generated sources; not the web app, whose
+        # assets are neither built nor downloaded (the server runs without them).
+        return len(parts) == 3 and (parts[2] in ("CMakeLists.txt", "sources.cmake")
+                                    or parts[2].endswith(".in"))
     return True
 
 
