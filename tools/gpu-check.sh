@@ -92,6 +92,9 @@ if ! timeout 330 "$python" -m bench.gpu_check.llama_build "$bundle/llama.cpp.tar
         --cuda-arch "$arch" --jobs "$(nproc)" >>"$out/build.log" 2>&1; then
     record build $(( $(date +%s) - started )) "the build failed or ran out of time (build.log)"
     tail -30 "$out/build.log" >&2
+    # Out of time, not broken: ninja resumes from the objects kept in .gpu-build/.
+    echo "if it ran out of time: call tools/gpu-check.sh --build-only (timeout_s=600), then" \
+         "tools/gpu-check.sh at once, while the machine is still warm" >&2
     exit 1
 fi
 "$python" -m bench.gpu_check.llama_build --install .gpu-build/cuda "$site/llama_cpp/lib" >>"$out/build.log"
