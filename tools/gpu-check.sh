@@ -77,8 +77,6 @@ fi
 # every Python file (the test support too, which the wheel leaves out) from src/.
 (cd src && tar cf - --exclude='_native*' --exclude=__pycache__ skulk) | (cd "$site" && tar xf -)
 export PYTHONPATH="$PWD:$site"
-# The built-in model cards are found beside src/ (the wheel carries none).
-export SKULK_MODEL_CARDS_DIR="$PWD/resources/model_cards"
 if [ "$("$python" -c 'from bench.gpu_check.make_bundle import native_digest; print(native_digest())')" \
         != "$("$python" -c 'import json; print(json.load(open(".gpu-bundle/manifest.json"))["native_digest"])')" ]; then
     echo "warning: rust/ changed since make gpu-bundle: the native core is the bundle's" | tee -a "$out/install.log"

@@ -19,13 +19,14 @@ from skulk.shared.types.model_cards import ModelCard, ModelFormat, ModelSource
 
 ClusterCards = Callable[[], Mapping[ModelId, ModelCard]]
 
-_REPO_CARDS_DIR = Path(__file__).resolve().parents[3] / "resources" / "model_cards"
+# Inside the package, so an installed wheel carries them as the source tree does.
+_BUILTIN_CARDS_DIR = Path(__file__).resolve().parent / "builtin_cards"
 
 
 def builtin_cards_dir() -> Path:
-    """Where built-in cards live; `SKULK_MODEL_CARDS_DIR` overrides the repo copy."""
+    """Where built-in cards live; `SKULK_MODEL_CARDS_DIR` overrides the package's."""
     override = os.environ.get("SKULK_MODEL_CARDS_DIR")
-    return Path(override) if override else _REPO_CARDS_DIR
+    return Path(override) if override else _BUILTIN_CARDS_DIR
 
 
 def load_cards(directory: Path) -> list[ModelCard]:
