@@ -244,8 +244,12 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", help="the cluster sizes to run")
     parser.add_argument("--events", type=int, default=200, help="events proposed per size")
     parser.add_argument("--rate", type=float, default=20.0, help="events proposed a second")
-    parser.add_argument("--idle", type=float, default=16.0,
-                        help="seconds of idle measured (at least the 15 s full refresh)")
+    # Nodes started together send their unchanged readings in phase, once a full refresh
+    # (15 s) has passed at a 2 s reading step, so one every 16 s or a little more when
+    # steps run late: a 16 s window held every node's refresh or none (one quiet run read
+    # 0 B/s at 200 nodes, another 16 kB/s). Two refreshes' worth reads their average.
+    parser.add_argument("--idle", type=float, default=34.0,
+                        help="seconds of idle measured (at least two 15 s full refreshes)")
     parser.add_argument("--burst", type=int, default=10,
                         help="a second load of as many events, this many at once by as many "
                              "followers (0: none)")
