@@ -16,6 +16,8 @@ import httpx
 from skulk.testing.cluster_trust import make_member
 from skulk.testing.ports import free_port
 
+API_PORT_TRIES = 3
+
 
 class NodeProcess:
     """A `skulk run` subprocess on free ports, with its log kept for failures."""
@@ -37,9 +39,23 @@ class NodeProcess:
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 60.0) -> "NodeProcess":
+        """Start the node and wait for its API. free_port cannot hold a port until the node
+        binds it: if something took the API port meanwhile (a fresh clone's run once
+        lost one that way), the node starts again on another; no peer knows that port."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if self.authority is not None:
             anyio.run(make_member, self.authority, self.data_dir)
+        for _ in range(API_PORT_TRIES - 1):
+            try:
+                return self._start_once(timeout)
+            except AssertionError:
+                if f"API port {self.api_port} is already in use" not in self.log():
+                    raise
+                self.api_port = free_port()
+                self.url = f"http://127.0.0.1:{self.api_port}"
+        return self._start_once(timeout)
+
+    def _start_once(self, timeout: float) -> "NodeProcess":
         command = [sys.executable, *self.program,
                    "--api-port", str(self.api_port), "--data-dir", str(self.data_dir),
                    "--listen", f"tcp/127.0.0.1:{self.transport_port}",
