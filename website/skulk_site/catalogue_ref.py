@@ -27,8 +27,9 @@ def catalogue_markdown(cards: list[ModelCard]) -> str:
     """The catalogue page: one row per card, then each card's architecture figures."""
     cards = sorted(cards, key=lambda card: card.model_id)
     lines = ["# Model catalogue", "",
-             f"The {len(cards)} built-in model cards (`src/skulk/models/builtin_cards/*.toml`), read "
-             "when this site was built. `skulk models pull ID` fetches one; a `~` marks a "
+             f"The {len(cards)} built-in model cards "
+             "(`src/skulk/models/builtin_cards/*.toml`), read when this site was built. "
+             "`skulk models pull ID` fetches one; a `~` marks a "
              "size the card guesses, which the hub corrects at the first pull. Models added "
              "with `skulk models add` or pulled by repository join the catalogue of the "
              "cluster that holds them. Placement uses the layer count, widths and head "
