@@ -13,7 +13,8 @@ import pytest
 REPOSITORY = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPOSITORY))
 
-from bench.llama_server_compare import ENGINE_ALONE, SERVERS, noise, rotated  # noqa: E402
+from bench.llama_server_compare import rotated  # noqa: E402
+from bench.llama_server_figures import ENGINE_ALONE, SERVERS, noise  # noqa: E402
 from bench.server_threads import per_token, read_threads  # noqa: E402
 
 

@@ -103,10 +103,13 @@ def test_a_pull_killed_mid_file_resumes_where_it_stopped(hub: FakeHub,
     assert file_sha256(stored) == published.sha256
 
 
+# A small disk is a tmpfs mounted for the test, which takes root (the machines and CI run
+# the suite as root).
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
+
+
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
     mount = tmp_path / "small-disk"
     mount.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", str(mount)],
@@ -117,6 +120,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
+@needs_root
 def test_too_little_room_is_refused_before_the_first_byte(hub: FakeHub,
                                                           small_disk: Path) -> None:
     pulled = subprocess.run(_pull_command(small_disk), capture_output=True, text=True,
@@ -126,6 +130,7 @@ def test_too_little_room_is_refused_before_the_first_byte(hub: FakeHub,
     assert not any(r[0] == "GET" and "/resolve/" in r[1] for r in hub.requests)
 
 
+@needs_root
 def test_a_disk_that_fills_mid_fetch_is_reported_and_the_partial_removed(
         hub: FakeHub, small_disk: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Another writer takes the room after the check: skip the check to get there.

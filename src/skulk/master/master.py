@@ -22,7 +22,7 @@ from skulk.master.local_event_order import LocalEventOrder
 from skulk.master.local_event_rules import refused_local_event
 from skulk.master.model_card_commands import refused_card_sender
 from skulk.master.ready_batches import handle_ready
-from skulk.master.reconcile import instances_on_lost_nodes, reconcile
+from skulk.master.reconcile import lost_past_grace, reconcile, replacement_for
 from skulk.master.settings import MasterInbox, MasterSettings, MembersView
 from skulk.master.sync_requests import SyncRequests, WantedSync
 from skulk.models.catalog import ModelCatalog
@@ -31,7 +31,7 @@ from skulk.shared.apply import apply
 from skulk.shared.channels import Sender
 from skulk.shared.partition import Standing, agreed_next, is_lasting
 from skulk.shared.telemetry_view import TelemetryView
-from skulk.shared.types.commands import Command, CommandEnvelope, PlaceInstance
+from skulk.shared.types.commands import Command, CommandEnvelope
 from skulk.shared.types.election import StateSyncMessage
 from skulk.shared.types.event_source import EventSource
 from skulk.shared.types.events import (
@@ -51,8 +51,6 @@ from skulk.shared.types.ids import (
     InstanceId,
     NodeId,
     TaskId,
-    new_command_id,
-    new_instance_id,
     new_runner_id,
     new_session_id,
     new_task_id,
@@ -373,14 +371,8 @@ class Master:
     async def _replace_lost_instances(self) -> None:
         """Instances with a shard on a departed node are removed and placed again, unless
         another instance of the model is left."""
-        now = self._clock()
-        lost = instances_on_lost_nodes(self._state, self.live_nodes())
-        lost_ids = {i.instance_id for i in lost}
-        self._lost_since = {i: t for i, t in self._lost_since.items() if i in lost_ids}
-        for instance in lost:
-            since = self._lost_since.setdefault(instance.instance_id, now)
-            if now - since < LOST_NODE_GRACE_SECONDS:
-                continue
+        for instance in lost_past_grace(self._state, self.live_nodes(), self._lost_since,
+                                        self._clock(), LOST_NODE_GRACE_SECONDS):
             events = delete_instance_events(self._state, instance.instance_id,
                                             "a node holding it left the cluster")
             await self.index(events)
@@ -390,12 +382,8 @@ class Master:
                 continue  # another instance serves it (a failing-over request placed one)
             logger.warning("instance {} lost a node; placing {} again", instance.instance_id,
                            instance.model_id)
-            replacement = PlaceInstance(command_id=new_command_id(),
-                                        instance_id=new_instance_id(),
-                                        model_id=instance.model_id, engine=instance.engine,
-                                        sharding=instance.sharding)
-            placed = events_for_command(self._state, replacement, self._context())
-            await self.index(placed)
+            await self.index(events_for_command(self._state, replacement_for(instance),
+                                                self._context()))
 
 
 def _log_removal(before: State, event: Event) -> None:

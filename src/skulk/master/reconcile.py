@@ -2,8 +2,9 @@
 
 from collections.abc import MutableMapping, Set
 
+from skulk.shared.types.commands import PlaceInstance
 from skulk.shared.types.events import Event, TaskDeleted, TaskStatusUpdated
-from skulk.shared.types.ids import NodeId, TaskId
+from skulk.shared.types.ids import InstanceId, NodeId, TaskId, new_command_id, new_instance_id
 from skulk.shared.types.instances import Instance
 from skulk.shared.types.state import State
 from skulk.shared.types.tasks import TERMINAL_TASK_STATUSES
@@ -39,3 +40,23 @@ def instances_on_lost_nodes(state: State, live_nodes: Set[NodeId]) -> list[Insta
     return [i for i in state.instances.values()
             if any(shard.node_id not in live_nodes for shard in i.shards.values())]
 
+
+
+def lost_past_grace(state: State, live_nodes: Set[NodeId],
+                    lost_since: MutableMapping[InstanceId, float], now: float,
+                    grace: float) -> list[Instance]:
+    """Instances on a departed node for at least `grace` seconds. `lost_since` keeps when
+    each was first seen lost, and forgets those no longer lost."""
+    lost = instances_on_lost_nodes(state, live_nodes)
+    lost_ids = {instance.instance_id for instance in lost}
+    for instance_id in [i for i in lost_since if i not in lost_ids]:
+        del lost_since[instance_id]
+    return [instance for instance in lost
+            if now - lost_since.setdefault(instance.instance_id, now) >= grace]
+
+
+def replacement_for(instance: Instance) -> PlaceInstance:
+    """The command that places a lost instance's model again, as it was placed."""
+    return PlaceInstance(command_id=new_command_id(), instance_id=new_instance_id(),
+                         model_id=instance.model_id, engine=instance.engine,
+                         sharding=instance.sharding)

@@ -5,19 +5,18 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
+from skulk.testing.ports import free_port
 from skulk.worker.engines.mlx.ring import GroupConnectTimeout, GroupError, parse_host
 from skulk.worker.engines.mlx.ring_rendezvous import await_neighbours, probe_line
 
 
 def free_hosts(count: int) -> list[str]:
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [f"127.0.0.1:{sock.getsockname()[1]}" for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
+    hosts: list[str] = []
+    while len(hosts) < count:
+        host = f"127.0.0.1:{free_port()}"
+        if host not in hosts:
+            hosts.append(host)
+    return hosts
 
 
 def run_ranks(hosts: Sequence[str], delays: Sequence[float], deadline: float,
