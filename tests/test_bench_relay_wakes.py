@@ -1,7 +1,6 @@
 """bench/relay_wakes.py's stand-ins: a token's messages frame as ggml RPC's, and a short
 run through the real relays on loopback reads each relay's CPU and wake-ups per token."""
 
-import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -10,6 +9,8 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPOSITORY))
 
 from bench.relay_wakes import BATCH, GET_TENSOR, READ_RESULT, one_run  # noqa: E402
+
+from skulk.testing.ports import free_port  # noqa: E402
 
 
 def commands(stream: bytes) -> list[tuple[int, int]]:
@@ -21,13 +22,6 @@ def commands(stream: bytes) -> list[tuple[int, int]]:
         at += 9 + size
     assert at == len(stream)
     return found
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def test_a_token_is_eight_commands_then_the_read_of_the_result() -> None:

@@ -7,7 +7,6 @@ family, over 2 and 3 ranks, are in test_mlx_families_ring.py.
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ import mlx.core as mx
 import numpy as np
 import pytest
 
+from skulk.testing.ports import free_port
 from skulk.testing.random_llama import (
     tiny_llama_config,
     write_random_llama,
@@ -48,14 +48,7 @@ class Finished:
 
 
 def free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
+    return [free_port() for _ in range(count)]
 
 
 def start_rank(spec: dict[str, Any]) -> subprocess.Popen[str]:

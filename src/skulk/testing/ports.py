@@ -10,14 +10,21 @@ Under pytest-xdist each worker takes its own slice of the range (keyed on
 one's check and its server's bind. The range is cut in twice as many slices as workers: a
 worker xdist starts in place of a crashed one counts on (`gw4` of 4) and takes a spare
 slice. Processes a test starts inherit the variable and keep to their test's slice.
+
+Within one process a port is not handed out twice in a row of `REMEMBERED` picks: a
+fixture that makes three nodes before starting any (six ports, none bound yet) once got
+the same port twice, and the second node found its transport port taken by the first.
 """
 
 import os
 import random
 import socket
+from collections import deque
 
 TEST_PORTS = range(20000, 31000)
+REMEMBERED = 512
 _RANDOM = random.SystemRandom()  # untouched by tests that seed `random`
+_handed_out: deque[int] = deque(maxlen=REMEMBERED)
 
 
 def port_range(worker: str | None, worker_count: str | None) -> range:
@@ -39,14 +46,17 @@ def this_workers_ports() -> range:
 
 def free_port() -> int:
     """A port nothing listens on now, from a range outgoing connections never take (and,
-    under xdist, no other worker takes)."""
+    under xdist, no other worker takes), and not one of this process's recent picks."""
     ports = this_workers_ports()
     for _ in range(200):
         port = _RANDOM.choice(ports)
+        if port in _handed_out:
+            continue
         with socket.socket() as sock:
             try:
                 sock.bind(("127.0.0.1", port))
             except OSError:
                 continue
-            return port
+        _handed_out.append(port)
+        return port
     raise RuntimeError(f"no free port in {ports.start}-{ports.stop - 1} after 200 tries")

@@ -33,3 +33,13 @@ def test_a_free_port_is_in_this_workers_slice_and_bindable(
     assert port in port_range("gw2", "3")
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", port))
+
+
+def test_ports_handed_out_but_not_yet_bound_are_not_handed_out_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A slice of 100 ports: 60 picks without a bind between them would repeat one
+    # more often than not by chance (the birthday bound), and must not.
+    monkeypatch.setattr("skulk.testing.ports.TEST_PORTS", range(20000, 20100))
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    picks = [free_port() for _ in range(60)]
+    assert len(set(picks)) == len(picks)
