@@ -4,14 +4,21 @@ and an Ed25519 signature over the key and payload, so a receiver knows who sent 
 The credential is the sender's node certificate (checked against the cluster's CA), or on
 an `--insecure` cluster its raw public key (pinned to the node id the first time it is
 seen). A verified credential is cached, so a message costs one signature check.
+
+Keys and certificates are `cryptography`'s (OpenSSL); the signatures on messages are made
+and checked with libsodium (PyNaCl), the same Ed25519 (RFC 8032) on the same raw keys, at
+about half OpenSSL's cost on the machines measured (bench/README.md, `scale.py`). Its check
+is strict: a non-canonical S, a small-order R or public key, or a non-canonical key
+encoding is refused.
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import msgpack
+import nacl.bindings
+import nacl.exceptions
 from cryptography import x509
-from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from skulk.shared.types.ids import NodeId
@@ -19,6 +26,7 @@ from skulk.shared.types.wire import MAX_PAYLOAD_BYTES
 from skulk.trust.authority import UntrustedCertificate, node_of
 
 _VERSION = 1
+_SIGNATURE_BYTES = nacl.bindings.crypto_sign_BYTES
 MAX_CACHED_CREDENTIALS = 4096
 # Node id, certificate and signature around the payload.
 MAX_ENVELOPE_OVERHEAD = 16 << 10
@@ -42,9 +50,16 @@ class MessageSigner:
     node_id: NodeId
     private_key: Ed25519PrivateKey
     credential: bytes  # DER node certificate, or the raw public key when insecure
+    # libsodium's form of `private_key` (seed and public key, 64 bytes).
+    _secret: bytes = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _, secret = nacl.bindings.crypto_sign_seed_keypair(self.private_key.private_bytes_raw())
+        object.__setattr__(self, "_secret", secret)
 
     def seal(self, key: str, payload: bytes) -> bytes:
-        signature = self.private_key.sign(_signed_bytes(key, payload))
+        signature = nacl.bindings.crypto_sign(_signed_bytes(key, payload),
+                                              self._secret)[:_SIGNATURE_BYTES]
         sealed: bytes = msgpack.packb(
             [_VERSION, self.node_id, self.credential, payload, signature], use_bin_type=True)
         return sealed
@@ -57,7 +72,8 @@ class MessageVerifier:
                  is_revoked: Callable[[NodeId], bool] = lambda node: False) -> None:
         self._authority = authority
         self.is_revoked = is_revoked
-        self._known: dict[bytes, tuple[NodeId, Ed25519PublicKey]] = {}
+        # Credential -> the node it speaks for and its raw public key.
+        self._known: dict[bytes, tuple[NodeId, bytes]] = {}
         self._pinned: dict[NodeId, bytes] = {}
 
     @property
@@ -81,19 +97,21 @@ class MessageVerifier:
             raise Rejected("credential_of_another_node")
         if self.is_revoked(signer):
             raise Rejected("revoked_node")
+        if len(signature) != _SIGNATURE_BYTES:
+            raise Rejected("bad_signature")
         try:
-            public_key.verify(signature, _signed_bytes(key, payload))
-        except InvalidSignature as error:
+            nacl.bindings.crypto_sign_open(signature + _signed_bytes(key, payload), public_key)
+        except nacl.exceptions.BadSignatureError as error:
             raise Rejected("bad_signature") from error
         return signer, payload
 
     def node_key(self, credential: bytes) -> tuple[NodeId, Ed25519PublicKey]:
         """The node a credential speaks for (a DER certificate of this cluster, or a raw
         key on an insecure cluster); raises `Rejected`."""
-        return self._credential(None, credential)
+        node, public_key = self._credential(None, credential)
+        return node, Ed25519PublicKey.from_public_bytes(public_key)
 
-    def _credential(self, claimed: NodeId | None, credential: bytes
-                    ) -> tuple[NodeId, Ed25519PublicKey]:
+    def _credential(self, claimed: NodeId | None, credential: bytes) -> tuple[NodeId, bytes]:
         known = self._known.get(credential)
         if known is not None:
             return known
@@ -103,12 +121,14 @@ class MessageVerifier:
             pinned = self._pinned.setdefault(claimed, credential)
             if pinned != credential:
                 raise Rejected("credential_of_another_node")
-            known = claimed, Ed25519PublicKey.from_public_bytes(credential)
+            known = claimed, credential  # libsodium refuses a key that is not a sound point
         else:
             try:
-                known = node_of(x509.load_der_x509_certificate(credential), self._authority)
+                node, public_key = node_of(x509.load_der_x509_certificate(credential),
+                                           self._authority)
             except (ValueError, UntrustedCertificate) as error:
                 raise Rejected("untrusted_credential") from error
+            known = node, public_key.public_bytes_raw()
         if len(self._known) >= MAX_CACHED_CREDENTIALS:
             self._known.clear()
         self._known[credential] = known
