@@ -35,9 +35,11 @@ class TopicSender(Generic[T]):
 
     router: Router
     topic: topics.TypedTopic[T]
+    # Off only where every sender lets the loop turn before each send (the master).
+    yield_first: bool = True
 
     async def send(self, item: T, /) -> None:
-        await self.router.publish(self.topic, item)
+        await self.router.publish(self.topic, item, yield_first=self.yield_first)
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,8 @@ class NodeChannels:
     def on(cls, router: Router, node_id: NodeId) -> "NodeChannels":
         return cls(commands=CommandSender(router, node_id),
                    local_events=TopicSender(router, topics.LOCAL_EVENTS),
-                   indexed=TopicSender(router, topics.GLOBAL_EVENTS),
+                   # The master yields before each of its publications (master.py).
+                   indexed=TopicSender(router, topics.GLOBAL_EVENTS, yield_first=False),
                    election=TopicSender(router, topics.ELECTION),
                    sync=TopicSender(router, topics.STATE_SYNC),
                    readings=TopicSender(router, topics.TELEMETRY),

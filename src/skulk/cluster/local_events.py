@@ -3,7 +3,7 @@ until the master indexed them.
 
 Proposals leave in `LocalEventBatch`es, one signature each: `send` numbers its proposal and
 puts it in the outbox; the sender's own task (`run`) wakes, lets the loop turn while each
-turn brings more (as the master's `ReadyBatches` drains) and sends the outbox as one
+turn brings more (as the master's `with_ready` takes) and sends the outbox as one
 batch. A proposal alone waits one turn, never a timer; proposals made one after another
 without a yield, or by several producers in one turn, leave together. Resends that fall
 due together leave together too.

@@ -4,11 +4,12 @@ import math
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from skulk.master import master as master_module
 from skulk.master.master import Master
-from skulk.master.ready_batches import ReadyBatches
+from skulk.master.ready_batches import handle_ready, with_ready
 from skulk.master.settings import MasterInbox, MasterSettings
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.telemetry_view import TelemetryView
@@ -121,18 +122,55 @@ async def test_a_replay_goes_out_in_stretches_of_the_batch_bound(
 @pytest.mark.anyio
 async def test_ready_batches_take_what_arrived_up_to_the_bound_and_wait_for_the_next() -> None:
     send, receive = anyio.create_memory_object_stream[int](math.inf)
-    ready = ReadyBatches(receive, most=3)
+    taken: list[list[int]] = []
+
+    async def handle(batch: list[int]) -> None:
+        taken.append(batch)
+
     async with anyio.create_task_group() as tasks:
-        tasks.start_soon(ready.pump)
         for item in range(5):
             send.send_nowait(item)
-        assert await ready.take() == [0, 1, 2]
-        assert await ready.take() == [3, 4]
-        with anyio.move_on_after(0.05) as waited:
-            await ready.take()
-        assert waited.cancelled_caught, "nothing ready: take waits"
+        tasks.start_soon(lambda: handle_ready(receive, handle, most=3))
+        with anyio.fail_after(1):
+            while len(taken) < 2:
+                await anyio.sleep(0.01)
+        assert taken == [[0, 1, 2], [3, 4]]
+        await anyio.sleep(0.05)
+        assert len(taken) == 2, "nothing ready: it waits"
         send.send_nowait(5)
-        assert await ready.take() == [5]
+        with anyio.fail_after(1):
+            while len(taken) < 3:
+                await anyio.sleep(0.01)
+        assert taken[2] == [5]
         send.close()
-        with pytest.raises(anyio.EndOfStream):
-            await ready.take()
+    assert len(taken) == 3, "the source ended: so does the reader"
+
+
+@pytest.mark.anyio
+async def test_with_ready_lets_the_loop_turn_once_and_takes_what_came_in_it() -> None:
+    """An item alone costs one turn of the loop; one sent during that turn joins it."""
+    send, receive = anyio.create_memory_object_stream[int](math.inf)
+    turns = 0
+
+    async def count_turns() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(count_turns)
+        await anyio.lowlevel.checkpoint()
+        turns = 0
+        assert await with_ready(0, receive, most=10) == [0]
+        assert turns == 1, "alone: one turn"
+
+        async def send_one() -> None:
+            send.send_nowait(1)
+
+        tasks.start_soon(send_one)  # runs in the reader's turn
+        assert await with_ready(0, receive, most=10) == [0, 1]
+        tasks.cancel_scope.cancel()
+    send.send_nowait(2)
+    send.send_nowait(3)
+    assert await with_ready(9, receive, most=2) == [9, 2], "the bound, and the turn owed"

@@ -11,8 +11,10 @@ ready in one turn (`ready_batches.py`), and for each stretch of a replay.
 import time
 from collections import Counter
 from collections.abc import AsyncIterable, Callable, Set
+from functools import partial
 
 import anyio
+import anyio.lowlevel
 from loguru import logger
 
 from skulk.master.commands import CommandContext, delete_instance_events, events_for_command
@@ -173,14 +175,16 @@ class Master:
             if self._next_index % self._settings.snapshot_every == 0:
                 self._log.compact(self._snapshot())
 
-    async def _publish_staged(self) -> None:
+    async def _publish_staged(self, *, turned: bool = False) -> None:
         """Send what was staged, in stretches of at most `MAX_BATCH_EVENTS` (under the
         lock, so batches leave in index order)."""
         staged, self._staged = self._staged, []
-        await self._publish(staged)
+        await self._publish(staged, turned=turned)
 
-    async def _publish(self, events: list[IndexedEvent]) -> None:
+    async def _publish(self, events: list[IndexedEvent], *, turned: bool = False) -> None:
         for start in range(0, len(events), MAX_BATCH_EVENTS):
+            if start > 0 or not turned:  # `turned`: the loop just turned (ready_batches.py)
+                await anyio.lowlevel.checkpoint()  # not to starve the node's readers
             await self._indexed.send(IndexedBatch(
                 master_node=self.node_id, events=events[start:start + MAX_BATCH_EVENTS]))
 
@@ -222,15 +226,16 @@ class Master:
     async def handle_command(self, envelope: CommandEnvelope) -> None:
         await self.handle_commands([envelope])
 
-    async def handle_commands(self, envelopes: list[CommandEnvelope]) -> None:
+    async def handle_commands(self, envelopes: list[CommandEnvelope], *,
+                              turned: bool = False) -> None:
         """Each command in turn (each sees the State its predecessors left), their events
-        published together."""
+        published together (`turned`: the loop has just turned, see `_publish`)."""
         async with self._lock:
             for envelope in envelopes:
                 events = self._events_for_command(envelope)
                 if events:
                     self._stage(events)
-            await self._publish_staged()
+            await self._publish_staged(turned=turned)
 
     def _events_for_command(self, envelope: CommandEnvelope) -> list[Event]:
         command = envelope.command
@@ -256,7 +261,8 @@ class Master:
     async def handle_local_event(self, local: LocalEvent) -> None:
         await self.handle_local_events([local])
 
-    async def handle_local_events(self, proposals: list[LocalEvent]) -> None:
+    async def handle_local_events(self, proposals: list[LocalEvent], *,
+                                  turned: bool = False) -> None:
         """Index each proposal that is next in its producer's order; publish together."""
         if self._indexes_nothing():
             return  # its producer resends it until a master with a majority indexes it
@@ -264,7 +270,7 @@ class Master:
             for local in proposals:
                 for ready in self._local_order.arrive(local, self._clock()):
                     self._stage_local(ready)
-            await self._publish_staged()
+            await self._publish_staged(turned=turned)
 
     def _stage_local(self, local: LocalEvent) -> None:
         # This node's own proposals are as trusted as the master that indexes them.
@@ -302,15 +308,19 @@ class Master:
             await self._publish([self._snapshot()])
 
     async def _command_loop(self) -> None:
-        await handle_ready(self._inbox.commands, self.handle_commands, most=MAX_READY_COMMANDS)
+        await handle_ready(self._inbox.commands, partial(self.handle_commands, turned=True),
+                           most=MAX_READY_COMMANDS)
 
-    async def _local_event_loop(self) -> None:
-        await handle_ready(self._inbox.local_events, self.handle_proposal_batches,
+    async def _local_event_loop(self) -> None:  # each batch read, indexed, sent in one step
+        await handle_ready(self._inbox.local_events,
+                           partial(self.handle_proposal_batches, turned=True),
                            most=MAX_BATCH_EVENTS)
 
-    async def handle_proposal_batches(self, batches: list[LocalEventBatch]) -> None:
+    async def handle_proposal_batches(self, batches: list[LocalEventBatch], *,
+                                      turned: bool = False) -> None:
         """Every proposal of the batches that were ready together, as one."""
-        await self.handle_local_events([local for batch in batches for local in batch.events])
+        await self.handle_local_events(
+            [local for batch in batches for local in batch.events], turned=turned)
 
     async def _sync_loop(self, requests: AsyncIterable[StateSyncMessage]) -> None:
         gathered = SyncRequests(self.session_id)

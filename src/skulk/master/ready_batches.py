@@ -1,69 +1,65 @@
 """What has arrived on a stream, taken together: the first item waited for, then every
 item already there (up to a bound), so the master indexes a burst under one signature.
 
-A pump task moves items from the source (a router subscription, which verifies and
-decodes each message) into an unbounded in-process channel; a subscription's queued
-messages are all moved in one step, so whatever arrived while the master worked is taken
-in one batch. The taker lets the loop turn once more after the last item it took, and
-stops at the first turn that brings nothing: an item alone waits one turn, never a timer.
+The reader takes straight from the source (a router subscription, which verifies and
+decodes each message as it is taken, or an in-process stream): no task in between, so an
+item that arrives alone is read, indexed and published in the steps of the one task that
+reads it. After the last item it took, the reader lets the loop turn once more and stops
+at the first turn that brings nothing: an item alone waits one turn, never a timer. That
+turn is also the yield every publication owes the loop (the master's handlers are told
+they come right after one).
 """
 
-import math
-from collections.abc import AsyncIterable, Awaitable, Callable
-from typing import Generic, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Protocol, TypeVar
 
 import anyio
 import anyio.lowlevel
 
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 
-class ReadyBatches(Generic[T]):
-    """`pump` runs as a task; `take` returns the next batch (at least one item)."""
+class ReadySource(Protocol[T_co]):
+    """A stream whose items already there can be taken without waiting: a router
+    subscription, an anyio memory stream."""
 
-    def __init__(self, source: AsyncIterable[T], *, most: int) -> None:
-        self._source = source
-        self._most = most
-        self._send, self._receive = anyio.create_memory_object_stream[T](math.inf)
+    def __aiter__(self) -> AsyncIterator[T_co]: ...
 
-    async def pump(self) -> None:
-        """Move every item of the source into the channel until the source ends."""
+    def receive_nowait(self) -> T_co:
+        """The next item already there; raises `anyio.WouldBlock` when there is none and
+        `anyio.EndOfStream` once the stream has ended."""
+        ...
+
+
+async def with_ready(first: T, source: ReadySource[T], *, most: int) -> list[T]:
+    """`first` and every item already behind it on `source`, up to `most` in all; returns
+    after one turn of the loop that brought nothing, or at the bound, always having let
+    the loop turn at least once since `first` was taken."""
+    batch = [first]
+    turned = False  # whether the loop turned once since the last item came
+    turns = 0
+    while len(batch) < most:
         try:
-            async for item in self._source:
-                self._send.send_nowait(item)
-        finally:
-            self._send.close()
-
-    async def take(self) -> list[T]:
-        """The next item (waiting for it), with every item already behind it, up to
-        `most`; raises `anyio.EndOfStream` once the source ended and all were taken."""
-        batch = [await self._receive.receive()]
-        turned = False  # whether the loop turned once since the last item came
-        while len(batch) < self._most:
-            try:
-                batch.append(self._receive.receive_nowait())
-                turned = False
-            except anyio.WouldBlock:
-                if turned:
-                    break
-                # One turn of the loop, for what the pump has ready (a source that yields
-                # per item, as an in-process stream does, brings one more per turn).
-                await anyio.lowlevel.checkpoint()
-                turned = True
-            except anyio.EndOfStream:
+            batch.append(source.receive_nowait())
+            turned = False
+        except anyio.WouldBlock:
+            if turned:
                 break
-        return batch
+            # One turn of the loop, for what else is on its way (a source that yields per
+            # item, as an in-process stream does, brings one more per turn).
+            await anyio.lowlevel.checkpoint()
+            turned, turns = True, turns + 1
+        except anyio.EndOfStream:
+            break
+    if turns == 0:
+        await anyio.lowlevel.checkpoint()  # the bound reached at once: the turn owed
+    return batch
 
 
-async def handle_ready(source: AsyncIterable[T], handle: Callable[[list[T]], Awaitable[None]],
+async def handle_ready(source: ReadySource[T], handle: Callable[[list[T]], Awaitable[None]],
                        *, most: int) -> None:
-    """`handle` each batch of what is ready on `source`, until it ends."""
-    ready = ReadyBatches(source, most=most)
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(ready.pump)
-        while True:
-            try:
-                batch = await ready.take()
-            except anyio.EndOfStream:
-                return
-            await handle(batch)
+    """`handle` each batch of what is ready on `source`, until it ends; each is handled
+    right after a turn of the loop."""
+    async for first in source:
+        await handle(await with_ready(first, source, most=most))

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from skulk.master.idle import DEFAULT_KEEP_ALIVE_SECONDS
+from skulk.master.ready_batches import ReadySource
 from skulk.shared.partition import Quorum
 from skulk.shared.types.commands import CommandEnvelope
 from skulk.shared.types.election import StateSyncMessage
@@ -37,8 +38,8 @@ class MasterSettings:
 class MasterInbox:
     """What the master reads: commands, workers' local events, followers' sync requests."""
 
-    commands: AsyncIterable[CommandEnvelope]
-    local_events: AsyncIterable[LocalEventBatch]
+    commands: ReadySource[CommandEnvelope]
+    local_events: ReadySource[LocalEventBatch]
     sync_requests: AsyncIterable[StateSyncMessage] | None = None
 
 

@@ -34,6 +34,16 @@ class QueueSubscription:
         except RuntimeError:
             pass  # the loop is closed: nobody is left to read this message
 
+    def get_nowait(self) -> Message | None:
+        """The next message already delivered, without waiting; None when there is none
+        (or the subscription ended: iterating says so)."""
+        if self._closed or self._queue.empty():
+            return None
+        item = self._queue.get_nowait()
+        if item is None:
+            self._queue.put_nowait(None)  # the end marker stays for the iterator
+        return item
+
     def close(self) -> None:
         """End iteration (buffered messages are dropped) and detach from the transport."""
         if self._closed:

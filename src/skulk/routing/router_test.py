@@ -195,6 +195,30 @@ async def test_a_subscription_survives_a_cancelled_wait() -> None:
 
 
 @pytest.mark.anyio
+async def test_what_is_already_there_is_taken_without_waiting_and_garbage_skipped() -> None:
+    """`receive_nowait` (the master's way to take a burst): verified values in order, the
+    dropped ones counted, `WouldBlock` when none is there, and the end left for iteration."""
+    bus = MemoryBus()
+    a, b = router(bus, "a"), router(bus, "b")
+    key = a.key(topics.GLOBAL_EVENTS)
+    async with a.subscribe(topics.GLOBAL_EVENTS) as received:
+        with pytest.raises(anyio.WouldBlock):
+            received.receive_nowait()
+        await b.publish(topics.GLOBAL_EVENTS, event(1, "b"))
+        await MemoryTransport(bus).publish(key, b"\xc1 not msgpack")
+        await b.publish(topics.GLOBAL_EVENTS, event(2, "b"))
+        assert received.receive_nowait().events[0].index == 1
+        assert received.receive_nowait().events[0].index == 2
+        assert a.dropped.counts[("global_events", "not_an_envelope")] == 1
+        with pytest.raises(anyio.WouldBlock):
+            received.receive_nowait()
+        received.close()
+        with pytest.raises(anyio.WouldBlock):
+            received.receive_nowait()
+        assert [value async for value in received] == []
+
+
+@pytest.mark.anyio
 async def test_leaving_the_block_ends_the_subscription() -> None:
     a = router(MemoryBus(), "a")
     async with a.subscribe(topics.GLOBAL_EVENTS) as received:

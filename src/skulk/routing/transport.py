@@ -37,6 +37,10 @@ class Subscription(Protocol):
         it already holds (the router's in-process delivery)."""
         ...
 
+    def get_nowait(self) -> Message | None:
+        """The next message already delivered, without waiting; None when there is none."""
+        ...
+
     def close(self) -> None: ...
 
 

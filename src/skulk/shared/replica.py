@@ -6,16 +6,15 @@ switches sessions (a new master's seed is its event 0; a late joiner is answered
 or catches a lagging replica up.
 """
 
-import math
 from collections.abc import AsyncIterable, Callable
 
 import anyio
 import anyio.lowlevel
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from loguru import logger
 
 from skulk.shared.applied_ahead import AppliedAhead
 from skulk.shared.apply import apply
+from skulk.shared.listener_stream import ListenerStream
 from skulk.shared.recent_events import RecentEvents
 from skulk.shared.removed_instances import RemovedInstances
 from skulk.shared.types.events import IndexedBatch, IndexedEvent, StateSnapshotHydrated
@@ -35,8 +34,8 @@ class StateReplica:
         self._state = State()
         self._session: SessionId | None = None
         self._buffer: dict[int, IndexedEvent] = {}
-        self._listeners: list[MemoryObjectSendStream[IndexedEvent]] = []
-        self._listeners_with_before: list[MemoryObjectSendStream[tuple[State, IndexedEvent]]] = []
+        self._listeners: list[ListenerStream[IndexedEvent]] = []
+        self._listeners_with_before: list[ListenerStream[tuple[State, IndexedEvent]]] = []
         self._changed = anyio.Event()
         self._gap_from: int | None = None  # the first index missing behind a later one
         self._expected_master: NodeId | None = None
@@ -89,29 +88,32 @@ class StateReplica:
         how much a node has seen)."""
         return self._state.last_event_applied_idx + 1
 
-    def subscribe(self) -> MemoryObjectReceiveStream[IndexedEvent]:
-        """A stream of every event applied from now on, in order."""
-        send, receive = anyio.create_memory_object_stream[IndexedEvent](math.inf)
-        self._listeners.append(send)
-        return receive
+    def subscribe(self) -> ListenerStream[IndexedEvent]:
+        """A stream of every event applied from now on, in order (listener_stream.py)."""
+        stream = ListenerStream[IndexedEvent]()
+        self._listeners.append(stream)
+        return stream
 
-    def subscribe_with_before(self) -> MemoryObjectReceiveStream[tuple[State, IndexedEvent]]:
+    def subscribe_with_before(self) -> ListenerStream[tuple[State, IndexedEvent]]:
         """Like `subscribe`, each event with the State it was applied to (for readers that
         compare before and after, which would otherwise apply every event again)."""
-        send, receive = anyio.create_memory_object_stream[tuple[State, IndexedEvent]](
-            math.inf)
-        self._listeners_with_before.append(send)
-        return receive
+        stream = ListenerStream[tuple[State, IndexedEvent]]()
+        self._listeners_with_before.append(stream)
+        return stream
 
     async def run(self, batches: AsyncIterable[IndexedBatch]) -> None:
         """Apply the master's batches as they arrive (each event in index order)."""
-        # One step per batch, or per `_EVENTS_PER_STEP` events of a long one (a replay), so
-        # no batch is applied in one long step.
+        # The loop turns after every `_EVENTS_PER_STEP` events, counted across batches (a
+        # replay's long one, or many short ones already waiting), so no step applies more;
+        # a batch that arrives alone is applied in the one step that woke for it.
+        since_turn = 0
         async for batch in batches:
-            for position, indexed in enumerate(batch.events, start=1):
+            for indexed in batch.events:
                 self.receive(indexed)
-                if position % _EVENTS_PER_STEP == 0 or position == len(batch.events):
+                since_turn += 1
+                if since_turn == _EVENTS_PER_STEP:
                     await anyio.lowlevel.checkpoint()
+                    since_turn = 0
 
     def receive(self, indexed: IndexedEvent) -> list[IndexedEvent]:
         """Take one event off the wire; returns the events applied because of it."""

@@ -1,9 +1,13 @@
+import math
+
 import anyio
+import anyio.lowlevel
 import pytest
 
 from skulk.shared.replica import StateReplica
 from skulk.shared.types.events import (
     Event,
+    IndexedBatch,
     IndexedEvent,
     InstanceCreated,
     StateSnapshotHydrated,
@@ -164,3 +168,41 @@ async def test_batches_are_applied_event_by_event_and_repeats_counted() -> None:
             assert [(await applied.receive()).index for _ in range(4)] == [0, 1, 2, 3]
         tasks.cancel_scope.cancel()
     assert replica.duplicates == 1
+
+
+@pytest.mark.anyio
+async def test_run_applies_at_most_16_events_a_step_however_the_batches_are_cut() -> None:
+    """Batches already waiting are applied 16 events a step (the loop turns between), even
+    when each is one event: `run` no longer turns after every batch."""
+    replica = StateReplica()
+    send, batches = anyio.create_memory_object_stream[IndexedBatch](math.inf)
+    steps = 0
+    applied_at_step: list[int] = []
+
+    async def count_steps() -> None:
+        nonlocal steps
+        while True:
+            applied_at_step.append(replica.next_index())
+            steps += 1
+            await anyio.lowlevel.checkpoint()
+
+    def batch(*events: IndexedEvent) -> IndexedBatch:
+        return IndexedBatch(master_node=MASTER, events=list(events))
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(replica.run, batches)
+        tasks.start_soon(count_steps)
+        for _ in range(3):
+            await anyio.lowlevel.checkpoint()
+        send.send_nowait(batch(seed()))
+        for index in range(1, 41):  # 40 batches of one, all waiting
+            send.send_nowait(batch(noop(index)))
+        with anyio.fail_after(2):
+            while replica.next_index() < 41:
+                await anyio.sleep(0)
+        await anyio.lowlevel.checkpoint()
+        tasks.cancel_scope.cancel()
+    progress = sorted(set(applied_at_step))
+    assert progress[-1] == 41
+    gains = [later - earlier for earlier, later in zip(progress, progress[1:], strict=False)]
+    assert gains and max(gains) <= 16, f"at most 16 events a step, got {gains}"
