@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import IO, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.llama_patches import describe, installed_patches  # noqa: E402
 from bench.llama_rpc_support import MARK, make_members  # noqa: E402
 from bench.results import write_result  # noqa: E402
 
@@ -324,10 +325,12 @@ def print_report(samples: dict[str, list[dict[str, Any]]], load_seconds: dict[st
           f"hop {figures['direct']['ttft_ms'] - whole['ttft_ms']:+.1f} ms, the relays "
           f"{relayed['ttft_ms'] - figures['direct']['ttft_ms']:+.1f} ms")
     print_cpu(samples)
-    patches = llama_cpp_patches()
-    print(f"llama.cpp: {'stock' if patches is None else 'with Skulk patches ' + patches}")
+    patches = installed_patches()
+    print(f"llama.cpp: {describe(patches)}")
     write_result("llama_rpc", {
         "max_tokens": max_tokens, "rate": rate, "llama_cpp_patches": patches,
+        "counted_per_token": {key.removesuffix("_per_token"): value
+                              for key, value in rounds.items() if key.endswith("_per_token")},
         "configurations": {
             name: {"ttft_ms": row["ttft_ms"], "decode_tps": row["decode"],
                    "load_s": load_seconds[name],
@@ -343,22 +346,15 @@ def print_report(samples: dict[str, list[dict[str, Any]]], load_seconds: dict[st
     per_token, to_first = rounds["answers_per_token"], rounds["answers_to_first"]
     print(f"counted through a proxy: {per_token:.2f} round trips per decoded token "
           f"({to_first:.1f} until the first), payload {rounds['to_device_per_token']:.0f} B "
-          f"to the device and {rounds['to_head_per_token']:.0f} B back per token")
+          f"to the device and {rounds['to_head_per_token']:.0f} B back per token, in "
+          f"{rounds['to_device_reads_per_token']:.2f} sends and "
+          f"{rounds['to_head_reads_per_token']:.2f} replies (the proxy's reads)")
     print("COMPUTED, not measured: relayed split with a network round trip L added to each")
     for latency in LATENCIES_MS:
         decode = 1 / (1 / relayed["decode"] + per_token * latency / 1000)
         ttft = relayed["ttft_ms"] + to_first * latency
         print(f"  L = {latency} ms: decode {decode:.1f} tok/s ({decode / whole['decode']:.2f}x)"
               f", TTFT {ttft:.1f} ms ({ttft / whole['ttft_ms']:.2f}x)")
-
-
-def llama_cpp_patches() -> str | None:
-    """The digest of Skulk's llama.cpp patches the installed build carries (written by
-    tools/llama-cpp-backends.sh beside its libraries), or None for a stock build."""
-    import llama_cpp
-
-    marker = Path(llama_cpp.__file__).parent / "lib" / "skulk-patches"
-    return marker.read_text().strip() if marker.exists() else None
 
 
 def model_path() -> str:

@@ -204,26 +204,31 @@ def run_forward(remote: str, data_dir: Path, peer_dir: Path) -> None:
 
 
 class TurnCounter:
-    """Payload bytes each way, and how many times the far side answered after the near
-    side spoke: the round trips the head waited for (TCP segmentation does not change
-    it, since only a change of direction counts)."""
+    """Payload bytes and reads each way, and how many times the far side answered after
+    the near side spoke: the round trips the head waited for (TCP segmentation does not
+    change it, since only a change of direction counts). The reads are the sends as far
+    as TCP kept them apart: a send on loopback is one segment, and two that follow each
+    other closely may be read as one."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._last: dict[int, str] = {}
         self.answers = 0
         self.bytes = {"to_device": 0, "to_head": 0}
+        self.reads = {"to_device": 0, "to_head": 0}
 
     def saw(self, link: int, direction: str, size: int) -> None:
         with self._lock:
             self.bytes[direction] += size
+            self.reads[direction] += 1
             if direction == "to_head" and self._last.get(link) == "to_device":
                 self.answers += 1
             self._last[link] = direction
 
     def report(self) -> dict[str, int]:
         with self._lock:
-            return {"answers": self.answers, **self.bytes}
+            return {"answers": self.answers, **self.bytes,
+                    **{f"{direction}_reads": n for direction, n in self.reads.items()}}
 
 
 def run_count(remote: str) -> None:
