@@ -51,7 +51,7 @@ async def start_worker(tasks: TaskGroup, *, config: NodeConfig, machine: NodeMac
     worker = Worker(
         node_id=node_id, replica=replica, catalog=catalog,
         outbox=WorkerOutbox(events=local_events, chunks=chunks, commands=channels.commands,
-                            spans=channels.spans),
+                            spans=channels.spans, chunks_now=chunks),
         settings=worker_settings(config),
         reach=WorkerReach(
             memory=machine, weight_sources=weights.sources_for,

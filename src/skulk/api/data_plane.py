@@ -122,8 +122,9 @@ class DataPlaneReceiver:
 
 
 class ChunkSender:
-    """The worker's `Sender[DataChunk]`: a chunk for a request this node took goes to its
-    stream here; any other goes on `remote` (the data plane, to the owning node)."""
+    """The worker's `Sender[DataChunk]` (and `InstantSender`): a chunk for a request this
+    node took goes to its stream here; any other goes on `remote` (the data plane, to
+    the owning node)."""
 
     def __init__(self, *, node_id: NodeId, receiver: DataPlaneReceiver,
                  replica: StateReplica, remote: Sender[DataChunk]) -> None:
@@ -133,7 +134,14 @@ class ChunkSender:
         self._remote = remote
 
     async def send(self, chunk: DataChunk, /) -> None:
-        if chunk.owner_node == self._node_id:  # taken here: no sealing, loopback, opening
-            self._receiver.take_chunk(Received(self._node_id, chunk), self._replica.state)
-        else:
+        if not self.send_now(chunk):
             await self._remote.send(chunk)
+
+    def send_now(self, chunk: DataChunk, /) -> bool:
+        """A chunk for a request taken here goes to its stream at once (no sealing,
+        loopback or opening, and no task between the runner's pipe and the stream);
+        False for any other, which must travel."""
+        if chunk.owner_node != self._node_id:
+            return False
+        self._receiver.take_chunk(Received(self._node_id, chunk), self._replica.state)
+        return True

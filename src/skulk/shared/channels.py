@@ -22,6 +22,15 @@ class Sender(Protocol[T_contra]):
     async def send(self, item: T_contra, /) -> None: ...
 
 
+class InstantSender(Protocol[T_contra]):
+    """An end that hands a value over at once, with no waiting, where it stays in this
+    process (a chunk for a stream on this node); False: it did nothing, and the value
+    goes by the channel's `Sender` instead. For the per-token path, where a wake of a
+    task per value costs more than the value's own work."""
+
+    def send_now(self, item: T_contra, /) -> bool: ...
+
+
 def channel(item_type: type[T], size: float = math.inf
             ) -> tuple[MemoryObjectSendStream[T], MemoryObjectReceiveStream[T]]:
     """An in-process channel of `item_type` values, unbounded unless `size` says so: a

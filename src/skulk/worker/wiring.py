@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from skulk.shared.channels import Sender
+from skulk.shared.channels import InstantSender, Sender
 from skulk.shared.types.chunks import DataChunk
 from skulk.shared.types.commands import Command
 from skulk.shared.types.events import Event
@@ -44,6 +44,8 @@ class WorkerOutbox:
     chunks: Sender[DataChunk]
     commands: Sender[Command]
     spans: Sender[RankSpans] | None = None
+    # Chunks for streams on this node, handed over in the runner pipe's read callback.
+    chunks_now: InstantSender[DataChunk] | None = None
 
 
 class MemoryReader(Protocol):

@@ -265,6 +265,8 @@ class Worker:
             runner_id=runner_id, instance_id=instance.instance_id, node_id=self._node_id,
             engine=engine, config=config,
             on_event=self._on_runner_event, on_chunk=self._outbox.chunks.send,
+            on_chunk_now=None if self._outbox.chunks_now is None
+            else self._outbox.chunks_now.send_now,
             on_spans=None if self._outbox.spans is None else self._outbox.spans.send)
         self._runners[runner_id] = LocalRunnerHandle(
             supervisor, instance.instance_id, started_at=self._clock(),

@@ -259,6 +259,6 @@ def entrypoint(engine: EngineDescription, config: EngineConfig, inbox: Connectio
     # The supervisor stops us with a Shutdown message or SIGTERM; Ctrl-C in the terminal
     # reaches the whole process group, and the node decides, not the runner.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    writer: FrameWriter[FromRunner] = FrameWriter(outbox.fileno())
+    writer: FrameWriter[FromRunner] = FrameWriter(outbox.fileno(), messages.TOKENS_PLAIN)
     code = Runner(engine, config, RunnerInbox(inbox.fileno()), writer).serve()
     sys.exit(code)

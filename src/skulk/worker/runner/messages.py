@@ -6,7 +6,7 @@ apart from the plan's steps (`worker.plan.LoadModel`) and the cluster's commands
 """
 
 from collections.abc import Callable
-from typing import Annotated, Literal
+from typing import Annotated, Literal, cast
 
 from pydantic import Field
 
@@ -17,7 +17,8 @@ from skulk.shared.types.runners import RunnerStatus
 from skulk.shared.types.tasks import TerminalTaskStatus, TextGenerationTask
 from skulk.shared.types.traces import Span
 from skulk.worker.runner.built import built
-from skulk.worker.runner.message_check import MessageCheck
+from skulk.worker.runner.message_check import BadFrame, MessageCheck
+from skulk.worker.runner.pipe_frames import PlainForm
 
 
 class LoadModelRequest(WireModel):
@@ -91,6 +92,21 @@ def tokens_produced(pieces: list[TokenPiece]) -> TokensProduced:
     return built(TokensProduced, {"kind": "tokens", "pieces": pieces})
 
 
+def _tokens_from_values(values: object) -> TokensProduced:
+    """What a plain frame of `TokensProduced` carried, as the message: a list of 4-tuples
+    (the pieces' own values are the runner's, as unpickled ones were)."""
+    if type(values) is not list or not all(
+            type(piece) is tuple and len(piece) == 4 for piece in values):
+        raise BadFrame(f"a plain frame carried {type(values).__name__} values, not the "
+                       "pieces of TokensProduced")
+    return tokens_produced(cast(list[TokenPiece], values))
+
+
+def _token_values(message: "FromRunner") -> list[object]:
+    assert isinstance(message, TokensProduced)  # the only class the form is used for
+    return cast(list[object], message.pieces)
+
+
 class TaskEnded(WireModel):
     kind: Literal["ended"] = "ended"
     task_id: TaskId
@@ -101,6 +117,11 @@ class TaskEnded(WireModel):
 
 FromRunner = Annotated[StatusReport | TaskAcknowledged | ChunkProduced | TokensProduced
                        | TaskEnded, Field(discriminator="kind")]
+
+
+TOKENS_PLAIN: PlainForm[FromRunner] = PlainForm(TokensProduced, _token_values,
+                                                _tokens_from_values)
+"""A step's tokens cross the runner's pipe as plain values (pipe_frames), not pickled."""
 
 
 TO_RUNNER: MessageCheck[ToRunner] = MessageCheck(ToRunner, "worker → runner")

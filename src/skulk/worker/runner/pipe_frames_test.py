@@ -104,3 +104,31 @@ def test_the_runners_inbox_check_passes_its_messages_only() -> None:
     assert TO_RUNNER(shutdown) is shutdown
     with pytest.raises(BadFrame, match="worker → runner pipe carried a TaskAcknowledged"):
         TO_RUNNER(SAMPLE[0])
+
+
+TOKENS = messages.tokens_produced([(TaskId("t1"), CommandId("c1"), " fox", [17]),
+                                   (TaskId("t2"), CommandId("c2"), "é\u2028", [1, 2])])
+
+
+def test_a_steps_tokens_cross_as_plain_values_and_come_back_equal() -> None:
+    data = encode([SAMPLE[0], TOKENS, SAMPLE[1]], messages.TOKENS_PLAIN)
+    assert b"skulk" not in data[len(encode([SAMPLE[0]])):-len(encode([SAMPLE[1]]))]
+    for size in (1, 5, len(data)):
+        frames, got = FrameReader(FROM_RUNNER, messages.TOKENS_PLAIN), []
+        for start in range(0, len(data), size):
+            got += frames.feed(data[start:start + size])
+        assert got == [SAMPLE[0], TOKENS, SAMPLE[1]]
+        assert isinstance(got[1], messages.TokensProduced)
+        assert got[1].pieces == TOKENS.pieces
+
+
+def test_plain_values_of_the_wrong_shape_or_on_a_pipe_without_them_are_bad_frames() -> None:
+    plain = messages.TOKENS_PLAIN
+    wrong = messages.tokens_produced([("t1", "c1", "x")])  # type: ignore[list-item]
+    frames = FrameReader(FROM_RUNNER, plain)
+    assert frames.feed(encode([SAMPLE[0], wrong], plain)) == [SAMPLE[0]]
+    assert frames.bad_frame is not None and "not the pieces of TokensProduced" in \
+        frames.bad_frame
+    unexpected = reader()  # a reader told of no plain form
+    assert unexpected.feed(encode([TOKENS], plain)) == []
+    assert unexpected.bad_frame is not None and "plain values" in unexpected.bad_frame

@@ -1,38 +1,55 @@
 """The supervisor's end of a runner's pipe, read on the event loop as bytes arrive.
 
 The loop calls back when the pipe is readable; the callback reads everything there and
-wakes `take`. Waiting costs no cancel scope and no thread, which matters at one wake-up
-per token (see pipe_frames).
+hands the messages to `at_once`, still inside the callback, which deals with what it can
+there (a chunk for a stream on this node goes to its stream) and returns what is left
+for the supervisor's task (statuses, a task's end, chunks that must travel). The task is
+woken only when something is left: with one stream, a token costs the node one wake of
+its loop and no task switch, no timer and no future of its own (see pipe_frames).
 """
 
 import asyncio
 import os
+from collections.abc import Callable
+from typing import Generic, TypeVar
 
-from skulk.worker.runner.messages import FROM_RUNNER, FromRunner
+from skulk.worker.runner.messages import FROM_RUNNER, TOKENS_PLAIN, FromRunner
 from skulk.worker.runner.pipe_frames import FrameReader, read_available
 
+LeftT = TypeVar("LeftT")
 
-class RunnerOutput:
-    """Messages from one runner, each checked to be a `FromRunner`; `ended` once the
-    runner's end of the pipe is closed (the process exited or was killed), or it sent a
-    frame of anything else (`bad_frame`), and everything before was taken."""
 
-    def __init__(self, fd: int) -> None:
+class RunnerOutput(Generic[LeftT]):
+    """Messages from one runner, each checked to be a `FromRunner`, given to `at_once`
+    as each read brings them; what it leaves waits for `take`. `ended` once the runner's
+    end of the pipe is closed (the process exited or was killed), or it sent a frame of
+    anything else (`bad_frame`), and everything left before was taken. An exception
+    raised by `at_once` stops the reading and is raised again by `take`, in the task
+    that reads, as it would have been had that task handled the messages itself."""
+
+    def __init__(self, fd: int, at_once: Callable[[list[FromRunner]], list[LeftT]]) -> None:
         os.set_blocking(fd, False)
         self._fd = fd
-        self._frames = FrameReader(FROM_RUNNER)
-        self._messages: list[FromRunner] = []
+        self._at_once = at_once
+        self._frames = FrameReader(FROM_RUNNER, TOKENS_PLAIN)
+        self._left: list[LeftT] = []
         self._eof = False
+        self._failure: Exception | None = None
         self._ready = asyncio.Event()
         self._loop = asyncio.get_running_loop()
         self._loop.add_reader(fd, self._on_readable)
 
     def _on_readable(self) -> None:
         messages, eof = read_available(self._fd, self._frames)
-        self._messages += messages
+        if messages:
+            try:
+                self._left += self._at_once(messages)
+            except Exception as error:  # raised again in the reading task
+                self._failure, eof = error, True
         if eof:
             self._stop_reading()
-        self._ready.set()
+        if self._left or self._eof:
+            self._ready.set()
 
     def _stop_reading(self) -> None:
         if not self._eof:
@@ -41,7 +58,7 @@ class RunnerOutput:
 
     @property
     def ended(self) -> bool:
-        return self._eof and not self._messages
+        return self._eof and not self._left
 
     @property
     def bad_frame(self) -> str | None:
@@ -53,18 +70,21 @@ class RunnerOutput:
         """The pipe ended inside a message (the runner died while writing it)."""
         return self._eof and self._frames.partial and self.bad_frame is None
 
-    async def take(self, patience: float) -> list[FromRunner]:
-        """What arrived since the last call; waits up to `patience` seconds for
+    async def take(self, patience: float) -> list[LeftT]:
+        """What `at_once` left since the last call; waits up to `patience` seconds for
         something (an empty list then: the caller checks the process is alive)."""
-        if not self._messages and not self._eof:
+        if not self._left and not self._eof:
             self._ready.clear()
             timer = self._loop.call_later(patience, self._ready.set)
             try:
                 await self._ready.wait()
             finally:
                 timer.cancel()
-        messages, self._messages = self._messages, []
-        return messages
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            raise failure
+        left, self._left = self._left, []
+        return left
 
     def close(self) -> None:
         self._stop_reading()

@@ -15,7 +15,7 @@ from multiprocessing.process import BaseProcess
 import anyio
 from loguru import logger
 
-from skulk.shared.types.chunks import Chunk, DataChunk, ErrorChunk, TokenChunk
+from skulk.shared.types.chunks import Chunk, DataChunk, ErrorChunk
 from skulk.shared.types.events import Event, RunnerStatusUpdated, TaskStatusUpdated
 from skulk.shared.types.ids import InstanceId, NodeId, RunnerId, TaskId
 from skulk.shared.types.runners import (
@@ -32,7 +32,7 @@ from skulk.worker.engines.protocol import EngineConfig
 from skulk.worker.engines.registry import spawn_environment
 from skulk.worker.runner import messages
 from skulk.worker.runner.bootstrap import entrypoint
-from skulk.worker.runner.built import built
+from skulk.worker.runner.chunk_envelopes import ChunkEnvelopes
 from skulk.worker.runner.coalesce import coalesce
 from skulk.worker.runner.deadlines import Progress
 from skulk.worker.runner.flight_recorder import FlightRecorder
@@ -42,6 +42,8 @@ from skulk.worker.runner.runner_output import RunnerOutput
 from skulk.worker.runner.runner_stdout import RunnerStdout
 
 _POLL_SECONDS = 0.2
+Outgoing = DataChunk | messages.StatusReport | messages.TaskAcknowledged | messages.TaskEnded
+"""What the pipe's read callback leaves for the supervisor's task to send."""
 _NO_NODE = NodeId("")
 JOIN_SECONDS = 5.0
 
@@ -56,10 +58,6 @@ def _unheard_while_stopping(what: str) -> Iterator[None]:
         logger.debug("could not report {} while stopping: {}", what, error)
 
 
-def _now_us() -> int:
-    return time.time_ns() // 1000
-
-
 class RunnerSupervisor:
     def __init__(
         self,
@@ -71,6 +69,7 @@ class RunnerSupervisor:
         on_event: Callable[[Event], Awaitable[None]],
         on_chunk: Callable[[DataChunk], Awaitable[None]],
         on_spans: Callable[[RankSpans], Awaitable[None]] | None = None,
+        on_chunk_now: Callable[[DataChunk], bool] | None = None,
         node_id: NodeId = _NO_NODE,
     ) -> None:
         self.runner_id = runner_id
@@ -81,17 +80,16 @@ class RunnerSupervisor:
         self._on_event = on_event
         self._on_chunk = on_chunk
         self._on_spans = on_spans
+        # Hands a chunk over without waiting where it can (a stream on this node): False
+        # leaves it for `on_chunk`.
+        self._on_chunk_now = on_chunk_now
         self._status: RunnerStatus | None = None
         self._in_flight: dict[TaskId, TextGenerationTask] = {}
-        self._sequences: dict[TaskId, int] = {}
+        self._envelopes = ChunkEnvelopes(node_id, config.rank)
         self._process: BaseProcess | None = None
         self._inbox: InboxWriter | None = None
         self._stopping = False
         self._exited = False
-        self._first_chunk_at: dict[TaskId, float] = {}
-        self._tokens_after_first: dict[TaskId, int] = {}
-        self._timeline: dict[TaskId, list[int]] = {}  # wall µs: started, acknowledged, first
-        self.tokens_per_second: float | None = None
         self.recorder = FlightRecorder()
         self._heard_at = 0.0  # monotonic: the runner's last message
         self._busy_since = 0.0  # monotonic: its first request in flight was handed over
@@ -99,6 +97,10 @@ class RunnerSupervisor:
     @property
     def status(self) -> RunnerStatus | None:
         return self._status
+
+    @property
+    def tokens_per_second(self) -> float | None:
+        return self._envelopes.tokens_per_second
 
     @property
     def in_flight(self) -> Mapping[TaskId, TextGenerationTask]:
@@ -110,7 +112,7 @@ class RunnerSupervisor:
         if self._config.rank != 0 or not self._in_flight:
             return None
         return Progress(quiet_since=max(self._heard_at, self._busy_since),
-                        produced=any(t in self._first_chunk_at for t in self._in_flight))
+                        produced=any(self._envelopes.produced(t) for t in self._in_flight))
 
     @property
     def pid(self) -> int | None:
@@ -143,7 +145,7 @@ class RunnerSupervisor:
         inbox_writer.close()
         runner_end.close()  # the runner holds the only write end: its exit is end of file
         runner_stdout.close()
-        output = RunnerOutput(os.dup(output_end.fileno()))  # ours to close
+        output = RunnerOutput(os.dup(output_end.fileno()), self._at_once)  # ours to close
         output_end.close()
         printed = RunnerStdout(os.dup(stdout_end.fileno()), str(self.runner_id))
         stdout_end.close()
@@ -152,11 +154,11 @@ class RunnerSupervisor:
                     self._process.pid, self._engine.name)
         try:
             while not output.ended:
-                batch = await output.take(_POLL_SECONDS)
-                await self._forward_batch(batch)
-                if not batch and not output.ended and not self._process.is_alive():
+                left = await output.take(_POLL_SECONDS)
+                await self._forward_left(left)
+                if not left and not output.ended and not self._process.is_alive():
                     # Exited with its pipe still open elsewhere (a child of its own).
-                    await self._forward_batch(await output.take(0))
+                    await self._forward_left(await output.take(0))
                     break
         finally:
             output.close()
@@ -189,8 +191,7 @@ class RunnerSupervisor:
 
     def start_task(self, task: TextGenerationTask) -> None:
         self.recorder.record("task_started", task.task_id)
-        if task.params.trace:
-            self._timeline[task.task_id] = [_now_us()]
+        self._envelopes.started(task)
         if not self._in_flight:
             self._busy_since = time.monotonic()
         self._in_flight[task.task_id] = task  # before sending: its chunks may come at once
@@ -203,23 +204,43 @@ class RunnerSupervisor:
             self._inbox.send(messages.CancelTaskRequest(task_id=task_id))
 
     async def _forward_batch(self, batch: list[FromRunner]) -> None:
-        """What one read brought, chunks first: a request's first token comes in the
-        runner step that acknowledged it, and publishing the "running" status before it
-        made the token wait while the master indexed it (0.5-5 ms of time to first token).
-        The events then go out in the runner's order, a task's end after its chunks."""
-        if not batch:
-            return
+        """One read's messages forwarded whole, as `run` forwards them (`_at_once`, then
+        what it left)."""
+        await self._forward_left(self._at_once(batch))
+
+    def _at_once(self, batch: list[FromRunner]) -> list[Outgoing]:
+        """What one read brought, chunks first, handled in the pipe's read callback: a
+        chunk for a request taken on this node goes to its stream here (`on_chunk_now`),
+        with no task woken; the rest is left for `run`, in order: chunks that travel,
+        then the events. A request's first token comes in the runner step that
+        acknowledged it, and publishing the "running" status before it made the token
+        wait while the master indexed it (0.5-5 ms of time to first token). The events
+        go out in the runner's order, a task's end after its chunks."""
         self._heard_at = time.monotonic()
         messages_in_order = coalesce(batch)
+        left: list[Outgoing] = []
         for message in messages_in_order:
             match message:
-                case messages.TaskAcknowledged(task_id=task_id) if task_id in self._timeline:
-                    self._timeline[task_id].append(_now_us())  # before its first chunk's
+                case messages.TaskAcknowledged(task_id=task_id):
+                    self._envelopes.acknowledged(task_id)  # before its first chunk's time
                 case messages.ChunkProduced(task_id=task_id, chunk=chunk) \
                         if self._config.rank == 0:  # rank 0 speaks for a split instance
-                    await self._emit_chunk(task_id, chunk)
-        for message in messages_in_order:
-            await self._forward_event(message)
+                    envelope = self._envelope(task_id, chunk)
+                    if envelope is not None and not self._handed_over_now(envelope):
+                        left.append(envelope)
+        left += [message for message in messages_in_order if isinstance(
+            message, messages.StatusReport | messages.TaskAcknowledged | messages.TaskEnded)]
+        return left
+
+    def _handed_over_now(self, envelope: DataChunk) -> bool:
+        return self._on_chunk_now is not None and self._on_chunk_now(envelope)
+
+    async def _forward_left(self, left: list[Outgoing]) -> None:
+        for item in left:
+            if isinstance(item, DataChunk):
+                await self._on_chunk(item)
+            else:
+                await self._forward_event(item)
 
     async def _forward_event(self, message: FromRunner) -> None:
         match message:
@@ -235,67 +256,32 @@ class RunnerSupervisor:
                 await self._end_task(task_id, status, error)
 
     async def _emit_chunk(self, task_id: TaskId, chunk: Chunk) -> None:
+        envelope = self._envelope(task_id, chunk)
+        if envelope is not None and not self._handed_over_now(envelope):
+            await self._on_chunk(envelope)
+
+    def _envelope(self, task_id: TaskId, chunk: Chunk) -> DataChunk | None:
+        """The chunk's data-plane envelope (None: the task already ended; a late chunk
+        must not follow its terminal one)."""
         task = self._in_flight.get(task_id)
-        if task is None:
-            return  # the task already ended; a late chunk must not follow its terminal one
-        sequence = self._sequences.get(task_id, 0)
-        self._sequences[task_id] = sequence + 1
-        now = time.monotonic()
-        first = self._first_chunk_at.setdefault(task_id, now)
-        tokens = len(chunk.token_ids) if isinstance(chunk, TokenChunk) else 0
-        if sequence == 0:
-            self._tokens_after_first[task_id] = 0
-        else:  # tokens after the first chunk measure decode speed (chunks may hold several)
-            self._tokens_after_first[task_id] = self._tokens_after_first.get(task_id, 0) + tokens
-            if now > first and self._tokens_after_first[task_id] > 1:
-                self.tokens_per_second = self._tokens_after_first[task_id] / (now - first)
-        timeline = self._timeline.get(task_id)
-        if timeline is not None:
-            if len(timeline) == 2:
-                timeline.append(_now_us())
-            if isinstance(chunk, TokenChunk) and chunk.finish_reason is not None:
-                chunk = chunk.model_copy(update={"spans": self._spans(task, timeline)})
-        # Built from typed fields, so not validated again: this runs once per token.
-        await self._on_chunk(built(DataChunk, {
-            "command_id": task.command_id, "owner_node": task.owner_node,
-            "sequence": sequence, "chunk": chunk}))
+        return None if task is None else self._envelopes.envelope(task, chunk)
 
     async def _send_rank_spans(self, task_id: TaskId, engine_spans: list[Span]) -> None:
-        """A traced task's spans that no chunk carries: every rank's engine timings and,
-        on ranks other than 0 (which send no chunks), their queue and work time."""
-        task, timeline = self._in_flight.get(task_id), self._timeline.get(task_id)
-        if task is None or timeline is None or self._on_spans is None:
+        """A traced task's spans that no chunk carries (`ChunkEnvelopes.rank_spans`)."""
+        task = self._in_flight.get(task_id)
+        if task is None or self._on_spans is None:
             return
-        spans = [span.model_copy(update={"node_id": self.node_id, "rank": self._config.rank})
-                 for span in engine_spans]  # the runner knows neither
-        if self._config.rank != 0:
-            marks = [*timeline[:2], _now_us()]
-            spans += [Span(name=name, node_id=self.node_id, rank=self._config.rank,
-                           start_us=start, duration_us=max(end - start, 0))
-                      for name, start, end in zip(["runner.queue", "runner.work"],
-                                                  marks, marks[1:], strict=False)]
+        spans = self._envelopes.rank_spans(task_id, engine_spans)
         if spans:
             await self._on_spans(RankSpans(command_id=task.command_id,
                                            owner_node=task.owner_node, spans=spans))
-
-    def _spans(self, task: TextGenerationTask, timeline: list[int]) -> list[Span]:
-        """queue: handed to the runner → it took the task; prefill: → first chunk;
-        decode: → last chunk."""
-        marks = [*timeline, _now_us()]
-        names = ["runner.queue", "runner.prefill", "runner.decode"]
-        return [Span(name=name, node_id=self.node_id, rank=self._config.rank,
-                     start_us=start, duration_us=max(end - start, 0))
-                for name, start, end in zip(names, marks, marks[1:], strict=False)]
 
     async def _end_task(self, task_id: TaskId, status: TerminalTaskStatus,
                         error: str | None) -> None:
         # Popping first makes the terminal status go out once, whoever calls second.
         if self._in_flight.pop(task_id, None) is None:
             return
-        self._sequences.pop(task_id, None)
-        self._first_chunk_at.pop(task_id, None)
-        self._tokens_after_first.pop(task_id, None)
-        self._timeline.pop(task_id, None)
+        self._envelopes.forget(task_id)
         self.recorder.record("task_ended", f"{task_id} {status}" + (f": {error}" if error else ""))
         await self._on_event(TaskStatusUpdated(task_id=task_id, status=status, error=error))
 
