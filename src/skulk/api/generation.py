@@ -55,13 +55,14 @@ class Generation:
     async def chunks(self) -> AsyncIterator[Chunk]:
         chunk = self.first
         while True:
-            chunk = await self.recovered(chunk)
-            if isinstance(chunk, TokenChunk) and self.failover is not None:
+            if type(chunk) is ErrorChunk:  # a token needs no recovering (nor a coroutine)
+                chunk = await self.recovered(chunk)
+            if type(chunk) is TokenChunk and self.failover is not None:
                 chunk = self.failover.continuation.deliver(chunk)
             yield chunk
             if is_terminal(chunk):
                 return
-            chunk = await self.stream.next_chunk()
+            chunk = await self.attempt.stream.next_chunk()
 
     async def recovered(self, chunk: Chunk) -> Chunk:
         """The chunk, or, when it is an error another instance can get past, the first

@@ -3,8 +3,9 @@
 A stream is registered before its command is sent, so no early chunk can be missed.
 
 Each chunk of every streamed request passes through here, so waiting for one is kept
-cheap: an asyncio future per wait and a timer handle, not an anyio memory stream and a
-cancel scope (which cost the node CPU the runner's compute threads need, per token).
+cheap: an asyncio future per wait and one idle timer per stream, not an anyio memory
+stream and a cancel scope (which cost the node CPU the runner's compute threads need, per
+token), nor a timer set and cancelled per chunk.
 A reader that falls behind takes the token chunks that piled up as one (one delta in its
 dialect, one wake-up), not a growing queue of events: text, tokens, log probabilities and
 the last chunk's ending are the same as read one by one.
@@ -27,27 +28,54 @@ DEFAULT_IDLE_TIMEOUT_SECONDS = 60.0
 
 
 class ChunkInbox:
-    """One stream's chunks in arrival order, and the one reader waiting for them."""
+    """One stream's chunks in arrival order, and the one reader waiting for them.
 
-    __slots__ = ("_chunks", "_waiter", "closed")
+    The reader's idle limit is one timer per stream, not one per chunk: a wait notes
+    when it began, and the timer, when it fires, wakes the reader only if the wait it
+    finds is older than the limit (else it is set again for what is left of it)."""
+
+    __slots__ = ("_chunks", "_waiter", "_waiting_since", "_timeout", "_timer", "_loop",
+                 "closed")
 
     def __init__(self) -> None:
         self._chunks: deque[Chunk] = deque()
         self._waiter: asyncio.Future[None] | None = None
+        self._waiting_since = 0.0  # loop time
+        self._timeout: float | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.closed = False
 
     def put(self, chunk: Chunk) -> None:
         self._chunks.append(chunk)
-        self._wake()
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def close(self) -> None:
         self.closed = True
         self._wake()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def _wake(self) -> None:
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+
+    def _on_timer(self) -> None:
+        """Wake a reader that has waited `timeout` or more; set the timer again for one
+        that waited less; with no reader waiting, stop (the next wait sets it again)."""
+        self._timer = None
+        loop, timeout = self._loop, self._timeout
+        if self._waiter is None or loop is None or timeout is None:
+            return
+        left = self._waiting_since + timeout - loop.time()
+        if left <= 0.001:  # the timer's own granularity
+            self._wake()
+        else:
+            self._timer = loop.call_later(left, self._on_timer)
 
     def take_nowait(self) -> Chunk | None:
         """The oldest chunk, with the token chunks queued behind it merged in; None when
@@ -71,15 +99,19 @@ class ChunkInbox:
         chunk = self.take_nowait()
         if chunk is not None:
             return chunk
-        loop = asyncio.get_running_loop()
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
         self._waiter = waiter = loop.create_future()
-        timer = None if timeout is None else loop.call_later(timeout, self._wake)
+        self._timeout = timeout
+        if timeout is not None:
+            self._waiting_since = loop.time()
+            if self._timer is None:
+                self._timer = loop.call_later(timeout, self._on_timer)
         try:
             await waiter
         finally:
             self._waiter = None
-            if timer is not None:
-                timer.cancel()
         return self.take_nowait()
 
 

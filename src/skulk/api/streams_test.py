@@ -95,6 +95,30 @@ async def test_silence_after_the_first_token_times_out() -> None:
 
 
 @pytest.mark.anyio
+async def test_the_idle_limit_counts_from_each_wait_not_from_the_streams_first() -> None:
+    """One timer serves every wait of a stream: chunks that come closer together than the
+    limit, for longer than it in all, end nothing; silence after them still does."""
+    registry = StreamRegistry(idle_timeout=0.15)
+    stream = registry.open(C)
+    registry.dispatch(data(0, TokenChunk(text="a")))
+    await stream.next_chunk()
+
+    async def trickle() -> None:
+        for sequence in range(1, 6):
+            await anyio.sleep(0.06)
+            registry.dispatch(data(sequence, TokenChunk(text="b")))
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(trickle)
+        texts = [await stream.next_chunk() for _ in range(5)]  # 0.3 s in all
+    assert all(isinstance(chunk, TokenChunk) and chunk.text == "b" for chunk in texts)
+    started = anyio.current_time()
+    chunk = await stream.next_chunk()
+    assert isinstance(chunk, ErrorChunk) and chunk.error_kind == "timeout"
+    assert anyio.current_time() - started >= 0.14
+
+
+@pytest.mark.anyio
 async def test_no_timeout_before_the_first_token() -> None:
     registry = StreamRegistry(idle_timeout=0.01)
     stream = registry.open(C)

@@ -27,6 +27,16 @@ def packable(chunk: TokenChunk) -> bool:
         and chunk.stop_sequence is None
 
 
+def plain_token_chunk(text: str, token_ids: list[int],
+                      logprobs: list[TokenLogprob] | None = None) -> TokenChunk:
+    """A plain piece's chunk (not its request's last: no usage, ending or spans)."""
+    # Built from checked parts, not validated again: this runs per request and step.
+    return built(TokenChunk, {
+        "kind": "token", "text": text, "token_ids": token_ids, "finish_reason": None,
+        "usage": None, "stop_sequence": None, "logprobs": [] if logprobs is None else logprobs,
+        "embeddings": None, "spans": []})
+
+
 def merged(first: TokenChunk, second: TokenChunk) -> TokenChunk:
     """`second` with `first`'s text, tokens and log probabilities before its own."""
     return second.model_copy(update={"text": first.text + second.text,
@@ -65,13 +75,10 @@ class _Run:
         if self.only is not None:
             return self.only
         text = self.texts[0] if len(self.texts) == 1 else "".join(self.texts)
-        # Built from checked parts, not validated again: this runs per request and step.
         chunk = self.closing.model_copy(update={
             "text": text, "token_ids": self.token_ids, "logprobs": self.logprobs}) \
-            if self.closing is not None else built(TokenChunk, {
-                "kind": "token", "text": text, "token_ids": self.token_ids,
-                "finish_reason": None, "usage": None, "stop_sequence": None,
-                "logprobs": self.logprobs, "embeddings": None, "spans": []})
+            if self.closing is not None else plain_token_chunk(text, self.token_ids,
+                                                               self.logprobs)
         return built(messages.ChunkProduced, {"kind": "chunk", "task_id": self.task_id,
                                               "command_id": self.command_id, "chunk": chunk})
 
