@@ -151,14 +151,21 @@ async def token_chunks(context: ApiContext,
     formatter writes it in its dialect). A client that goes away cancels the generation."""
     measure = _Measure(context, generation)
     try:
-        async for chunk in generation.chunks():
+        chunk = generation.first
+        while True:  # `Generation.chunks`, inline: one async generator less per token
+            if type(chunk) is ErrorChunk:
+                chunk = await generation.recovered(chunk)
+            chunk = generation.delivered(chunk)
             measure.saw(chunk)
             if type(chunk) is ErrorChunk:
                 raise ApiError.from_chunk(chunk)
             assert isinstance(chunk, TokenChunk)
             if chunk.finish_reason is not None:
                 generation.done = True
+                yield chunk
+                return
             yield chunk
+            chunk = await generation.attempt.stream.next_chunk()
     finally:
         measure.flush()
         await finish_generation(context, generation)

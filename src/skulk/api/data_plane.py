@@ -56,18 +56,23 @@ class DataPlaneReceiver:
             self.take_chunk(arrival, replica.state)
 
     def take_chunk(self, arrival: Received[DataChunk], state: State) -> None:
-        command_id = arrival.value.command_id
+        self.take(arrival.value, arrival.origin, state)
+
+    def take(self, chunk: DataChunk, origin: NodeId, state: State) -> None:
+        """`take_chunk` of a chunk signed by `origin`, with no `Received` built for it
+        unless it must wait (a node's own chunks come here once per token)."""
+        command_id = chunk.command_id
         if not self._streams.is_open(command_id):
             return
         ranks = self._ranks.get(command_id)  # a request's instance does not change
         if ranks is None:
             ranks = ranks_serving(state, command_id)
             if ranks is None:
-                self._wait(arrival)
+                self._wait(Received(origin, chunk))
                 return
             self._remember(command_id, ranks)
-        if arrival.origin in ranks:
-            self._streams.dispatch(arrival.value)
+        if origin in ranks:
+            self._streams.dispatch(chunk)
         else:
             self._dropped.count("data", "not_a_rank_of_the_request", 0)
 
@@ -143,5 +148,5 @@ class ChunkSender:
         False for any other, which must travel."""
         if chunk.owner_node != self._node_id:
             return False
-        self._receiver.take_chunk(Received(self._node_id, chunk), self._replica.state)
+        self._receiver.take(chunk, self._node_id, self._replica.state)
         return True

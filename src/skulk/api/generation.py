@@ -54,15 +54,21 @@ class Generation:
 
     async def chunks(self) -> AsyncIterator[Chunk]:
         chunk = self.first
-        while True:
+        while True:  # consume.token_chunks runs the same loop inline
             if type(chunk) is ErrorChunk:  # a token needs no recovering (nor a coroutine)
                 chunk = await self.recovered(chunk)
-            if type(chunk) is TokenChunk and self.failover is not None:
-                chunk = self.failover.continuation.deliver(chunk)
+            chunk = self.delivered(chunk)
             yield chunk
             if is_terminal(chunk):
                 return
             chunk = await self.attempt.stream.next_chunk()
+
+    def delivered(self, chunk: Chunk) -> Chunk:
+        """The chunk as the client gets it (after a failover, counted as if one instance
+        had generated everything)."""
+        if type(chunk) is TokenChunk and self.failover is not None:
+            return self.failover.continuation.deliver(chunk)
+        return chunk
 
     async def recovered(self, chunk: Chunk) -> Chunk:
         """The chunk, or, when it is an error another instance can get past, the first

@@ -20,6 +20,9 @@ class ReorderBuffer(Generic[T]):
 
     def push(self, sequence: int, item: T) -> list[T]:
         """Take one item; return the items now releasable, in order."""
+        if sequence == self._next and not self._early:  # in order, nothing early: as a rule
+            self._next = sequence + 1
+            return [item]
         if sequence < self._next or sequence in self._early:
             return []  # a duplicate
         self._early[sequence] = item
