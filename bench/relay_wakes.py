@@ -2,17 +2,18 @@
 
     .venv/bin/python bench/relay_wakes.py [--quick] [--tokens 2000] [--repeats 3]
 
-Per token the stand-in head sends what bench/llama_rpc.py's patched head sends (one
-7.7 KB batch of eight commands, then a `get_tensor`) and reads a 2,312 B reply, which the
-stand-in device writes for each `get_tensor`. As in llama_rpc.py, the relay server runs
-beside the device on core 1 and the forwarder beside the head on core 0, each relay in a
-process of its own (`llama_rpc_support.py --role relay|forward`), with TLS. Two settings:
-hot, the messages back to back; cold, where between messages the device and then the
-head sweep 16 MB of memory (SWEEPS times each) as llama.cpp's compute does, so each wake
-of a relay finds the core's caches full of someone else's data. Each relay's CPU per
-token (its threads' schedstat, ns) and voluntary wake-ups per token, medians over the
-repeats; on loopback, and, as root, across two network namespaces with 1 Gbit/s links
-as llama_rpc.py's hosts.
+Per token the stand-in head sends what bench/llama_rpc.py's head sent with the first
+version of Skulk's ggml RPC patch (one 7.7 KB batch of eight commands, then a
+`get_tensor`), or with `--one-send` what it sends now (the two in one send), and reads a
+2,312 B reply, which the stand-in device writes for each `get_tensor`. As in llama_rpc.py,
+the relay server runs beside the device on core 1 and the forwarder beside the head on
+core 0, each relay in a process of its own (`llama_rpc_support.py --role relay|forward`),
+with TLS. Two settings: hot, the messages back to back; cold, where between messages the
+device and then the head sweep 16 MB of memory (SWEEPS times each) as llama.cpp's compute
+does, so each wake of a relay finds the core's caches full of someone else's data. Each
+relay's CPU per token (its threads' schedstat, ns) and voluntary wake-ups per token,
+medians over the repeats; on loopback, and, as root, across two network namespaces with 1
+Gbit/s links as llama_rpc.py's hosts.
 """
 
 import argparse
@@ -229,8 +230,9 @@ def main() -> int:
     parser.add_argument("--rate", default="1gbit", help="the namespaces' link cap, or off")
     parser.add_argument("--quick", action="store_true", help="300 tokens, one repeat")
     parser.add_argument("--one-send", action="store_true", help="the head sends each "
-                        "token's batch and the read of its result together (a what-if: the "
-                        "patched ggml RPC sends them apart)")
+                        "token's batch and the read of its result together, as the patched "
+                        "ggml RPC does since it holds a graph for the read (without: apart, "
+                        "as its first version did)")
     args = parser.parse_args()
     if args.role == "device":
         run_device(args.port, args.sweeps)
