@@ -1,11 +1,14 @@
 """The supervisor's end of a runner's pipe, read on the event loop as bytes arrive.
 
-The loop calls back when the pipe is readable; the callback reads everything there and
-hands the messages to `at_once`, still inside the callback, which deals with what it can
-there (a chunk for a stream on this node goes to its stream) and returns what is left
-for the supervisor's task (statuses, a task's end, chunks that must travel). The task is
-woken only when something is left: with one stream, a token costs the node one wake of
-its loop and no task switch, no timer and no future of its own (see pipe_frames).
+The loop calls back when the pipe is readable; the callback reads everything there and,
+while the supervisor's task waits with nothing left to send, hands the messages to
+`at_once`, still inside the callback, which deals with what it can there (a chunk for a
+stream on this node goes to its stream) and returns what is left for the task (statuses,
+a task's end, chunks that must travel). The task is woken only when something is left:
+with one stream, a token costs the node one wake of its loop and no task switch, no timer
+and no future of its own (see pipe_frames). While the task is busy sending, what arrives
+waits as it came and goes through `at_once` in one batch when the task takes it, so that
+a request's tokens that piled up meanwhile leave as one chunk (coalesce), as before.
 """
 
 import asyncio
@@ -33,6 +36,8 @@ class RunnerOutput(Generic[LeftT]):
         self._at_once = at_once
         self._frames = FrameReader(FROM_RUNNER, TOKENS_PLAIN)
         self._left: list[LeftT] = []
+        self._arrived: list[FromRunner] = []  # read while the task was busy
+        self._task_waits = False
         self._eof = False
         self._failure: Exception | None = None
         self._ready = asyncio.Event()
@@ -41,14 +46,16 @@ class RunnerOutput(Generic[LeftT]):
 
     def _on_readable(self) -> None:
         messages, eof = read_available(self._fd, self._frames)
-        if messages:
+        if messages and (self._left or self._arrived or not self._task_waits):
+            self._arrived += messages
+        elif messages:
             try:
                 self._left += self._at_once(messages)
             except Exception as error:  # raised again in the reading task
                 self._failure, eof = error, True
         if eof:
             self._stop_reading()
-        if self._left or self._eof:
+        if self._left or self._arrived or self._eof:
             self._ready.set()
 
     def _stop_reading(self) -> None:
@@ -58,7 +65,7 @@ class RunnerOutput(Generic[LeftT]):
 
     @property
     def ended(self) -> bool:
-        return self._eof and not self._left
+        return self._eof and not self._left and not self._arrived
 
     @property
     def bad_frame(self) -> str | None:
@@ -71,19 +78,25 @@ class RunnerOutput(Generic[LeftT]):
         return self._eof and self._frames.partial and self.bad_frame is None
 
     async def take(self, patience: float) -> list[LeftT]:
-        """What `at_once` left since the last call; waits up to `patience` seconds for
+        """What `at_once` left since the last call, then what it leaves of the messages
+        that arrived while the caller was busy; waits up to `patience` seconds for
         something (an empty list then: the caller checks the process is alive)."""
-        if not self._left and not self._eof:
+        if not self._left and not self._arrived and not self._eof:
             self._ready.clear()
             timer = self._loop.call_later(patience, self._ready.set)
+            self._task_waits = True
             try:
                 await self._ready.wait()
             finally:
+                self._task_waits = False
                 timer.cancel()
         if self._failure is not None:
             failure, self._failure = self._failure, None
             raise failure
         left, self._left = self._left, []
+        if self._arrived:
+            arrived, self._arrived = self._arrived, []
+            left += self._at_once(arrived)
         return left
 
     def close(self) -> None:

@@ -81,3 +81,26 @@ async def test_a_failure_in_the_callback_is_raised_by_take_and_stops_the_reading
     assert output.ended
     output.close()
     os.close(write_end)
+
+
+@pytest.mark.anyio
+async def test_what_arrives_while_the_taker_is_busy_goes_through_at_once_in_one_batch() -> None:
+    """Reads that come while the supervisor's task is away sending wait as they came, so
+    that the batch it takes next can merge a request's tokens that piled up."""
+    read_end, write_end = os.pipe()
+    batches: list[int] = []
+
+    def count(batch: list[FromRunner]) -> list[int]:
+        batches.append(len(batch))
+        return [len(batch)]
+
+    output = RunnerOutput(read_end, count)
+    for _ in range(3):  # no one waits in `take`: three reads, each waiting as it came
+        os.write(write_end, encode([ACKNOWLEDGED]))
+        await anyio.sleep(0.02)
+    assert batches == []
+    with anyio.fail_after(5):
+        assert await output.take(5.0) == [3]
+    assert batches == [3]
+    output.close()
+    os.close(write_end)
