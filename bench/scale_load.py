@@ -130,9 +130,10 @@ async def measure_load(cluster: ScaleCluster, clock: StepClock, master: Member, 
         "load_seconds": round(seconds, 3),
         "master_cpu_ms_per_event": round(per_event_ms(master.name), 4),
         "master_bus_fan_out_ms_per_event": round(1000 * fan_out / indexed, 4),
-        # Where the master's figure goes: its tasks (the proposals' pump verifies and
-        # decodes them, the local-event loop indexes, logs, seals and publishes, the
-        # replica applies on the master's node, the sync loop takes followers' requests).
+        # Where the master's figure goes: its tasks (the local-event loop checks and
+        # decodes the proposals, indexes, logs, seals and publishes; before a02f3d9 a pump
+        # task, `ReadyBatches.pump`, checked and decoded; the replica applies on the
+        # master's node, `functools` is its reactions, the sync loop takes requests).
         "master_cpu_ms_per_event_by_task": {
             task.rsplit(".", 2)[-2] + "." + task.rsplit(".", 1)[-1] if "." in task else task:
             round(1000 * seconds / indexed, 4)
