@@ -75,3 +75,34 @@ async def test_other_ranks_send_no_chunks_but_their_statuses() -> None:
     await supervisor._forward_batch([messages.TaskAcknowledged(task_id=T), produced("a"),
                                      messages.TaskEnded(task_id=T, status="complete")])
     assert log == ["status running", "status complete"]
+
+
+def test_a_stream_on_this_node_gets_its_chunks_in_the_read_callback_and_nothing_is_left() -> None:
+    now: list[str] = []
+
+    def hand_over(chunk: DataChunk) -> bool:
+        assert isinstance(chunk.chunk, TokenChunk)
+        now.append(f"{chunk.sequence} {chunk.chunk.text} {chunk.chunk.token_ids}")
+        return True
+
+    supervisor = supervisor_logging([])
+    supervisor._on_chunk_now = hand_over
+    supervisor.start_task(f.task("t1"))
+    command = f.task("t1").command_id
+    one = messages.tokens_produced([(T, command, "a", [1])])
+    two = messages.tokens_produced([(T, command, "b", [2]), (T, command, "c", [3])])
+    assert supervisor._at_once([one]) == []  # one stream's token: the fast path
+    assert supervisor._at_once([two]) == []  # two pieces of one request: merged first
+    assert supervisor._at_once([messages.TaskEnded(task_id=T, status="complete")]) == [
+        messages.TaskEnded(task_id=T, status="complete")]  # left for the task
+    assert now == ["0 a [1]", "1 bc [2, 3]"]
+
+
+def test_a_chunk_that_must_travel_is_left_for_the_task_before_the_events() -> None:
+    supervisor = supervisor_logging([])
+    supervisor._on_chunk_now = lambda chunk: False  # another node took the request
+    supervisor.start_task(f.task("t1"))
+    tokens = messages.tokens_produced([(T, f.task("t1").command_id, "a", [1])])
+    acknowledged = messages.TaskAcknowledged(task_id=T)
+    left = supervisor._at_once([acknowledged, tokens])
+    assert [type(item).__name__ for item in left] == ["DataChunk", "TaskAcknowledged"]

@@ -217,8 +217,9 @@ class RunnerSupervisor:
         wait while the master indexed it (0.5-5 ms of time to first token). The events
         go out in the runner's order, a task's end after its chunks."""
         self._heard_at = time.monotonic()
-        if len(batch) == 1 and type(batch[0]) is messages.TokensProduced:
-            return self._step_tokens_at_once(batch[0].pieces)  # the per-token case
+        if len(batch) == 1 and type(batch[0]) is messages.TokensProduced \
+                and len(batch[0].pieces) == 1:
+            return self._step_token_at_once(batch[0].pieces[0])  # one stream's token
         messages_in_order = coalesce(batch)
         left: list[Outgoing] = []
         for message in messages_in_order:
@@ -234,21 +235,17 @@ class RunnerSupervisor:
             message, messages.StatusReport | messages.TaskAcknowledged | messages.TaskEnded)]
         return left
 
-    def _step_tokens_at_once(self, pieces: list[messages.TokenPiece]) -> list[Outgoing]:
-        """One runner step's plain tokens and nothing else (`coalesce` would leave them as
-        they are: one piece per request): straight into their envelopes, with no
-        message built per piece. Every call here runs once per token on a node woken
-        with cold caches, where each one costs a microsecond or two."""
-        left: list[Outgoing] = []
-        if self._config.rank != 0:
-            return left
-        for task_id, _, text, token_ids in pieces:
-            task = self._in_flight.get(task_id)
-            if task is not None:
-                envelope = self._envelopes.envelope(task, plain_token_chunk(text, token_ids))
-                if not self._handed_over_now(envelope):
-                    left.append(envelope)
-        return left
+    def _step_token_at_once(self, piece: messages.TokenPiece) -> list[Outgoing]:
+        """A read that is one plain piece of one request and nothing else (`coalesce`
+        would leave it as it is): straight into its envelope, with no message built for
+        it. Every call here runs once per token on a node woken with cold caches, where
+        each costs a microsecond or two."""
+        task_id, _, text, token_ids = piece
+        task = self._in_flight.get(task_id)
+        if task is None or self._config.rank != 0:
+            return []
+        envelope = self._envelopes.envelope(task, plain_token_chunk(text, token_ids))
+        return [] if self._handed_over_now(envelope) else [envelope]
 
     def _handed_over_now(self, envelope: DataChunk) -> bool:
         return self._on_chunk_now is not None and self._on_chunk_now(envelope)
