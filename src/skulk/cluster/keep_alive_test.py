@@ -75,7 +75,7 @@ async def test_two_models_on_one_node_take_turns_and_one_expires_after_its_keep_
         cluster: Cluster) -> None:
     """The bundled model and a second one (its GGUF added under another id) on a node with
     room for one: placing either evicts the other, idle one; a request's keep_alive of
-    one second removes its instance a second after it went idle."""
+    three seconds removes its instance three seconds after it went idle."""
     from skulk.models.store.add import AddRequest, add
     from skulk.testing.models import bundled_gguf
 
@@ -109,13 +109,17 @@ async def test_two_models_on_one_node_take_turns_and_one_expires_after_its_keep_
 
         # A request for the evicted model places it again, evicting the idle other one.
         reply = await http.post("/v1/chat/completions", json={
-            "model": MODEL, "keep_alive": "1s",
+            "model": MODEL, "keep_alive": "3s",
             "messages": [{"role": "user", "content": "red green blue"}]})
         assert reply.status_code == 200, reply.text
         assert reply.json()["choices"][0]["message"]["content"] == "red green blue"
         assert models_placed() == [MODEL]
+        # The master counts from the task's end, which comes before the reply reaches this
+        # client (a fresh clone's run saw 0.91 s between this reading and the removal of a 1 s
+        # keep-alive): allow a second for that. Removed at its next look (within a
+        # second) it would fail.
         went_idle = anyio.current_time()
         with anyio.fail_after(15):  # the master looks every second
             while a.replica.state.instances:
                 await anyio.sleep(0.1)
-        assert anyio.current_time() - went_idle >= 1.0, "removed before its keep-alive"
+        assert anyio.current_time() - went_idle >= 2.0, "removed before its keep-alive"
