@@ -1,8 +1,9 @@
 import socket
+from collections import deque
 
 import pytest
 
-from skulk.testing.ports import TEST_PORTS, free_port, port_range
+from skulk.testing.ports import REMEMBERED, TEST_PORTS, free_port, port_range
 
 
 def test_outside_xdist_a_test_picks_from_the_whole_range() -> None:
@@ -40,6 +41,7 @@ def test_ports_handed_out_but_not_yet_bound_are_not_handed_out_again(
     # A slice of 100 ports: 60 picks without a bind between them would repeat one
     # more often than not by chance (the birthday bound), and must not.
     monkeypatch.setattr("skulk.testing.ports.TEST_PORTS", range(20000, 20100))
+    monkeypatch.setattr("skulk.testing.ports._handed_out", deque(maxlen=REMEMBERED))
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     picks = [free_port() for _ in range(60)]
     assert len(set(picks)) == len(picks)
