@@ -25,7 +25,6 @@ from skulk.master.local_event_rules import refused_local_event
 from skulk.master.model_card_commands import refused_card_sender
 from skulk.master.ready_batches import handle_ready
 from skulk.master.reconcile import lost_past_grace, reconcile, replacement_for
-from skulk.master.removal_log import log_removal
 from skulk.master.settings import MasterInbox, MasterSettings, MembersView
 from skulk.master.sync_requests import SyncRequests, WantedSync
 from skulk.models.catalog import ModelCatalog
@@ -41,6 +40,7 @@ from skulk.shared.types.events import (
     Event,
     IndexedBatch,
     IndexedEvent,
+    InstanceDeleted,
     LocalEvent,
     LocalEventBatch,
     MembershipAgreed,
@@ -161,7 +161,7 @@ class Master:
     def _stage(self, events: list[Event], source: EventSource | None = None) -> None:
         """Index, apply and persist each event (under the lock); `_publish_staged` sends."""
         for event in events:
-            log_removal(self._state, event)
+            _log_removal(self._state, event)
             indexed = IndexedEvent(index=self._next_index, session=self.session_id,
                                    master_node=self.node_id, event=event, source=source)
             self._state = apply(self._state, indexed)
@@ -394,3 +394,10 @@ class Master:
                            instance.model_id)
             await self.index(events_for_command(self._state, replacement_for(instance),
                                                 self._context()))
+
+
+def _log_removal(before: State, event: Event) -> None:
+    """Every removal is logged with the reason it carries, whichever path removed it."""
+    if isinstance(event, InstanceDeleted) and event.instance_id in before.instances:
+        logger.info("instance {} of {} removed: {}", event.instance_id,
+                    before.instances[event.instance_id].model_id, event.reason)
