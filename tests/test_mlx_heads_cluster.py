@@ -6,6 +6,8 @@ pytest-xdist's workers). Bounded: short replies, one instance at a time, every w
 deadline.
 """
 
+from typing import Any
+
 import pytest
 
 from tests.mlx_forced_tools import forced_tools_json_schemas_and_ollama_format
@@ -27,10 +29,22 @@ def test_tensor_split_two_way_is_refused_and_says_why(trio: list[NodeProcess]) -
     assert two_way and all("do not divide by 2" in (p["reason"] or "") for p in two_way)
 
 
+def mlx_previews(node: NodeProcess) -> tuple[list[dict[str, Any]],
+                                              dict[tuple[str, int], dict[str, Any]]]:
+    """The bundled model's previews, and the MLX ones by (sharding, width)."""
+    previews: list[dict[str, Any]] = node.get(
+        "/instance/previews?model_id=smollm2-135m").json()["previews"]
+    return previews, {(p["sharding"], p["width"]): p for p in previews if p["engine"] == "mlx"}
+
+
 def test_previews_predict_speeds_and_speed_places_the_fastest(
         trio: list[NodeProcess]) -> None:
-    previews = trio[0].get("/instance/previews?model_id=smollm2-135m").json()["previews"]
-    mlx = {(p["sharding"], p["width"]): p for p in previews if p["engine"] == "mlx"}
+    # Each node measures its MLX kernels after it starts; on a loaded machine a fresh
+    # clone's run read the previews before one had reported (its kernels still assumed).
+    trio[0].wait_until(
+        lambda: mlx_previews(trio[0])[1]["tensor", 3]["prediction_assumes"]
+        == ["gigabit links"], 120, "every node's MLX kernels to be measured")
+    previews, mlx = mlx_previews(trio[0])
     whole, layers, heads = mlx["pipeline", 1], mlx["pipeline", 2], mlx["tensor", 3]
     assert whole["predicted_decode_tps"] > layers["predicted_decode_tps"] > 0
     # The nodes measured their memory and observed each other: only the rate is assumed.
