@@ -120,6 +120,21 @@ class NetnsCluster:
         text, _, status = result.stdout.rpartition("\n")
         return int(status or 0), text
 
+    def place_once_readings_are_in(self, host: int, body: dict[str, Any],
+                                   timeout: float = 60) -> tuple[int, str]:
+        """POST /place_instance, asked again while the master refuses it only because some
+        node's telemetry readings have not reached it yet (a 422 that says "still waiting
+        for the readings"): right after an election, on a loaded machine, that can take a
+        few seconds. Any other answer is returned as it is."""
+        deadline = time.monotonic() + timeout
+        while True:
+            status, text = self.request_status(host, "POST", "/place_instance", body,
+                                               timeout=timeout)
+            pending = status == 422 and "still waiting for the readings" in text
+            if not pending or time.monotonic() >= deadline:
+                return status, text
+            time.sleep(0.5)
+
     def isolate(self, host: int) -> None:
         """Unplug the host's link: a partition of it against everyone else."""
         self.network.isolate(host)

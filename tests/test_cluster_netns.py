@@ -34,8 +34,8 @@ def test_a_partitioned_master_is_replaced_and_the_cluster_heals(tmp_path: Path,
         ids = {h: hosts.request(h, "GET", "/node_id")["node_id"] for h in everyone}
         master = next(h for h, node_id in ids.items() if node_id == master_id)
         others = [h for h in everyone if h != master]
-        status, text = hosts.request_status(others[0], "POST", "/place_instance", {
-            "model_id": "smollm2-135m", "excluded_nodes": [master_id]}, timeout=60)
+        status, text = hosts.place_once_readings_are_in(others[0], {
+            "model_id": "smollm2-135m", "excluded_nodes": [master_id]})
         assert status == 201, (status, text)
         hosts.wait(lambda: hosts.chat_ok(others[0]), 120, "the model to serve")
 

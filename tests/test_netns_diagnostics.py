@@ -15,8 +15,8 @@ def test_cluster_diagnostics_and_traces_reach_peers_behind_loopback_apis(
     with NetnsCluster(2, tmp_path, api_on_host_address=False,
                       extra_args=("--no-auto-place",)) as hosts:
         hosts.wait(lambda: hosts.one_master([0, 1]) is not None, 60, "one master")
-        serving = hosts.request(0, "POST", "/place_instance", {"model_id": "smollm2-135m"})
-        assert serving is not None
+        status, text = hosts.place_once_readings_are_in(0, {"model_id": "smollm2-135m"})
+        assert status == 201, (status, text)
         hosts.wait(lambda: hosts.chat_ok(1), 120, "host 1 to chat through host 0's runner")
         assert hosts.request(1, "POST", "/v1/tracing", {"enabled": True}) is not None
         assert hosts.chat_ok(1)
