@@ -6,15 +6,19 @@ Two hosts made of network namespaces (`skulk.testing.netns`), each one's outgoin
 link capped at 1 Gbit/s, every process of host i pinned to core i, one engine thread each:
 (a) whole: one process holding the bundled GGUF, in host 0;
 (b) direct: the head (layers 0-14) in host 0 dials a device server (layers 15-29 and the
-    output) in host 1 over plain ggml RPC, no relay;
-(c) relayed: the same split through Skulk's relays, the production path: the device server
-    on host 1's loopback behind the members-only TLS relay, the head dialling host 0's
-    loopback forwarder.
+    output) in host 1 over plain ggml RPC, as on an `--insecure` cluster;
+(c) secured: the same split as a secure cluster runs it, the production path: TLS 1.3
+    between the two nodes' certificates inside ggml RPC's own sockets, on llama.cpp's own
+    threads (Skulk's channel: tools/patches/ggml-rpc-secure-channel.patch, rust/channel/src/
+    channel.rs), no other process between.
 Greedy, the same prompts, the three interleaved request by request; medians of time to
 first token and decode tokens/s, ratios against (a), the per-token cost of a hop (b - a)
-and of the relays (c - b). A separate, untimed split through a counting proxy gives the
-round trips and bytes per token, from which the cost of a network's latency is computed:
-this kernel has no netem, so no latency is added for real.
+and of the security (c - b): in wall time; in CPU, the head's and the device's processes'
+extra time per token over the direct split's (schedstat); and the CPU inside the channel's
+send and recv themselves, with its TLS work apart from its socket calls (the channel
+counts its threads' CPU clock when the bench asks). A separate, untimed split through a
+counting proxy gives the round trips and bytes per token, from which the cost of a
+network's latency is computed: this kernel has no netem, so no latency is added for real.
 """
 
 import argparse
@@ -40,7 +44,7 @@ from skulk.testing.netns import Hosts, missing  # noqa: E402
 
 SUPPORT = str(Path(__file__).resolve().parent / "llama_rpc_support.py")
 DEVICE_HOST = "10.77.0.2"
-DIRECT_PORT, RELAY_PORT, COUNTED_PORT, LOOPBACK_PORT = 50052, 50053, 50054, 50055
+DIRECT_PORT, SECURE_PORT, COUNTED_PORT = 50052, 50053, 50054
 LATENCIES_MS = (0.2, 1.0)  # a LAN's round trip, switched and routed
 TARGET_DECODE, TARGET_TTFT = 0.85, 1.2
 # A split token sends at least the hidden state (576 floats) to the device: less means the
@@ -48,7 +52,7 @@ TARGET_DECODE, TARGET_TTFT = 0.85, 1.2
 LEAST_SPLIT_BYTES_PER_TOKEN = 2000
 READY_SECONDS = 120.0
 ANSWER_SECONDS = 120.0
-CONFIGURATIONS = ("whole", "direct", "relayed")
+CONFIGURATIONS = ("whole", "direct", "secured")
 PROMPTS = [
     "Explain why the sky is blue in a few sentences.",
     "Write a short story about a fox in the snow.",
@@ -150,17 +154,18 @@ class Spawner:
         self._stack.callback(process.stop)
         return process
 
-    def device(self, name: str, listen: str) -> Process:
+    def device(self, name: str, listen: str, *secure: str) -> Process:
         device = self(name, 1, "--role", "device", "--listen", listen,
-                      "--cache-dir", str(self.root / f"{name}-cache"))
+                      "--cache-dir", str(self.root / f"{name}-cache"), *secure)
         device.answer()
         return device
 
     def head(self, name: str, model: str, rpc_server: str | None,
-             watched: dict[str, Process] | None = None) -> tuple[Process, float]:
+             watched: dict[str, Process] | None = None, *secure: str
+             ) -> tuple[Process, float]:
         """A loaded head and its load time (warm-up included); it reports the CPU time
         the `watched` processes spend while it decodes."""
-        extra = [] if rpc_server is None else ["--rpc-server", rpc_server]
+        extra = [] if rpc_server is None else ["--rpc-server", rpc_server, *secure]
         if watched:
             extra += ["--watch", ",".join(f"{key}={p.pid}" for key, p in watched.items())]
         head = self(name, 0, "--role", "head", "--model", model, *extra)
@@ -168,39 +173,42 @@ class Spawner:
         return head, float(ready["load_seconds"])
 
 
-def start_heads(spawn: Spawner, model: str) -> tuple[dict[str, Process], dict[str, float]]:
-    """The three configurations' heads, loaded one after the other, and their load times."""
-    direct = spawn.device("direct-device", f"{DEVICE_HOST}:{DIRECT_PORT}")
-    relayed = spawn.device("relayed-device", f"127.0.0.1:{LOOPBACK_PORT}")
+def start_heads(spawn: Spawner, model: str
+                ) -> tuple[dict[str, Process], dict[str, float], Process]:
+    """The three configurations' heads, loaded one after the other, their load times, and
+    the secured split's device server."""
     hosts = [spawn.root / "host0", spawn.root / "host1"]
     make_members(spawn.root / "authority", hosts)
-    relay = spawn("relay", 1, "--role", "relay", "--listen", f"{DEVICE_HOST}:{RELAY_PORT}",
-                  "--target", f"127.0.0.1:{LOOPBACK_PORT}", "--data-dir", str(hosts[1]))
-    relay.answer()
-    forwarder = spawn("forward", 0, "--role", "forward", "--remote",
-                      f"{DEVICE_HOST}:{RELAY_PORT}", "--data-dir", str(hosts[0]),
-                      "--peer-dir", str(hosts[1]))
-    endpoint = str(forwarder.answer()["endpoint"])
+    direct = spawn.device("direct-device", f"{DEVICE_HOST}:{DIRECT_PORT}")
+    secured = spawn.device("secured-device", f"{DEVICE_HOST}:{SECURE_PORT}",
+                           "--data-dir", str(hosts[1]))
     heads, load_seconds = {}, {}
     heads["whole"], load_seconds["whole"] = spawn.head("whole-head", model, None)
     heads["direct"], load_seconds["direct"] = spawn.head(
         "direct-head", model, f"{DEVICE_HOST}:{DIRECT_PORT}", {"device": direct})
-    heads["relayed"], load_seconds["relayed"] = spawn.head(
-        "relayed-head", model, endpoint,
-        {"device": relayed, "relay": relay, "forwarder": forwarder})
-    return heads, load_seconds
+    heads["secured"], load_seconds["secured"] = spawn.head(
+        "secured-head", model, f"{DEVICE_HOST}:{SECURE_PORT}", {"device": secured},
+        "--data-dir", str(hosts[0]), "--peer-dir", str(hosts[1]))
+    return heads, load_seconds, secured
 
 
-def measure(heads: dict[str, Process], repeats: int, max_tokens: int
-            ) -> dict[str, list[dict[str, Any]]]:
-    """Every prompt on every configuration, request by request, rotating which goes first."""
+def measure(heads: dict[str, Process], secured_device: Process, repeats: int,
+            max_tokens: int) -> dict[str, list[dict[str, Any]]]:
+    """Every prompt on every configuration, request by request, rotating which goes first.
+    A secured request also says the CPU its device spent inside the channel (over the
+    whole request: its prompt's share included)."""
     samples: dict[str, list[dict[str, Any]]] = {name: [] for name in heads}
     for repeat in range(repeats):
         order = CONFIGURATIONS[repeat % 3:] + CONFIGURATIONS[:repeat % 3]
         for prompt in PROMPTS:
             for name in order:
-                samples[name].append(heads[name].ask({"prompt": prompt,
-                                                      "max_tokens": max_tokens}))
+                before = secured_device.ask({})
+                run = heads[name].ask({"prompt": prompt, "max_tokens": max_tokens})
+                after = secured_device.ask({})
+                run["channel_device"] = after["channel_cpu"] - before["channel_cpu"]
+                run["channelsocket_device"] = (after["channel_socket_cpu"]
+                                               - before["channel_socket_cpu"])
+                samples[name].append(run)
     return samples
 
 
@@ -284,9 +292,35 @@ def print_cpu(samples: dict[str, list[dict[str, Any]]]) -> None:
               f"{queued}); wake-ups per token: {woken}")
 
 
+def security_cpu_per_token(samples: dict[str, list[dict[str, Any]]]) -> dict[str, float]:
+    """What the security costs in CPU per decoded token, in ms, two ways. `head`,
+    `device`, `total`: the secured split's head and device processes (TLS on their own
+    threads; no other process is on the path) less the direct split's, which carries the
+    noise of ~15 ms of compute a token. `channel_head`, `channel_device`, `channel`: the
+    CPU inside the channel's send and recv themselves (TLS and the socket calls, which
+    the direct split makes too: an upper bound on what TLS adds), the head's over its
+    decode, the device's over each whole request divided by its decoded tokens; and
+    `tls_*`, the same less the socket calls: what the TLS work itself takes."""
+    secured, direct = cpu_per_token(samples["secured"]), cpu_per_token(samples["direct"])
+    extra = {name: secured[name] - direct[name] for name in ("head", "device")}
+    runs = samples["secured"]
+    decoded: int = sum(run["tokens_after_first"] for run in runs)
+
+    def per_token(key: str) -> float:
+        spent: float = sum(run[key] for run in runs)
+        return spent * 1000 / decoded
+
+    channel = {"channel_head": per_token("decode_channel_head"),
+               "channel_device": per_token("channel_device")}
+    tls = {"tls_head": channel["channel_head"] - per_token("decode_channelsocket_head"),
+           "tls_device": channel["channel_device"] - per_token("channelsocket_device")}
+    return {**extra, "total": sum(extra.values()), **channel,
+            "channel": sum(channel.values()), **tls, "tls": sum(tls.values())}
+
+
 def check_split(figures: dict[str, dict[str, float]]) -> None:
     """Refuse figures of a "split" whose layers never left the head."""
-    for name in ("direct", "relayed"):
+    for name in ("direct", "secured"):
         crossed = figures[name]["wire_bytes_per_token"]
         if crossed < LEAST_SPLIT_BYTES_PER_TOKEN:
             raise SystemExit(f"{name}: only {crossed:.0f} B per token crossed the link, so "
@@ -315,20 +349,25 @@ def print_report(samples: dict[str, list[dict[str, Any]]], load_seconds: dict[st
         print(f"{name:10}{row['ttft_ms']:10.1f}{row['decode']:14.1f}"
               f"{row['ttft_ms'] / whole['ttft_ms']:12.2f}{row['decode'] / whole['decode']:14.2f}"
               f"{load_seconds[name]:8.2f}{row['wire_bytes_per_token']:14.0f}")
-    relayed = figures["relayed"]
-    print(f"targets: decode >= {TARGET_DECODE}x (relayed "
-          f"{relayed['decode'] / whole['decode']:.2f}x), TTFT <= {TARGET_TTFT}x (relayed "
-          f"{relayed['ttft_ms'] / whole['ttft_ms']:.2f}x)")
+    secured = figures["secured"]
+    print(f"targets: decode >= {TARGET_DECODE}x (secured "
+          f"{secured['decode'] / whole['decode']:.2f}x), TTFT <= {TARGET_TTFT}x (secured "
+          f"{secured['ttft_ms'] / whole['ttft_ms']:.2f}x); secured/direct decode "
+          f"{secured['decode'] / figures['direct']['decode']:.2f}")
     hop = 1000 / figures["direct"]["decode"] - 1000 / whole["decode"]
-    relay = 1000 / relayed["decode"] - 1000 / figures["direct"]["decode"]
-    print(f"per-token cost: a hop {hop:.3f} ms, the relays {relay:.3f} ms; first token: a "
-          f"hop {figures['direct']['ttft_ms'] - whole['ttft_ms']:+.1f} ms, the relays "
-          f"{relayed['ttft_ms'] - figures['direct']['ttft_ms']:+.1f} ms")
+    security = 1000 / secured["decode"] - 1000 / figures["direct"]["decode"]
+    print(f"per-token cost: a hop {hop:.3f} ms, the security {security:.3f} ms; first "
+          f"token: a hop {figures['direct']['ttft_ms'] - whole['ttft_ms']:+.1f} ms, the "
+          f"security {secured['ttft_ms'] - figures['direct']['ttft_ms']:+.1f} ms")
     print_cpu(samples)
+    security_cpu = security_cpu_per_token(samples)
+    print("the security's CPU per decoded token (secured minus direct, schedstat): "
+          + ", ".join(f"{key} {value:.3f} ms" for key, value in security_cpu.items()))
     patches = installed_patches()
     print(f"llama.cpp: {describe(patches)}")
     write_result("llama_rpc", {
         "max_tokens": max_tokens, "rate": rate, "llama_cpp_patches": patches,
+        "security_cpu_ms_per_token": security_cpu,
         "counted_per_token": {key.removesuffix("_per_token"): value
                               for key, value in rounds.items() if key.endswith("_per_token")},
         "configurations": {
@@ -340,7 +379,7 @@ def print_report(samples: dict[str, list[dict[str, Any]]], load_seconds: dict[st
                    "wakes_per_token": readings_per_token(samples[name], "wakes")}
             for name, row in figures.items()}})
     differing = differing_texts(samples)
-    print("greedy text identical across whole, direct and relayed in all "
+    print("greedy text identical across whole, direct and secured in all "
           f"{requests} requests" if not differing else "greedy text DIFFERS:\n  "
           + "\n  ".join(differing))
     per_token, to_first = rounds["answers_per_token"], rounds["answers_to_first"]
@@ -349,10 +388,10 @@ def print_report(samples: dict[str, list[dict[str, Any]]], load_seconds: dict[st
           f"to the device and {rounds['to_head_per_token']:.0f} B back per token, in "
           f"{rounds['to_device_reads_per_token']:.2f} sends and "
           f"{rounds['to_head_reads_per_token']:.2f} replies (the proxy's reads)")
-    print("COMPUTED, not measured: relayed split with a network round trip L added to each")
+    print("COMPUTED, not measured: secured split with a network round trip L added to each")
     for latency in LATENCIES_MS:
-        decode = 1 / (1 / relayed["decode"] + per_token * latency / 1000)
-        ttft = relayed["ttft_ms"] + to_first * latency
+        decode = 1 / (1 / secured["decode"] + per_token * latency / 1000)
+        ttft = secured["ttft_ms"] + to_first * latency
         print(f"  L = {latency} ms: decode {decode:.1f} tok/s ({decode / whole['decode']:.2f}x)"
               f", TTFT {ttft:.1f} ms ({ttft / whole['ttft_ms']:.2f}x)")
 
@@ -383,8 +422,9 @@ def main() -> int:
         root = Path(folder)
         rounds = count_round_trips(hosts, root, model)
         with ExitStack() as stack:
-            heads, load_seconds = start_heads(Spawner(stack, hosts, root), model)
-            samples = measure(heads, args.repeats, args.max_tokens)
+            heads, load_seconds, secured_device = start_heads(Spawner(stack, hosts, root),
+                                                              model)
+            samples = measure(heads, secured_device, args.repeats, args.max_tokens)
     print("load average after: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     print_report(samples, load_seconds, rounds, args.max_tokens, args.rate)
     return 0

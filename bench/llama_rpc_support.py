@@ -3,11 +3,13 @@ network namespace and pinned to one core. Run as a script with `--role`:
 
     head     a `LlamaCppEngine` (whole, or the head of a 2-rank split): reads one JSON
              request a line on stdin and answers each with its timings and text
-    device   a device server: `LlamaDeviceServer` on loopback (the production path) or
-             `rpc_lib.serve_device` on a namespace address (dialled directly, no relay)
-    relay    the members-only TLS relay in front of a loopback device server
-    forward  the head node's loopback forwarder to that relay
+    device   a device server, `LlamaDeviceServer` (the production class) on a namespace
+             address
     count    a plain TCP proxy that counts the bytes and round trips crossing it
+
+A head and a device given `--data-dir` (a node's data dir, certified by the bench's
+cluster authority) link as a secure cluster's runners do: TLS between members inside
+ggml RPC's own sockets (`skulk.worker.rpc_channel`); without, plain TCP.
 
 Each prints one line starting with `BENCH ` holding JSON when it is ready, and leaves
 when its stdin ends. ggml prints to stdout too: only `BENCH ` lines are read.
@@ -32,8 +34,7 @@ from skulk.shared.types.ids import ModelId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams
 from skulk.testing.cluster_trust import make_member
 from skulk.trust.files import TrustFiles
-from skulk.worker import rpc_relay
-from skulk.worker.engines.llama_cpp import rpc_lib
+from skulk.worker import rpc_channel
 from skulk.worker.engines.llama_cpp.description import LlamaCppOptions
 from skulk.worker.engines.llama_cpp.device_server import LlamaDeviceServer
 from skulk.worker.engines.llama_cpp.engine import LlamaCppEngine
@@ -42,7 +43,6 @@ from skulk.worker.engines.protocol import EngineConfig
 MARK = "BENCH "
 LAYERS = 30
 CONTEXT_TOKENS = 2048
-LISTEN_SECONDS = 20.0
 
 
 def say(value: dict[str, Any]) -> None:
@@ -92,10 +92,13 @@ def wakes(pid: int) -> int:
 
 
 def readings(watched: dict[str, int]) -> dict[str, float]:
-    """The link's byte counters, and the CPU time of this process and of `watched`, how
-    long each waited for a core and how many times each was woken."""
+    """The link's byte counters, and the CPU time of this process (and of it inside the
+    secure channel's hooks, when measured) and of `watched`, how long each waited for a
+    core and how many times each was woken."""
     received, sent = link_counters()
     return {"rx_bytes": received, "tx_bytes": sent, "cpu_head": time.process_time(),
+            "channel_head": rpc_channel.cpu_spent()[0],
+            "channelsocket_head": rpc_channel.cpu_spent()[1],
             **{f"cpu_{name}": cpu_seconds(pid) for name, pid in watched.items()},
             "runq_head": runqueue_seconds(os.getpid()),
             **{f"runq_{name}": runqueue_seconds(pid) for name, pid in watched.items()},
@@ -114,13 +117,25 @@ def link_counters() -> tuple[int, int]:
 
 
 def make_members(authority: Path, data_dirs: list[Path]) -> None:
-    """Certify each data dir's node by one cluster authority (before the relays start:
-    the authority is made on first use, and two processes would race to make it)."""
+    """Certify each data dir's node by one cluster authority (before the ranks start: the
+    authority is made on first use, and two processes would race to make it)."""
     for data_dir in data_dirs:
         anyio.run(make_member, authority, data_dir)
 
 
-def run_head(model: str, rpc_server: str | None, watched: dict[str, int]) -> None:
+def secure_options(data_dir: Path | None) -> dict[str, str]:
+    """A runner's trust options as a node's DeviceLinks gives them (none: plain TCP); with
+    them, the CPU inside the channel's hooks is counted."""
+    if data_dir is None:
+        return {}
+    rpc_channel.measure_cpu()
+    tls = TrustFiles(data_dir).tls_files()
+    return {"rpc_ca_certificate": str(tls.ca_certificate),
+            "rpc_certificate": str(tls.certificate), "rpc_private_key": str(tls.private_key)}
+
+
+def run_head(model: str, rpc_server: str | None, watched: dict[str, int],
+             data_dir: Path | None = None, peer_dir: Path | None = None) -> None:
     if rpc_server is None:
         config = EngineConfig(model_path=model, context_token_limit=CONTEXT_TOKENS,
                               n_threads=1, end_layer=LAYERS)
@@ -130,7 +145,10 @@ def run_head(model: str, rpc_server: str | None, watched: dict[str, int]) -> Non
                               n_threads=1, world_size=2, rank=0, end_layer=half,
                               options=LlamaCppOptions.parse({
                                   "rpc_servers": rpc_server,
-                                  "rpc_layers": f"{half},{LAYERS - half}"}))
+                                  "rpc_layers": f"{half},{LAYERS - half}",
+                                  **({} if peer_dir is None else {"rpc_peers": str(
+                                      load_or_create_identity(peer_dir).node_id)}),
+                                  **secure_options(data_dir)}))
     started = time.perf_counter()
     engine = LlamaCppEngine(config)
     engine.load()
@@ -169,45 +187,15 @@ def generate_once(engine: LlamaCppEngine, prompt: str, max_tokens: int,
             **{f"decode_{key}": at_last[key] - at_first[key] for key in at_last}}
 
 
-def run_device(listen: str, cache_dir: str) -> None:
-    host, port = host_port(listen)
-    if host == "127.0.0.1":  # the production class, which only listens on loopback
-        LlamaDeviceServer(EngineConfig(
-            model_path="", context_token_limit=CONTEXT_TOKENS, n_threads=1, world_size=2,
-            rank=1, options=LlamaCppOptions.parse({"rpc_listen": listen,
-                                                   "rpc_cache_dir": cache_dir}))).load()
-    else:
-        threading.Thread(target=rpc_lib.serve_device, args=(listen, cache_dir, 1),
-                         daemon=True).start()
-        wait_listening(host, port)
+def run_device(listen: str, cache_dir: str, data_dir: Path | None) -> None:
+    LlamaDeviceServer(EngineConfig(
+        model_path="", context_token_limit=CONTEXT_TOKENS, n_threads=1, world_size=2,
+        rank=1, options=LlamaCppOptions.parse({"rpc_listen": listen, "rpc_cache_dir": cache_dir,
+                                               **secure_options(data_dir)}))).load()
     say({"ready": True})
-    sys.stdin.read()
-
-
-def wait_listening(host: str, port: int) -> None:
-    deadline = time.monotonic() + LISTEN_SECONDS
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection((host, port), timeout=1.0):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise TimeoutError(f"no device server listened on {host}:{port}")
-
-
-def run_relay(listen: str, target: str, data_dir: Path) -> None:
-    tls = TrustFiles(data_dir).tls_files()
-    relay = rpc_relay.serve(host_port(listen), host_port(target), tls, frozenset())
-    say({"ready": True, "port": relay.port})
-    sys.stdin.read()
-
-
-def run_forward(remote: str, data_dir: Path, peer_dir: Path) -> None:
-    tls = TrustFiles(data_dir).tls_files()
-    peer = load_or_create_identity(peer_dir).node_id
-    forwarder = rpc_relay.forward(host_port(remote), tls, peer)
-    say({"ready": True, "endpoint": forwarder.endpoint})
-    sys.stdin.read()
+    for _ in sys.stdin:  # each line asks for the CPU spent inside the channel so far
+        inside, socket_calls, _ = rpc_channel.cpu_spent()
+        say({"channel_cpu": inside, "channel_socket_cpu": socket_calls})
 
 
 class TurnCounter:
@@ -280,28 +268,25 @@ def run_count(remote: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--role", required=True,
-                        choices=["head", "device", "relay", "forward", "count"])
+                        choices=["head", "device", "count"])
     parser.add_argument("--model")
     parser.add_argument("--rpc-server", help="head: the device server to offload to")
     parser.add_argument("--watch", default="",
                         help="head: name=pid,... of processes whose CPU time to report")
     parser.add_argument("--listen")
-    parser.add_argument("--target", help="relay: the device server's loopback endpoint")
-    parser.add_argument("--remote", help="forward, count: where links go on to")
+    parser.add_argument("--remote", help="count: where links go on to")
     parser.add_argument("--cache-dir", default=tempfile.gettempdir())
-    parser.add_argument("--data-dir", type=Path)
-    parser.add_argument("--peer-dir", type=Path, help="forward: the relay node's data dir")
+    parser.add_argument("--data-dir", type=Path,
+                        help="head, device: this node's data dir (TLS between members)")
+    parser.add_argument("--peer-dir", type=Path, help="head: the device node's data dir")
     args = parser.parse_args()
     if args.role == "head":
         watched = dict(item.split("=") for item in args.watch.split(",") if item)
         run_head(args.model, args.rpc_server,
-                 {name: int(pid) for name, pid in watched.items()})
+                 {name: int(pid) for name, pid in watched.items()}, args.data_dir,
+                 args.peer_dir)
     elif args.role == "device":
-        run_device(args.listen, args.cache_dir)
-    elif args.role == "relay":
-        run_relay(args.listen, args.target, args.data_dir)
-    elif args.role == "forward":
-        run_forward(args.remote, args.data_dir, args.peer_dir)
+        run_device(args.listen, args.cache_dir, args.data_dir)
     else:
         run_count(args.remote)
 

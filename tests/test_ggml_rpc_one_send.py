@@ -1,9 +1,9 @@
 """Skulk's patch to ggml RPC (tools/patches/ggml-rpc-one-send.patch), for real: a head
 that offloads half the bundled GGUF's layers to a device server, through a proxy that
 reads what crosses. Each decoded token must leave the head in one send holding its
-inputs, its graph and the read of the result, and come back in one reply: on a split,
-each send wakes the relay forwarder on the head's core (bench/README.md, "cold
-wake-ups").
+inputs, its graph and the read of the result, and come back in one reply: each send
+wakes the far end's thread (in Skulk's relays' time, the forwarder on the head's core:
+bench/README.md, "cold wake-ups").
 
 Needs the installed llama-cpp-python built with the tree's patches (`make install`
 rebuilds it when they change); any other build is skipped, by its marker.

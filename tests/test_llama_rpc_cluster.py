@@ -1,6 +1,7 @@
 """llama.cpp split by layers over ggml RPC across real `skulk run` processes on 127.0.0.1:
 the head (rank 0) runs the bundled GGUF and offloads the later layers to the other ranks'
-device servers, reached through the nodes' members-only relays.
+device servers, reached over ggml RPC links that are TLS between members (inside llama.cpp's
+own sockets: skulk.worker.rpc_channel).
 
 Greedy output must be byte-identical to one node's: the same kernels compute every layer,
 wherever it sits. Bounded: short replies, one instance at a time, every wait has a deadline.
@@ -124,7 +125,7 @@ def test_sessions_logprobs_json_and_embeddings_work_on_a_split_instance(
         _delete(api, split["instance_id"])
 
 
-def test_the_device_relay_admits_no_stranger_and_a_dead_rank_is_placed_again(
+def test_the_device_server_admits_no_stranger_and_a_dead_rank_is_placed_again(
         trio: list[NodeProcess]) -> None:
     api = trio[0]
     split = _place(api, min_nodes=2, sharding="pipeline")
@@ -135,9 +136,11 @@ def test_the_device_relay_admits_no_stranger_and_a_dead_rank_is_placed_again(
         stranger.sendall(b"\x0e" + bytes(32))  # a ggml RPC hello without TLS
         try:
             answer = stranger.recv(64)
-        except ConnectionResetError:
+        except (ConnectionResetError, TimeoutError):
+            # The server serves one client at a time, the head now: a stranger waits to
+            # be accepted, and is then refused by its handshake.
             answer = b""
-        assert not answer.startswith(b"\x01"), "a stranger was let through to ggml RPC"
+        assert not answer or answer[0] == 0x15, f"at most a TLS alert, not ggml: {answer!r}"
 
     [device_runner] = node.runner_pids()
     lines: list[str] = []

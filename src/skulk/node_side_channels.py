@@ -1,5 +1,6 @@
-"""A worker node's listeners beside the cluster plane, both admitting only members: the
-server of its stored weights, and the relays of split llama.cpp instances."""
+"""A worker node's side channels beside the cluster plane, both admitting only members: the
+server of its stored weights, and the ggml RPC links of split llama.cpp instances (TLS
+inside the runners' own sockets, `skulk.worker.rpc_channel`)."""
 
 from collections.abc import Callable, Iterable, Mapping, Set
 from pathlib import Path
@@ -41,9 +42,10 @@ def device_links(data_dir: Path, listen: list[str], tls: TlsFiles | None,
                        revoked=revoked)
 
 
-async def relays_follow_revocations(replica: StateReplica, links: DeviceLinks) -> None:
+async def runners_follow_revocations(replica: StateReplica, links: DeviceLinks) -> None:
     """Each revocation the replica applies (or a snapshot, which may bring some) reaches
-    the device relays at once: they end the open links to and from the revoked node."""
+    the runners of split instances at once: they end the open links to and from the
+    revoked node."""
     async with replica.subscribe() as applied:
         async for indexed in applied:
             if isinstance(indexed.event, NodeRevoked | StateSnapshotHydrated):

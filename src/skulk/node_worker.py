@@ -15,8 +15,8 @@ from skulk.node_settings import worker_settings
 from skulk.node_side_channels import (
     device_links,
     node_weights,
-    relays_follow_revocations,
     revoked_members,
+    runners_follow_revocations,
 )
 from skulk.node_weights import NodeWeights
 from skulk.routing.router import Router
@@ -45,7 +45,7 @@ async def start_worker(tasks: TaskGroup, *, config: NodeConfig, machine: NodeMac
     weights = node_weights(node_id, data_dir, config.listen, trust.tls, revoked, telemetry.live)
     await tasks.start(weights.serve)
     links = device_links(data_dir, config.listen, trust.tls, revoked)
-    tasks.start_soon(relays_follow_revocations, replica, links)
+    tasks.start_soon(runners_follow_revocations, replica, links)
     chunks = ChunkSender(node_id=node_id, receiver=data_plane, replica=replica,
                          remote=channels.chunks)
     worker = Worker(

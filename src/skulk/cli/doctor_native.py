@@ -12,7 +12,7 @@ FIX = ("install Rust with rustup (https://rustup.rs) or your system's cargo pack
 
 
 def native_core(search_path: str | None = None) -> list[Check]:
-    """The native core (the ggml RPC relays) imports, and cargo is on `search_path`
+    """The native core (the ggml RPC secure channel) imports, and cargo is on `search_path`
     (default: PATH)."""
     try:
         importlib.import_module("skulk._native")

@@ -1,24 +1,25 @@
 """A node's share of the links of split instances whose head runs the model and whose other
-ranks serve their device to it (llama.cpp over ggml RPC): relays that admit only cluster
-members in front of each device server, forwarders on the head's node, and the runner
-options that say where they are.
+ranks serve their device to it (llama.cpp over ggml RPC): the runner options that say
+where each device server listens, where the head dials, and, on a secure cluster, the
+node's trust material and revocation list, so that the runners' own links are TLS between
+members (`skulk.worker.rpc_channel`; no relay sits between them).
 
-Rank r's relay listens on the instance's ring port + r (the master allocates those as for
-MLX rings) on this node's listening address; its device server on a free loopback port.
-The node says when the revocation list changes (`revocations_changed`): every relay then
-refuses the nodes on it and ends their open links.
+Rank r's device server listens on the instance's ring port + r (the master allocates those
+as for MLX rings) on this node's side-channel address. The node says when the revocation
+list changes (`revocations_changed`): each runner given links here is told (a
+`RevokedNodes` message), refuses the nodes on it and ends their open links.
 """
 
 from collections.abc import Callable, Set
 from pathlib import Path
 
-import anyio
-
 from skulk.shared.types.ids import NodeId, RunnerId
 from skulk.shared.types.instances import Instance
 from skulk.trust.files import TlsFiles
-from skulk.worker import rpc_relay
-from skulk.worker.rpc_relay import Relay, free_loopback_port
+from skulk.worker.runner.messages import LifecycleMessage, RevokedNodes
+
+Tell = Callable[[LifecycleMessage], None]
+"""How a runner is sent a message (its supervisor's `send`)."""
 
 
 class DeviceLinks:
@@ -28,48 +29,55 @@ class DeviceLinks:
         self._host = host
         self._cache_dir = cache_dir
         self._revoked = revoked
-        self._relays: dict[RunnerId, list[Relay]] = {}
+        self._linked: set[RunnerId] = set()  # runners given links, not yet closed
+        self._runners: dict[RunnerId, Tell] = {}
         self._last_revoked: frozenset[NodeId] = frozenset()
 
     def revocations_changed(self) -> None:
-        """Hand the revocation list to every open relay, if it changed: they refuse the
-        nodes on it from now on and end the links open to them."""
+        """Hand the revocation list to every runner with links, if it changed: they refuse
+        the nodes on it from now on and end the links open to them."""
         revoked = frozenset(self._revoked())
         if revoked == self._last_revoked:
             return
         self._last_revoked = revoked
-        for relays in self._relays.values():
-            for relay in relays:
-                relay.revoke(revoked)
+        for tell in self._runners.values():
+            tell(RevokedNodes(nodes=sorted(revoked)))
+
+    def _security(self) -> dict[str, str]:
+        if self._tls is None:
+            return {}  # an insecure cluster: plain TCP, as the rest of its plane
+        return {"rpc_ca_certificate": str(self._tls.ca_certificate),
+                "rpc_certificate": str(self._tls.certificate),
+                "rpc_private_key": str(self._tls.private_key),
+                "rpc_revoked": ",".join(sorted(self._revoked()))}
 
     async def options_for(self, instance: Instance, runner_id: RunnerId) -> dict[str, str]:
-        """Open this rank's relays and say where they are: a device server's loopback
-        endpoint behind a relay on its ring port, or, for the head, a forwarder to each
-        other rank's relay and every rank's layer count."""
+        """Say where this rank's links are: a device server's endpoint (this node, its
+        ring port), or, for the head, each other rank's endpoint and node, and every
+        rank's layer count."""
         if instance.ring_port is None:
             raise ValueError(f"instance {instance.instance_id} is split but has no ring port")
         ranks = sorted(instance.shards.values(), key=lambda s: s.rank)
         shard = instance.shards[runner_id]
+        self._linked.add(runner_id)
         if shard.rank != 0:
-            target = free_loopback_port()
-            relay = await anyio.to_thread.run_sync(
-                rpc_relay.serve, (self._host, instance.ring_port + shard.rank),
-                ("127.0.0.1", target), self._tls, frozenset(self._revoked()))
-            self._relays.setdefault(runner_id, []).append(relay)
-            return {"rpc_listen": f"127.0.0.1:{target}",
-                    "rpc_cache_dir": str(self._cache_dir)}
-        forwarders = []
-        for other in ranks[1:]:
-            remote = (other.ring_host or "127.0.0.1", instance.ring_port + other.rank)
-            forwarder = await anyio.to_thread.run_sync(
-                rpc_relay.forward, remote, self._tls,
-                other.node_id if self._tls is not None else None, frozenset(self._revoked()))
-            forwarders.append(forwarder)
-            self._relays.setdefault(runner_id, []).append(forwarder)
-        return {"rpc_servers": ",".join(f.endpoint for f in forwarders),
-                "rpc_layers": ",".join(str(s.end_layer - s.start_layer) for s in ranks)}
+            return {"rpc_listen": f"{self._host}:{instance.ring_port + shard.rank}",
+                    "rpc_cache_dir": str(self._cache_dir), **self._security()}
+        servers = [f"{other.ring_host or '127.0.0.1'}:{instance.ring_port + other.rank}"
+                   for other in ranks[1:]]
+        peers = {"rpc_peers": ",".join(other.node_id for other in ranks[1:])} \
+            if self._tls is not None else {}
+        return {"rpc_servers": ",".join(servers), **peers,
+                "rpc_layers": ",".join(str(s.end_layer - s.start_layer) for s in ranks),
+                **self._security()}
+
+    def attach(self, runner_id: RunnerId, tell: Tell) -> None:
+        """The runner given links for `runner_id` is started: revocations reach it by
+        `tell` from now on."""
+        if runner_id in self._linked:
+            self._runners[runner_id] = tell
 
     def close(self, runner_id: RunnerId) -> None:
-        """Stop the rank's relays (its runner has ended); their open links end too."""
-        for relay in self._relays.pop(runner_id, []):
-            relay.close()
+        """The rank's runner has ended (its links ended with it)."""
+        self._linked.discard(runner_id)
+        self._runners.pop(runner_id, None)

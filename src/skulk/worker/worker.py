@@ -272,13 +272,15 @@ class Worker:
             supervisor, instance.instance_id, started_at=self._clock(),
             weights_bytes=max((s.size_bytes for s in card.sources), default=0)
             if card is not None and runs_model else 0)
+        if links and self._reach.device_links is not None:  # revocations reach it
+            self._reach.device_links.attach(runner_id, supervisor.send)
         tasks.start_soon(supervisor.run)
 
     async def _device_options(self, instance: Instance, runner_id: RunnerId,
                               engine: EngineDescription) -> dict[str, str] | None:
-        """The relays and options of a rank of a split instance whose head runs the model
-        ({} for any other rank); None when this node cannot open them (the instance is
-        given up)."""
+        """The link options of a rank of a split instance whose head runs the model ({}
+        for any other rank); None when this node cannot give them (the instance is given
+        up)."""
         if not engine.head_runs_model or len(instance.shards) < 2:
             return {}
         if self._reach.device_links is None:

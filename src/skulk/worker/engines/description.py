@@ -62,8 +62,8 @@ class EngineDescription:
     """`module:Class` run by ranks other than 0 of a split instance when they do not run
     the model themselves but serve their compute device to rank 0 (the head), which runs
     it (llama.cpp over ggml RPC). Such ranks take no requests and need no weights, their
-    side channel goes through the node's members-only relay, and the head loads once they
-    serve. None: every rank runs `engine_class` (MLX's ring). Given exactly when the fit
+    side channel admits only members (TLS inside its own sockets), and the head loads
+    once they serve. None: every rank runs `engine_class` (MLX's ring). Given exactly when the fit
     says `head_runs_model`."""
     stage_copies: bool = False
     """Whether a rank of a pipeline split loads only its layers' files (a stage copy of

@@ -30,6 +30,7 @@ from skulk.shared.types.runners import (
     RunnerWarmingUp,
 )
 from skulk.shared.types.tasks import TextGenerationTask
+from skulk.worker import rpc_channel
 from skulk.worker.engines.description import EngineDescription
 from skulk.worker.engines.protocol import (
     Engine,
@@ -146,6 +147,8 @@ class Runner:
                 self._drop_queued(task_id)
             case messages.ShutdownRequest():
                 self._shutdown = True
+            case messages.RevokedNodes(nodes=nodes):
+                rpc_channel.set_revoked(frozenset(nodes))
 
     def _idle_wait(self) -> float | None:
         """How long to block on the inbox: forever, unless the engine wants idle steps."""

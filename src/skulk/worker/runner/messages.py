@@ -12,7 +12,7 @@ from pydantic import Field
 
 from skulk.shared.types.base import WireModel
 from skulk.shared.types.chunks import Chunk
-from skulk.shared.types.ids import CommandId, TaskId
+from skulk.shared.types.ids import CommandId, NodeId, TaskId
 from skulk.shared.types.runners import RunnerStatus
 from skulk.shared.types.tasks import TerminalTaskStatus, TextGenerationTask
 from skulk.shared.types.traces import Span
@@ -43,11 +43,20 @@ class ShutdownRequest(WireModel):
     kind: Literal["shutdown"] = "shutdown"
 
 
-LifecycleMessage = LoadModelRequest | WarmUpRequest | ShutdownRequest
+class RevokedNodes(WireModel):
+    """The node's revocation list changed: a runner with members-only ggml RPC links
+    (`skulk.worker.rpc_channel`) refuses these nodes from now on and ends their open
+    links; any other runner has nothing to do."""
+
+    kind: Literal["revoked_nodes"] = "revoked_nodes"
+    nodes: list[NodeId]
+
+
+LifecycleMessage = LoadModelRequest | WarmUpRequest | ShutdownRequest | RevokedNodes
 """What the worker sends through `Supervisor.send` (tasks have calls of their own)."""
 
 ToRunner = Annotated[LoadModelRequest | WarmUpRequest | StartTaskRequest | CancelTaskRequest
-                     | ShutdownRequest,
+                     | ShutdownRequest | RevokedNodes,
                      Field(discriminator="kind")]
 
 

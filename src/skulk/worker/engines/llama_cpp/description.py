@@ -95,7 +95,8 @@ def probe_backend(_platform: str, gpus: Sequence[GpuDevice]) -> str | None:
 class LlamaCppOptions(EngineOptions):
     """What the worker tells a llama.cpp runner beyond the common options. A split instance
     runs the model on its head (rank 0), which offloads the later layers to the other
-    ranks' devices, each served over ggml RPC behind the nodes' relays."""
+    ranks' devices, each served over ggml RPC, TLS between members inside llama.cpp's own
+    sockets (`skulk.worker.rpc_channel`)."""
 
     max_batch: int = Field(default=LLAMA_CPP_FIT.default_batch, ge=1, le=64)
     """Requests decoded together in one context (llama.cpp sequences); 1 serves one
@@ -122,15 +123,27 @@ class LlamaCppOptions(EngineOptions):
     by the master from the node's free GPU memory; the rest run on the CPU. The shard's
     whole layer count means everything, output layer included."""
     rpc_servers: CommaSeparated = Field(default_factory=list)
-    """The head's: where it reaches each other rank's device server, in rank order (the
-    loopback ends of its node's relays)."""
+    """The head's: where it reaches each other rank's device server (`host:port`, the
+    rank's node and ring port), in rank order."""
+    rpc_peers: CommaSeparated = Field(default_factory=list)
+    """The head's, on a secure cluster: the node each of `rpc_servers` must be (its
+    certificate must name it), in the same order."""
     rpc_layers: CommaSeparated = Field(default_factory=list)
     """The head's: how many layers each rank holds, in rank order (its own first)."""
-    rpc_listen: str | None = Field(default=None, pattern=r"^127\.0\.0\.1:\d{1,5}$")
-    """A device server's: the loopback endpoint it listens on (its node's relay dials it)."""
+    rpc_listen: str | None = Field(default=None, pattern=r"^\d{1,3}(\.\d{1,3}){3}:\d{1,5}$")
+    """A device server's: the IPv4 `host:port` it listens on (its node's side-channel
+    address and the rank's ring port)."""
     rpc_cache_dir: str | None = None
     """A device server's: where it keeps the tensors the head sends by hash, so a reload
     sends only hashes."""
+    rpc_ca_certificate: str | None = None
+    """On a secure cluster, the node's trust material (PEM paths): every ggml RPC link of
+    the runner is then TLS with members only (`skulk.worker.rpc_channel`); none: plain
+    TCP, as the rest of an `--insecure` cluster's plane."""
+    rpc_certificate: str | None = None
+    rpc_private_key: str | None = None
+    rpc_revoked: CommaSeparated = Field(default_factory=list)
+    """The nodes refused when the runner starts (later changes come as messages)."""
 
     def batch_size(self) -> int:
         return self.max_batch if self.batching else 1

@@ -2,8 +2,9 @@
 device to the head over ggml RPC and runs nothing itself.
 
 The head sends the weights of this rank's layers when it loads and the activations at
-every step; the server keeps the layers' tensors and KV cache. It listens on loopback only:
-the head reaches it through its node's members-only relay.
+every step; the server keeps the layers' tensors and KV cache. It listens on the node's
+side-channel address at the rank's ring port; on a secure cluster its links are TLS with
+members only, inside ggml RPC's own sockets (`secure_links`, `skulk.worker.rpc_channel`).
 """
 
 import os
@@ -15,7 +16,7 @@ import time
 from skulk.shared.types.chunks import ErrorChunk
 from skulk.shared.types.ids import TaskId
 from skulk.shared.types.tasks import GenerationParams
-from skulk.worker.engines.llama_cpp import rpc_lib
+from skulk.worker.engines.llama_cpp import rpc_lib, secure_links
 from skulk.worker.engines.llama_cpp.description import LlamaCppOptions
 from skulk.worker.engines.protocol import (
     EngineConfig,
@@ -52,6 +53,7 @@ class LlamaDeviceServer:
                                                                 "skulk-rpc-cache")
         os.makedirs(cache_dir, exist_ok=True)
         threads = self._config.n_threads or os.cpu_count() or 1
+        secure_links.install_channel(self._options, {})
         self._thread = threading.Thread(
             target=rpc_lib.serve_device, args=(endpoint, cache_dir, threads),
             name="ggml-rpc-server", daemon=True)
@@ -68,7 +70,8 @@ class LlamaDeviceServer:
             if not self._thread.is_alive():
                 raise OSError(f"the ggml RPC server could not listen on {endpoint}")
             try:
-                # The server takes this as a client that left before its hello.
+                # The server takes this as a client that left before its hello (with
+                # the channel, before its handshake: refused without a word).
                 with socket.create_connection((host, int(port)), timeout=1.0):
                     return
             except OSError:

@@ -109,7 +109,12 @@ class LlamaCppEngine:
             raise InvalidRequest(f"the head of a {self._config.world_size}-rank llama.cpp "
                                  f"instance needs {others} rpc_servers and "
                                  f"{others + 1} rpc_layers")
-        from skulk.worker.engines.llama_cpp import rpc_lib  # only a split needs ggml RPC
+        # only a split needs ggml RPC
+        from skulk.worker.engines.llama_cpp import rpc_lib, secure_links
+        if secure_links.install_channel(options, secure_links.head_peers(options)) and \
+                len(options.rpc_peers) != others:
+            raise InvalidRequest("a secure split's head needs the node of each rpc_server "
+                                 "(rpc_peers)")
         rpc_lib.register_servers(options.rpc_servers)
         return offload_for([int(count) for count in options.rpc_layers])
 

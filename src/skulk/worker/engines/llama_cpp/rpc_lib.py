@@ -5,9 +5,9 @@ none of it.
 
 A rank other than the head serves its device with `serve_device` (it never returns); the
 head registers those servers with `register_servers` before it loads the model, and
-llama.cpp then offloads layers to them like to GPUs. ggml RPC has no authentication: the
-server listens on loopback only and members reach it through the node's relay
-(`skulk.worker.rpc_relay`).
+llama.cpp then offloads layers to them like to GPUs. ggml RPC has no authentication: on a
+secure cluster both ends first install Skulk's channel (`channel_setter`,
+`skulk.worker.rpc_channel`), so every link is TLS between members.
 """
 
 import ctypes
@@ -66,6 +66,22 @@ def _shared() -> ctypes.CDLL:
     return lib
 
 
+def channel_setter() -> int:
+    """The address of `ggml_backend_rpc_set_channel` (Skulk's patch,
+    tools/patches/ggml-rpc-secure-channel.patch) in the ggml RPC library libllama uses."""
+    lib = _shared()
+    try:
+        setter = lib.ggml_backend_rpc_set_channel
+    except AttributeError:
+        raise RpcUnavailable(
+            "this llama-cpp-python build lacks Skulk's ggml RPC secure channel, which a "
+            "split on a secure cluster needs: rebuild it with "
+            "`tools/llama-cpp-backends.sh .venv/bin/python` (or `make install`)") from None
+    address = ctypes.cast(setter, ctypes.c_void_p).value
+    assert address is not None
+    return address
+
+
 def rpc_available() -> bool:
     """Whether this llama-cpp-python build can split a model over ggml RPC."""
     return any(library_dir().glob(f"libggml-rpc{_SUFFIX}*"))
@@ -79,7 +95,7 @@ def device_count() -> int:
 
 def serve_device(endpoint: str, cache_dir: str, threads: int) -> None:
     """Serve this machine's compute device (its GPU if llama.cpp sees one, else the CPU)
-    to one head at a time on `endpoint` (`127.0.0.1:port`); returns only if the server
+    to one head at a time on `endpoint` (`host:port`, IPv4); returns only if the server
     could not start. Tensors the head sends by hash are cached in `cache_dir`."""
     lib = _shared()
     device = lib.ggml_backend_dev_by_type(_DEVICE_GPU) or lib.ggml_backend_dev_by_type(

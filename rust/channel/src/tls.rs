@@ -1,10 +1,10 @@
-//! TLS for the relays from the cluster's trust material: the cluster CA's certificate and
-//! this node's certificate and key (Ed25519, PEM files written by `skulk.trust`).
+//! TLS for ggml RPC links from the cluster's trust material: the cluster CA's certificate
+//! and this node's certificate and key (Ed25519, PEM files written by `skulk.trust`).
 //!
 //! Both ends present their node certificate and require the other's, TLS 1.3 only, trusting
 //! the cluster CA alone. A node certificate names its node as its DNS subject alternative
-//! name (`node-…`); the forwarder asks for the node the master placed the rank on as the
-//! server name, and a revocation list is matched against the same name.
+//! name (`node-…`); a head asks for the node the master placed the rank on as the server
+//! name, and a revocation list is matched against the same name.
 
 use std::io;
 use std::path::PathBuf;
@@ -53,7 +53,7 @@ fn identity(
     Ok((vec![certificate], key))
 }
 
-/// The relay server's side: requires a client certificate the cluster CA issued.
+/// A device server's side: requires a client certificate the cluster CA issued.
 pub fn server_config(files: &TlsFiles) -> io::Result<Arc<ServerConfig>> {
     let provider = provider();
     let verifier = WebPkiClientVerifier::builder_with_provider(roots(files)?, provider.clone())
@@ -69,7 +69,7 @@ pub fn server_config(files: &TlsFiles) -> io::Result<Arc<ServerConfig>> {
     Ok(Arc::new(config))
 }
 
-/// The forwarder's side: presents this node's certificate, trusts only the cluster CA and
+/// A head's side: presents this node's certificate, trusts only the cluster CA and
 /// checks the server's certificate names the node it dials (the connection's server name).
 pub fn client_config(files: &TlsFiles) -> io::Result<Arc<ClientConfig>> {
     let (chain, key) = identity(files)?;
