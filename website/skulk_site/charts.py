@@ -152,7 +152,7 @@ def pipeline_mlx(results: Document) -> Figure:
 def pipeline_llama(results: Document) -> Figure:
     configurations = results["configurations"]
     names = {"whole": "1 rank (whole)", "direct": "2 ranks, direct",
-             "relayed": "2 ranks, TLS relays"}
+             "relayed": "2 ranks, TLS relays", "secured": "2 ranks, TLS in ggml RPC"}
     labels = [names.get(name, name) for name in configurations]
     figure, (decode, ttft) = plt.subplots(1, 2, figsize=(8, 3.2))
     _bars(decode, labels, {"decode tok/s": [c["decode_tps"] for c in configurations.values()]})
