@@ -63,7 +63,8 @@ class WorkerReach:
     memory: MemoryReader | None = None
     # Where missing weights come from.
     weight_sources: SourcesFor | None = None
-    # Relays for split instances whose head runs the model.
+    # The ggml RPC links (runner options, revocations) of split instances whose head runs
+    # the model.
     device_links: DeviceLinks | None = None
     # Engine options that let a runner reach a drafting node.
     remote_drafting: Callable[[NodeId], Awaitable[dict[str, str]]] | None = None
