@@ -7,8 +7,8 @@ What users see: a member's split answers the whole model's greedy text; a revoca
 a member's open link without a restart (the head fails, no hang) and refuses it after,
 while the server goes on serving others; a stranger of another cluster, plain TCP and a
 head that dials a server not on the node the master placed are refused; a server that
-goes away ends its head's link. Plain TCP on an insecure cluster is
-tests/test_ggml_rpc_one_send.py's and tests/test_llama_rpc_cluster.py's.
+goes away ends its head's link; and on an insecure cluster (no trust material) the same
+split links in plain TCP.
 
 Needs the installed llama-cpp-python built with the tree's patches (`make install`
 rebuilds it when they change); any other build is skipped, by its marker.
@@ -170,10 +170,12 @@ def head_options(endpoint: str, peer_node: str, member: Path) -> dict[str, str]:
             "rpc_layers": f"{LAYERS // 2},{LAYERS - LAYERS // 2}", **_trust(member)}
 
 
-def start_device(started: list[Peer], members: dict[str, Path], tmp_path: Path,
+def start_device(started: list[Peer], members: dict[str, Path] | None, tmp_path: Path,
                  revoked: str = "") -> tuple[Peer, str]:
+    """The device server, with the serving member's trust material (None: insecure)."""
     endpoint = f"127.0.0.1:{free_port()}"
-    device = Peer(_device, endpoint, str(tmp_path), _trust(members["serving"]), revoked)
+    trust = {} if members is None else _trust(members["serving"])
+    device = Peer(_device, endpoint, str(tmp_path), trust, revoked)
     started.append(device)
     assert device.answer() == "listening"
     return device, endpoint
@@ -247,3 +249,14 @@ def test_a_server_that_goes_away_ends_its_heads_link(
         device.stop()
         head.ours.send("generate")
         assert head.answer(30) is None, "the head failed on the ended link, no hang"
+
+
+def test_an_insecure_clusters_split_links_in_plain_tcp(
+        whole_text: str, tmp_path: Path) -> None:
+    with peers() as started:
+        device, endpoint = start_device(started, None, tmp_path)
+        started.append(head := Peer(_head, {
+            "rpc_servers": endpoint, "rpc_layers": f"{LAYERS // 2},{LAYERS - LAYERS // 2}"}))
+        assert head.answer() == "loaded"
+        assert head.ask("generate") == whole_text
+        assert device.ask(("stats",)) == (0, 0), "no channel: nothing refused, nothing held"
