@@ -11,11 +11,13 @@ running request gives up its cells and is fed its tokens again later: it pauses,
 continues where it was.
 """
 
+import math
 import random
 from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from skulk.shared.types.chunks import ErrorChunk, ErrorKind, FinishReason
 from skulk.shared.types.ids import TaskId
@@ -38,6 +40,13 @@ from skulk.worker.engines.token_logprobs import token_logprob
 # llama-cpp-python's own chat-completion defaults, so outputs match its server's.
 TOP_K = 40
 MIN_P = 0.05
+
+
+def all_finite(logits: npt.NDArray[np.float32]) -> bool:
+    """No NaN or infinity among the logits: the highest and the lowest are finite (a NaN
+    is both). Two reductions, where `np.isfinite(...).all()` writes a mask as long as the
+    vocabulary first."""
+    return math.isfinite(logits.max()) and math.isfinite(logits.min())
 
 
 @dataclass(frozen=True)
@@ -257,10 +266,13 @@ class ContinuousBatch:
         run.pending = run.pending[portion.count:]
         if portion.logits_at is None:
             return
-        # One reduction over the vocabulary (~30 us): NaN/Inf logits (a faulty device
-        # server's activations, a broken kernel) fail the request over instead of
-        # sampling garbage; its KV is dropped so no later request reuses it.
-        if not np.isfinite(self.context.logits(portion.logits_at)).all():
+        # One view of the logits per step: each Python call here runs with caches cold
+        # from the decode, and costs tens of microseconds of a ~10 ms token.
+        logits = self.context.logits(portion.logits_at)
+        # NaN/Inf logits (a faulty device server's activations, a broken kernel) fail the
+        # request over instead of sampling garbage; its KV is dropped so no later request
+        # reuses it.
+        if not all_finite(logits):
             run.slot.held = []
             self.context.forget(run.slot.index)
             self._fail(run, "NaN/Inf in the model's logits: this instance's output cannot "
@@ -268,10 +280,9 @@ class ContinuousBatch:
             return
         asked = run.request.params.logprobs
         # The raw logits, before a grammar masks them in place.
-        raw = self.context.logits(portion.logits_at)
-        raw = raw.copy() if asked is not None and run.constraint is not None else raw
+        raw = logits.copy() if asked is not None and run.constraint is not None else logits
         try:
-            token = self._choose(run, portion.logits_at)
+            token = self._choose(run, portion.logits_at, logits)
         except GrammarBroken as broken:  # a token its mask should have forbidden
             self._fail(run, str(broken), events)
             return
@@ -290,15 +301,19 @@ class ContinuousBatch:
         else:
             run.pending = [token]
 
-    def _choose(self, run: Running, index: int) -> int:
+    def _choose(self, run: Running, index: int, logits: npt.NDArray[np.float32]) -> int:
         """The next token: the sampler's draw, under the request's grammar if it has one
-        (its mask applied to the logits, the closing strategy near the end of the budget)."""
+        (its mask applied to the logits, the closing strategy near the end of the budget).
+        `logits` is the batch's `index`-th row, checked finite."""
         constraint = run.constraint
         if constraint is None:
+            if run.sampler.greedy:
+                # What llama.cpp's greedy sampler picks (the first highest logit), without
+                # its copy of the whole vocabulary into a candidate array every token.
+                return int(logits.argmax())
             return run.sampler.sample(self.context, index)
         token = constraint.forced()
         if token is None:
-            logits = self.context.logits(index)
             logits[~constraint.allowed()] = -np.inf
             token = constraint.vetted(run.sampler.sample(self.context, index),
                                       run.request.max_tokens - run.text.generated)

@@ -30,6 +30,12 @@ from skulk.worker.engines.llama_cpp.llama_lib import (
 
 KvBytes = ctypes.Array[ctypes.c_uint8]
 
+# `llama_get_logits_ith` declared to return the row's address as an int (None for NULL),
+# so that no pointer object is made and cast per token.
+_logits_address: Callable[[object, int], int | None] = ctypes.CFUNCTYPE(
+    ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)(
+        ctypes.cast(llama_cpp.llama_cpp._lib.llama_get_logits_ith, ctypes.c_void_p).value or 0)
+
 
 class SequenceModel:
     """A GGUF's weights and vocabulary, loaded once for any number of contexts."""
@@ -111,6 +117,7 @@ class SequenceContext:
         self._seq_counts = np.ctypeslib.as_array(self._batch.n_seq_id, shape=(batch_tokens,))
         self._wants_logits = np.ctypeslib.as_array(self._batch.logits, shape=(batch_tokens,))
         self._seq_ids = [self._batch.seq_id[i] for i in range(batch_tokens)]
+        self._row = ctypes.c_float * model.n_vocab
 
     def close(self) -> None:
         if self._batch is not None:
@@ -142,10 +149,14 @@ class SequenceContext:
     def logits(self, index: int) -> npt.NDArray[np.float32]:
         """The next-token logits of the batch's `index`-th entry (a view, valid until the
         next decode)."""
-        pointer = llama_cpp.llama_get_logits_ith(self._context.ctx, index)
-        logits: npt.NDArray[np.float32] = np.ctypeslib.as_array(
-            pointer, shape=(self._model.n_vocab,))
-        return logits
+        address = _logits_address(self._context.ctx, index)
+        if not address:
+            raise RuntimeError(f"llama.cpp has no logits for batch entry {index}")
+        # A view over the row through a ctypes array type made once (numpy's `as_array`
+        # builds one per call: several times the cost, once per token).
+        row: npt.NDArray[np.float32] = np.frombuffer(
+            memoryview(self._row.from_address(address)), dtype=np.float32)
+        return row
 
     def forget(self, sequence: int, start: int = 0) -> None:
         """Free the sequence's KV cells from position `start` on."""
@@ -181,8 +192,10 @@ class Sampler:
                  top_p: float, min_p: float, seed: int) -> None:
         self._chain = llama_cpp.llama_sampler_chain_init(
             llama_cpp.llama_sampler_chain_default_params())
+        self.greedy = temperature == 0.0
+        """The chain only takes the highest logit (the first of equals), and keeps no state."""
         links = []
-        if temperature == 0.0:
+        if self.greedy:
             links.append(llama_cpp.llama_sampler_init_greedy())
         else:
             links += [llama_cpp.llama_sampler_init_top_k(top_k),
