@@ -22,6 +22,19 @@ Tell = Callable[[LifecycleMessage], None]
 """How a runner is sent a message (its supervisor's `send`)."""
 
 
+def ipv4_listen_host(host: str) -> str:
+    """Where a device server may listen: ggml RPC's sockets are IPv4 only, so a node that
+    listens on every interface (`::`) serves its device on every IPv4 one; a particular
+    IPv6 address cannot carry a split."""
+    if host in ("::", "[::]"):
+        return "0.0.0.0"
+    if ":" in host:
+        raise ValueError(f"a split llama.cpp rank cannot serve its device on {host}: ggml "
+                         "RPC listens on IPv4 only; give this node an IPv4 --listen address "
+                         "(or tcp/[::]:PORT, which serves on every IPv4 interface too)")
+    return host
+
+
 class DeviceLinks:
     def __init__(self, *, tls: TlsFiles | None, host: str, cache_dir: Path,
                  revoked: Callable[[], Set[NodeId]]) -> None:
@@ -61,7 +74,8 @@ class DeviceLinks:
         shard = instance.shards[runner_id]
         self._linked.add(runner_id)
         if shard.rank != 0:
-            return {"rpc_listen": f"{self._host}:{instance.ring_port + shard.rank}",
+            return {"rpc_listen": f"{ipv4_listen_host(self._host)}:"
+                                  f"{instance.ring_port + shard.rank}",
                     "rpc_cache_dir": str(self._cache_dir), **self._security()}
         servers = [f"{other.ring_host or '127.0.0.1'}:{instance.ring_port + other.rank}"
                    for other in ranks[1:]]

@@ -12,7 +12,7 @@ from skulk.shared.types.ids import InstanceId, ModelId, NodeId, RunnerId
 from skulk.shared.types.instances import Instance, ShardAssignment
 from skulk.testing.cluster_trust import make_member
 from skulk.trust.files import TrustFiles
-from skulk.worker.device_links import DeviceLinks
+from skulk.worker.device_links import DeviceLinks, ipv4_listen_host
 from skulk.worker.engines.llama_cpp.description import LlamaCppOptions
 from skulk.worker.runner.messages import LifecycleMessage, RevokedNodes
 
@@ -87,3 +87,10 @@ async def test_a_changed_revocation_list_reaches_each_runner_given_links_once(
     links.revocations_changed()
     assert told["r0"][-1] == RevokedNodes(nodes=[NodeId("n0"), NodeId("n9")])
     assert len(told["r1"]) == 1, "a closed runner is told nothing more"
+
+
+def test_a_device_server_listens_on_ipv4_every_interface_for_an_ipv6_any_listen() -> None:
+    assert ipv4_listen_host("::") == "0.0.0.0"
+    assert ipv4_listen_host("10.0.0.2") == "10.0.0.2"
+    with pytest.raises(ValueError, match="IPv4 only"):
+        ipv4_listen_host("fe80::1")
