@@ -202,7 +202,9 @@ def measure(server: Callable[[], AbstractContextManager[tuple[str, str, dict[str
     with server() as (url, model, pids):
         client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=600)
         stream(client, model, "Say hello.", 8)  # warm up
-        meter = CpuMeter(pids)
+        # The client's own CPU too (this process: the streaming threads), which every
+        # server's row pays and the engine alone does not.
+        meter = CpuMeter({**pids, "client": os.getpid()})
         meter.start()
         for index, prompt in enumerate(PROMPTS):
             result.alone.append(stream(client, model, f"({name} {round_}.{index}) {prompt}",
