@@ -1,5 +1,6 @@
 """`skulk doctor`'s checks of the llama.cpp engine on this machine (its description names
-them): installed with its library, with ggml RPC, and with this machine's GPU backend."""
+them): installed with its library, with ggml RPC and Skulk's secure channel for it, and
+with this machine's GPU backend."""
 
 import importlib.util
 
@@ -31,6 +32,8 @@ def llama_cpp_build() -> list[MachineCheck]:
                   else MachineCheck("llama.cpp RPC", "WARN", "built without ggml RPC: a GGUF "
                                     "model cannot be split over several nodes",
                                     f"rebuild with `{REBUILD_LLAMA}`"))
+    if rpc:
+        checks.append(secure_channel())
     built = built_gpu_backends()
     present = {gpu.backend for gpu in probe_gpus()}
     usable = built & present
@@ -43,3 +46,17 @@ def llama_cpp_build() -> list[MachineCheck]:
     else:
         checks.append(MachineCheck("llama.cpp GPU", "OK", "no GPU found: models run on the CPU"))
     return checks
+
+
+def secure_channel() -> MachineCheck:
+    """Whether the build carries Skulk's ggml RPC secure channel (tools/patches), which a
+    split on a secure cluster links its ranks through."""
+    from skulk.worker.engines.llama_cpp import rpc_lib  # loads libllama: only when asked
+    try:
+        rpc_lib.channel_setter()
+    except rpc_lib.RpcUnavailable:
+        return MachineCheck("llama.cpp RPC TLS", "WARN", "built without Skulk's ggml RPC "
+                            "secure channel: a split on a secure cluster cannot link its "
+                            "ranks", f"rebuild with `{REBUILD_LLAMA}`")
+    return MachineCheck("llama.cpp RPC TLS", "OK",
+                        "Skulk's secure channel: split ranks link by TLS between members")
