@@ -144,6 +144,24 @@ fn handshake(
 }
 
 impl Channel {
+    /// A link whose handshake is done, entered in `registry` (so a revocation of `peer`
+    /// can end it).
+    fn registered(
+        socket: Socket,
+        tls: Connection,
+        registry: &'static Registry,
+        fd: RawFd,
+        peer: Peer,
+    ) -> Self {
+        let id = registry.register(fd, peer);
+        Channel {
+            socket,
+            tls,
+            registry,
+            id,
+        }
+    }
+
     /// A head's link to the device server of `node` on the connected socket `fd`: the
     /// server's certificate must name `node`, which must not be revoked.
     pub fn client(
@@ -167,13 +185,7 @@ impl Channel {
                 "the device server of {node}: {error}"
             )));
         }
-        let id = registry.register(fd, peer);
-        Ok(Channel {
-            socket,
-            tls,
-            registry,
-            id,
-        })
+        Ok(Channel::registered(socket, tls, registry, fd, peer))
     }
 
     /// A device server's link from the client on the connected socket `fd`: its
@@ -204,13 +216,7 @@ impl Channel {
         if registry.is_revoked(&peer) {
             return Err(Refusal::loud("a revoked member was refused"));
         }
-        let id = registry.register(fd, peer);
-        Ok(Channel {
-            socket,
-            tls,
-            registry,
-            id,
-        })
+        Ok(Channel::registered(socket, tls, registry, fd, peer))
     }
 
     /// The `open_client` hook's work: `host:port` must be a device server this process

@@ -30,7 +30,6 @@ from skulk.shared.types.runners import (
     RunnerWarmingUp,
 )
 from skulk.shared.types.tasks import TextGenerationTask
-from skulk.worker import rpc_channel
 from skulk.worker.engines.description import EngineDescription
 from skulk.worker.engines.protocol import (
     Engine,
@@ -148,6 +147,8 @@ class Runner:
             case messages.ShutdownRequest():
                 self._shutdown = True
             case messages.RevokedNodes(nodes=nodes):
+                # only a split's runners have links: the native channel is loaded then
+                from skulk.worker import rpc_channel
                 rpc_channel.set_revoked(frozenset(nodes))
 
     def _idle_wait(self) -> float | None:
