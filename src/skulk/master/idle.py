@@ -64,6 +64,11 @@ class IdleTracker:
         return [i for i in self._removable(state)
                 if 0 <= self.keep_alive(i.instance_id) <= self.idle_for(i.instance_id, now)]
 
+    def expiry_reason(self, instance_id: InstanceId, now: float) -> str:
+        """Why an expired instance is removed (the reason its removal carries)."""
+        return (f"idle for {self.idle_for(instance_id, now):.0f} s (keep-alive "
+                f"{self.keep_alive(instance_id):.0f} s)")
+
     def least_recently_used(self, state: State, now: float) -> list[Instance]:
         """Unpinned, idle instances, the longest idle first: what to evict for room."""
         return sorted(self._removable(state),

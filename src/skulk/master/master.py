@@ -206,8 +206,7 @@ class Master:
         # Only members heard from in the last round count: a token that outlives the link
         # must not make a cut-off side a majority.
         heard = live if self._members is None else live & frozenset(self._members.heard())
-        return Standing(live=heard,
-                        agreed=frozenset(self._state.members))
+        return Standing(live=heard, agreed=frozenset(self._state.members))
 
     def _indexes_nothing(self) -> bool:
         return self._settings.quorum == "majority" and not self.standing().majority
@@ -362,11 +361,9 @@ class Master:
         """Instances that served nothing for their keep-alive are removed."""
         now = self._clock()
         for instance in self._idle.expired(self._state, now):
-            idle = self._idle.idle_for(instance.instance_id, now)
             await self.index(delete_instance_events(
                 self._state, instance.instance_id,
-                f"idle for {idle:.0f} s (keep-alive "
-                f"{self._idle.keep_alive(instance.instance_id):.0f} s)"))
+                self._idle.expiry_reason(instance.instance_id, now)))
 
     async def _agree_on_membership(self) -> None:
         now, live = self._clock(), self.live_nodes()
