@@ -8,47 +8,51 @@
 
 `llama-server` is built from the llama.cpp vendored in the installed llama-cpp-python's
 sdist (bench/llama_server_build.py, cached in bench/.cache; ~5 minutes the first time).
-Three servers, each started alone, measured, stopped, in turn, `--repeats` rounds (the
-order rotates each round, so the machine's drift during a run favours none of them):
+Three servers and the engine alone, `--repeats` rounds:
   skulk            `skulk run --serve smollm2-135m` (continuous batching, 4 sequences)
   skulk-unbatched  the same with `--no-batching` (one request at a time)
   llama-server     `-np 4 -t <threads> -c 8192 -kvu` (4 slots sharing one context's cells,
                    as Skulk's sequences do by default), its other defaults untouched
+  engine-alone     bench/engine_alone.py kept up in a process of its own, taking prompts
+                   on stdin (no node, no HTTP): the gap between it and `skulk` is the
+                   node's per-token path
+Each round starts all four and warms each up, then measures them in alternation, item by
+item (bench/server_turns.py): each of the 4 single-stream prompts, then each aggregate
+row, is measured once per server, back to back, before the next item. Whoever is not
+being measured is frozen with SIGSTOP (every process of it: a Skulk node and its runner),
+and thawed with SIGCONT for its turn, which settles for a moment and opens with a short
+request of its own. The order rotates item by item and round by round, so each takes
+each place equally often. Measured each in its own minute, as before, a round's ratio
+was mostly this machine's drift (10-20 % within minutes); interleaved, the drift over
+more than a few seconds cancels.
 `--threads` (default: every core) is the engine's compute threads in all three and in the
 engine alone. Below the core count, a core is left to the serving path, as on a machine
-with more cores than the model's threads use.
-Each round also runs the engine alone in a process of its own (bench/engine_alone.py: no
-node, no HTTP), on the same prompts, in its turn of the rotation: the gap between it and
-`skulk` is the node's per-token path. The same `openai` client streams from each server,
-greedy. Figures: time to first token and decode tokens/s of one stream alone (medians
-over prompts and rounds), and aggregate tokens/s with `--streams` streams (1, 4 and 8 by
-default) each sending `--per-stream` requests back to back (medians over rounds).
+with more cores than the model's threads use. The same `openai` client streams from each
+server, greedy. Figures: time to first token and decode tokens/s of one stream alone
+(medians over prompts and rounds), and aggregate tokens/s with `--streams` streams (1, 4
+and 8 by default) each sending `--per-stream` requests back to back (medians over
+rounds); CPU per generated token of each process, summed over a server's turns.
 `--parallel` is the requests decoded at once by each server (Skulk's `max_batch`,
 llama-server's slots; 4 by default). On a GPU (bench/gpu_check): `--gpu-layers` puts
 that many layers on it in llama-server and the engine alone (Skulk's master chooses its
 own from the GPU's free memory), `--llama-server` names a CUDA build, and `--name` keeps
-the result apart from the CPU runs the site charts. Beside each ratio of medians,
-the range of Skulk / llama-server within single rounds: the machine drifts more between
-rounds than within one. Below the table, each row's round-to-round standard deviation of
-that ratio, and how many rounds would put the mean's gap from 1.0 two standard errors
-clear of it. Each prompt is made unique, so no server reuses another request's prompt
-beyond the chat template's shared system prompt.
+the result apart from the CPU runs the site charts. Beside each ratio of medians, the
+range of Skulk / llama-server within single rounds; below the table, each row's
+round-to-round standard deviation of that ratio, and how many rounds would put the
+mean's gap from 1.0 two standard errors clear of it. Each prompt is made unique, so no
+server reuses another request's prompt beyond the chat template's shared system prompt.
 """
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager, ExitStack
 from pathlib import Path
 
-import httpx
 import openai
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -64,9 +68,21 @@ from bench.llama_server_figures import (  # noqa: E402
     write,
 )
 from bench.results import RESULTS_DIR  # noqa: E402
-from tests.node_process import NodeProcess  # noqa: E402
+from bench.server_turns import (  # noqa: E402
+    PARALLEL,
+    Contender,
+    CpuMeter,
+    engine_alone,
+    thawed_on_exit,
+    turn,
+    turn_order,
+    wait_node_calibrated,
+    wait_node_idle,
+)
 
-from skulk.testing.ports import free_port  # noqa: E402
+# Named as exports: bench/server_threads.py starts its servers through this module.
+from bench.server_turns import llama_cpp_server as llama_cpp_server  # noqa: E402
+from bench.server_turns import skulk_server as skulk_server  # noqa: E402
 
 PROMPTS = [
     "Explain why the sky is blue in a few sentences.",
@@ -75,31 +91,11 @@ PROMPTS = [
     "Describe how a bicycle works.",
 ]
 CONCURRENCY = (1, 4, 8)
-PARALLEL = 4
 # Skulk's max_batch tops out at 64 (LlamaCppOptions).
 MOST_PARALLEL = 64
-CONTEXT = 8192
 
-
-class CpuMeter:
-    """CPU seconds the named processes spent between `start` and `stop`."""
-
-    def __init__(self, pids: dict[str, int]) -> None:
-        import psutil
-
-        self._processes = {name: psutil.Process(pid) for name, pid in pids.items()}
-        self._before: dict[str, float] = {}
-
-    def _now(self) -> dict[str, float]:
-        return {name: sum(process.cpu_times()[:2]) for name, process in self._processes.items()}
-
-    def start(self) -> None:
-        self._before = self._now()
-
-    def per_token(self, tokens: int) -> dict[str, float]:
-        after = self._now()
-        return {name: (after[name] - self._before[name]) * 1000 / max(tokens, 1)
-                for name in after}
+Server = Callable[[], AbstractContextManager[tuple[str, str, dict[str, int]]]]
+Aggregate = Callable[[int, str], tuple[float, int]]  # streams, tag
 
 
 def stream(client: openai.OpenAI, model: str, prompt: str, max_tokens: int) -> Sample:
@@ -129,8 +125,8 @@ def aggregate(client: openai.OpenAI, model: str, streams: int, per_stream: int,
 
     def user(index: int) -> None:
         try:
-            for turn in range(per_stream):
-                prompt = f"({tag} user {index} turn {turn}) {PROMPTS[(index + turn) % 4]}"
+            for turn_ in range(per_stream):
+                prompt = f"({tag} user {index} turn {turn_}) {PROMPTS[(index + turn_) % 4]}"
                 counts[index] += stream(client, model, prompt, max_tokens).tokens
         except BaseException as error:  # reported below; a benchmark must not hide one
             failures.append(error)
@@ -147,97 +143,77 @@ def aggregate(client: openai.OpenAI, model: str, streams: int, per_stream: int,
     return sum(counts) / elapsed, sum(counts)
 
 
-@contextmanager
-def skulk_server(batching: bool, threads: int | None = None, parallel: int = PARALLEL,
-                 ) -> Iterator[tuple[str, str, dict[str, int]]]:
-    with tempfile.TemporaryDirectory() as data_dir:
-        flags = ["--serve", "smollm2-135m", "-q"] + ([] if batching else ["--no-batching"])
-        flags += ["--engine-option", f"llama_cpp.max_batch={parallel}"]
-        # Always given: a node's own default leaves a core to serving, llama-server's not.
-        flags += ["--threads", str(threads or os.cpu_count())]
-        node = NodeProcess(Path(data_dir), *flags).start()
-        try:
-            node.wait_model_ready(timeout=300)
-            assert node.process is not None
-            pids = {"node": node.process.pid, "runner": node.runner_pids()[0]}
-            yield f"{node.url}/v1", "smollm2-135m", pids
-        finally:
-            node.stop()
+def served(stack: ExitStack, name: str, server: Server,
+           args: argparse.Namespace) -> tuple[Contender, Aggregate]:
+    """`server` started and warmed up, as a contender, and how to run an aggregate row
+    on it."""
+    url, model, pids = stack.enter_context(server())
+    client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=600)
+    stream(client, model, "Say hello.", 8)  # warm up
+    node = pids.get("node")
+    # The client's own CPU too (this process: the streaming threads), which every
+    # server's row pays and the engine alone does not.
+    if node is not None:
+        wait_node_calibrated(node)
+    contender = Contender(
+        name, lambda prompt, tokens: stream(client, model, prompt, tokens),
+        [node] if node is not None else list(pids.values()),
+        CpuMeter({**pids, "client": os.getpid()}),
+        idle=(lambda: wait_node_idle(url.removesuffix("/v1"))) if node is not None
+        else lambda: None)
+    return contender, lambda streams, tag: aggregate(client, model, streams, args.per_stream,
+                                                     args.max_tokens, tag)
 
 
-@contextmanager
-def llama_cpp_server(binary: Path, gguf: Path, threads: int | None = None,
-                     parallel: int = PARALLEL, gpu_layers: int | None = None,
-                     ) -> Iterator[tuple[str, str, dict[str, int]]]:
-    port = free_port()
-    process = subprocess.Popen(
-        [str(binary), "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port),
-         "-t", str(threads or os.cpu_count()), "-np", str(parallel), "-c", str(CONTEXT),
-         "-kvu", *([] if gpu_layers is None else ["-ngl", str(gpu_layers)])],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("llama-server did not become healthy")
-            time.sleep(0.2)
-        yield f"http://127.0.0.1:{port}/v1", "smollm2", {"server": process.pid}
-    finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:  # seen once: a run's four rounds were lost to it
-            process.kill()
-            process.wait(30)
-
-
-def measure(server: Callable[[], AbstractContextManager[tuple[str, str, dict[str, int]]]],
-            name: str, round_: int, args: argparse.Namespace) -> Round:
-    result = Round()
-    with server() as (url, model, pids):
-        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=600)
-        stream(client, model, "Say hello.", 8)  # warm up
-        # The client's own CPU too (this process: the streaming threads), which every
-        # server's row pays and the engine alone does not.
-        meter = CpuMeter({**pids, "client": os.getpid()})
-        meter.start()
+def measure_round(servers: dict[str, Server], gguf: Path, round_: int,
+                  args: argparse.Namespace) -> tuple[dict[str, Round], list[Sample]]:
+    """One round: everyone started, then every item measured once per contender in this
+    round's rotating order; every contender stopped at its end."""
+    results = {name: Round() for name in SERVERS}
+    engine: list[Sample] = []
+    with ExitStack() as stack:
+        contenders: dict[str, Contender] = {}
+        aggregates: dict[str, Aggregate] = {}
+        for name in SERVERS:
+            contenders[name], aggregates[name] = served(stack, name, servers[name], args)
+            # Registered after its start, so it runs before its stop.
+            stack.enter_context(thawed_on_exit([contenders[name]]))
+        ask, pid = stack.enter_context(engine_alone(gguf, args.threads, args.gpu_layers))
+        contenders[ENGINE_ALONE] = Contender(ENGINE_ALONE, ask, [pid], CpuMeter({}))
+        stack.enter_context(thawed_on_exit([contenders[ENGINE_ALONE]]))
+        for contender in contenders.values():
+            contender.freeze()
         for index, prompt in enumerate(PROMPTS):
-            result.alone.append(stream(client, model, f"({name} {round_}.{index}) {prompt}",
-                                       args.max_tokens))
-        for process, ms in meter.per_token(sum(s.tokens for s in result.alone)).items():
-            result.cpu_ms_per_token[f"{process}_alone"] = ms
-        for streams in args.streams:
-            meter.start()
-            result.aggregate[streams], tokens = aggregate(
-                client, model, streams, args.per_stream, args.max_tokens, f"{name} {round_}")
-            for process, ms in meter.per_token(tokens).items():
-                result.cpu_ms_per_token[f"{process}_{streams}_streams"] = ms
-    alone = statistics.median(s.decode_tps for s in result.alone)
-    print(f"  {name} round {round_}: alone {alone:.1f} tok/s, "
-          + ", ".join(f"{k} streams {v:.1f} tok/s" for k, v in result.aggregate.items()),
-          flush=True)
-    return result
+            for name in turn_order(SERVERS + (ENGINE_ALONE,), round_, index):
+                contender = contenders[name]
+                with turn(contender), contender.meter.measuring():
+                    sample = contender.ask(f"({name} {round_}.{index}) {prompt}",
+                                           args.max_tokens)
+                (engine if name == ENGINE_ALONE else results[name].alone).append(sample)
+        for name in SERVERS:
+            tokens = sum(s.tokens for s in results[name].alone)
+            for process, ms in contenders[name].meter.per_token(tokens).items():
+                results[name].cpu_ms_per_token[f"{process}_alone"] = ms
+        for row, streams in enumerate(args.streams):
+            for name in turn_order(SERVERS, round_, row):
+                contender = contenders[name]
+                with turn(contender), contender.meter.measuring():
+                    tps, tokens = aggregates[name](streams, f"{name} {round_}")
+                results[name].aggregate[streams] = tps
+                for process, ms in contenders[name].meter.per_token(tokens).items():
+                    results[name].cpu_ms_per_token[f"{process}_{streams}_streams"] = ms
+    print_round(results, engine, round_)
+    return results, engine
 
 
-def engine_alone(gguf: Path, round_: int, args: argparse.Namespace) -> list[Sample]:
-    """The engine's single-stream figures with no serving path, the alone prompts'."""
-    prompts = [f"(engine {round_}.{index}) {prompt}" for index, prompt in enumerate(PROMPTS)]
-    script = Path(__file__).resolve().parent / "engine_alone.py"
-    lines = subprocess.run([sys.executable, str(script), str(gguf), *prompts,
-                            "--max-tokens", str(args.max_tokens), "--context", str(CONTEXT),
-                            *([] if args.threads is None else ["--threads", str(args.threads)]),
-                            *([] if args.gpu_layers is None
-                              else ["--gpu-layers", str(args.gpu_layers)])],
-                           check=True, capture_output=True, text=True, timeout=900).stdout
-    samples = [Sample(**json.loads(line)) for line in lines.splitlines() if line.strip()]
+def print_round(results: dict[str, Round], engine: list[Sample], round_: int) -> None:
+    for name, result in results.items():
+        alone = statistics.median(s.decode_tps for s in result.alone)
+        print(f"  {name} round {round_}: alone {alone:.1f} tok/s, "
+              + ", ".join(f"{k} streams {v:.1f} tok/s" for k, v in result.aggregate.items()),
+              flush=True)
     print(f"  engine alone round {round_}: "
-          f"{statistics.median(s.decode_tps for s in samples):.1f} tok/s", flush=True)
-    return samples
+          f"{statistics.median(s.decode_tps for s in engine):.1f} tok/s", flush=True)
 
 
 def main() -> int:
@@ -265,20 +241,18 @@ def main() -> int:
 
     gguf = bundled_gguf()
     binary = args.llama_server or llama_server()
-    servers = {"skulk": lambda: skulk_server(True, args.threads, args.parallel),
-               "skulk-unbatched": lambda: skulk_server(False, args.threads, args.parallel),
-               "llama-server": lambda: llama_cpp_server(binary, gguf, args.threads,
-                                                        args.parallel, args.gpu_layers)}
+    servers: dict[str, Server] = {
+        "skulk": lambda: skulk_server(True, args.threads, args.parallel),
+        "skulk-unbatched": lambda: skulk_server(False, args.threads, args.parallel),
+        "llama-server": lambda: llama_cpp_server(binary, gguf, args.threads, args.parallel,
+                                                 args.gpu_layers)}
     rounds: dict[str, list[Round]] = {name: [] for name in SERVERS}
     engine: list[Sample] = []
     for round_ in range(args.repeats):
-        # The engine alone takes its turn in the rotation too: run always last, it read
-        # the round's end, whichever way the machine drifted.
-        for name in rotated(SERVERS + (ENGINE_ALONE,), round_):
-            if name == ENGINE_ALONE:
-                engine += engine_alone(gguf, round_, args)
-            else:
-                rounds[name].append(measure(servers[name], name, round_, args))
+        results, samples = measure_round(servers, gguf, round_, args)
+        for name in SERVERS:
+            rounds[name].append(results[name])
+        engine += samples
     figures = {name: summary(rounds[name]) for name in SERVERS}
     spread = round_ratios(rounds["skulk"], rounds["llama-server"])
     figures[ENGINE_ALONE] = {"ttft_ms": statistics.median(s.ttft for s in engine) * 1000,
@@ -286,14 +260,6 @@ def main() -> int:
     report(figures, spread, args)
     write(figures, spread, args)
     return 0
-
-
-def rotated(names: tuple[str, ...], round_: int) -> tuple[str, ...]:
-    """The servers in this round's order: each takes each place in turn, so a machine
-    that speeds up or slows down during a run (this one drifts by 10-20% within minutes)
-    favours none of them."""
-    shift = round_ % len(names)
-    return names[shift:] + names[:shift]
 
 
 if __name__ == "__main__":

@@ -59,9 +59,9 @@ def rows(streams: list[int]) -> list[tuple[str, str]]:
 
 def report(figures: dict[str, dict[str, float]], spread: dict[str, list[float]],
            args: argparse.Namespace) -> None:
-    print(f"\n{args.repeats} rounds, max_tokens={args.max_tokens}, greedy, medians; "
-          f"{os.cpu_count()} cores, {args.threads or os.cpu_count()} compute threads, "
-          f"{args.parallel} sequences/slots each")
+    print(f"\n{args.repeats} rounds, interleaved item by item, max_tokens={args.max_tokens}, "
+          f"greedy, medians; {os.cpu_count()} cores, {args.threads or os.cpu_count()} "
+          f"compute threads, {args.parallel} sequences/slots each")
     print(f"{'':32}{'skulk':>10}{'unbatched':>11}{'llama-server':>14}{'ratio':>8}"
           f"{'batching buys':>15}   ratio round by round")
     for key, label in rows(args.streams):
@@ -97,7 +97,10 @@ def write(figures: dict[str, dict[str, float]], spread: dict[str, list[float]],
         "repeats": args.repeats, "max_tokens": args.max_tokens,
         "threads": args.threads or os.cpu_count(),
         "per_stream": args.per_stream, "parallel": args.parallel, "streams": args.streams,
-        "gpu_layers": args.gpu_layers, "figures": figures,
+        "gpu_layers": args.gpu_layers,
+        # The servers took turns item by item, the idle ones frozen (server_turns.py);
+        # runs without this key measured each server in a window of its own.
+        "interleaved": True, "figures": figures,
         "ratios": {key: figures["skulk"][key] / figures["llama-server"][key]
                    for key, _ in rows(args.streams)},
         "round_ratios": spread,

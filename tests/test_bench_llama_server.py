@@ -1,6 +1,7 @@
-"""The llama-server comparison's bookkeeping: the rotation gives every entry (the engine
-alone included) each place in turn, the noise line says how many rounds resolve a gap,
-and server_threads reads per-thread CPU and switches from /proc as they are."""
+"""The llama-server comparison's bookkeeping: the turns give every entry (the engine
+alone included) each place equally often, item by item and round by round, a server's CPU
+meter counts its own turns only, the noise line says how many rounds resolve a gap, and
+server_threads reads per-thread CPU and switches from /proc as they are."""
 
 import os
 import sys
@@ -13,17 +14,47 @@ import pytest
 REPOSITORY = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPOSITORY))
 
-from bench.llama_server_compare import rotated  # noqa: E402
 from bench.llama_server_figures import ENGINE_ALONE, SERVERS, noise  # noqa: E402
 from bench.server_threads import per_token, read_threads  # noqa: E402
+from bench.server_turns import CpuMeter, turn_order  # noqa: E402
 
 
-def test_every_entry_takes_every_place_once_in_as_many_rounds_as_entries() -> None:
+def test_every_entry_takes_every_place_once_over_a_rounds_items() -> None:
     entries = SERVERS + (ENGINE_ALONE,)
-    orders = [rotated(entries, round_) for round_ in range(len(entries))]
-    for place in range(len(entries)):
-        assert sorted(order[place] for order in orders) == sorted(entries)
-    assert orders[0][-1] == ENGINE_ALONE and orders[1][-1] != ENGINE_ALONE
+    for round_ in range(3):
+        orders = [turn_order(entries, round_, item) for item in range(len(entries))]
+        for place in range(len(entries)):
+            assert sorted(order[place] for order in orders) == sorted(entries)
+        assert all(sorted(order) == sorted(entries) for order in orders)
+
+
+def test_one_items_order_rotates_from_round_to_round() -> None:
+    # An aggregate row: the three servers, each first, second and third in three rounds.
+    orders = [turn_order(SERVERS, round_, item=2) for round_ in range(len(SERVERS))]
+    for place in range(len(SERVERS)):
+        assert sorted(order[place] for order in orders) == sorted(SERVERS)
+    assert turn_order(SERVERS, 0, 0) == SERVERS
+    assert turn_order(SERVERS, 1, 0) == turn_order(SERVERS, 0, 1) != SERVERS
+
+
+def spin(seconds: float) -> None:
+    """`seconds` of this thread's own CPU, however loaded the machine."""
+    until = time.thread_time() + seconds
+    while time.thread_time() < until:
+        pass
+
+
+def test_the_cpu_meter_sums_its_measured_spans_only_and_clears_on_reading() -> None:
+    meter = CpuMeter({"client": os.getpid()})
+    with meter.measuring():
+        spin(0.2)
+    spin(0.4)  # another server's turn: not this meter's
+    with meter.measuring():
+        spin(0.2)
+    # 0.4 s over 100 tokens, read in clock ticks (10 ms each, so 0.2 ms a token here);
+    # the unmeasured 0.4 s would make it 8
+    assert 3.7 <= meter.per_token(tokens=100)["client"] < 5.5
+    assert meter.per_token(tokens=100)["client"] < 0.5
 
 
 def test_noise_gives_the_rounds_that_put_the_gap_two_standard_errors_clear() -> None:

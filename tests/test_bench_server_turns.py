@@ -1,0 +1,78 @@
+"""The llama-server comparison's turns on real processes: a Skulk node and its runner,
+frozen with SIGSTOP for longer than any of the node's deadlines on a running request,
+serve the next request on the same runner once continued; the engine alone, kept up on
+stdin, answers prompt after prompt across a freeze."""
+
+import sys
+import time
+from pathlib import Path
+
+import openai
+import psutil
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPOSITORY))
+
+from bench.llama_server_compare import stream  # noqa: E402
+from bench.server_turns import (  # noqa: E402
+    SETTLE_SECONDS,
+    Contender,
+    CpuMeter,
+    engine_alone,
+    process_tree,
+    skulk_server,
+    thawed_on_exit,
+    turn,
+    wait_node_idle,
+)
+
+from skulk.testing.models import bundled_gguf  # noqa: E402
+from skulk.worker.runner.deadlines import STALL_SECONDS  # noqa: E402
+
+
+def stopped(pids: list[int]) -> bool:
+    return all(psutil.Process(pid).status() == psutil.STATUS_STOPPED for pid in pids)
+
+
+def runners(node: int) -> list[int]:
+    return [pid for pid in process_tree(node)
+            if "spawn_main" in " ".join(psutil.Process(pid).cmdline())]
+
+
+def test_a_skulk_node_frozen_past_its_stall_deadline_serves_on_with_the_same_runner(
+        ) -> None:
+    with skulk_server(True, threads=1) as (url, model, pids):
+        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=120)
+        node = Contender("skulk", lambda prompt, tokens: stream(client, model, prompt, tokens),
+                         [pids["node"]], CpuMeter(pids),
+                         idle=lambda: wait_node_idle(url.removesuffix("/v1")))
+        with thawed_on_exit([node]):
+            assert stream(client, model, "Count to five.", 16).tokens > 0
+            before = runners(pids["node"])
+            node.freeze()
+            assert pids["runner"] in node.held and stopped(node.held)
+            # Past the runner's stall deadline and the client's and server's keep-alive:
+            # a timer that counted the freeze would kill the runner or drop the request.
+            time.sleep(STALL_SECONDS + 5)
+            held = node.held
+            with turn(node):  # thawed, settled, primed with a request of its own
+                assert not node.frozen and not stopped(held)
+                sample = node.ask("Name three colours.", 16)
+            assert node.frozen
+        assert not node.frozen
+        assert sample.tokens > 0
+        assert runners(pids["node"]) == before == [pids["runner"]]  # none replaced
+
+
+def test_the_engine_alone_answers_prompts_from_stdin_across_a_freeze() -> None:
+    with engine_alone(bundled_gguf(), threads=1) as (ask, pid):
+        engine = Contender("engine-alone", ask, [pid], CpuMeter({}))
+        with thawed_on_exit([engine]):
+            first = ask("Say hello.", 8)
+            engine.freeze()
+            assert engine.held == [pid] and stopped([pid])
+            time.sleep(SETTLE_SECONDS)
+            with turn(engine):
+                second = engine.ask("Describe a bicycle.", 16)
+    assert first.tokens > 0 and first.ttft > 0
+    assert 1 < second.tokens <= 16 and second.decode_tps > 0
