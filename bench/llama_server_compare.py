@@ -45,6 +45,7 @@ server reuses another request's prompt beyond the chat template's shared system 
 
 import argparse
 import os
+import signal
 import statistics
 import sys
 import threading
@@ -151,13 +152,13 @@ def served(stack: ExitStack, name: str, server: Server,
     client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=600)
     stream(client, model, "Say hello.", 8)  # warm up
     node = pids.get("node")
-    # The client's own CPU too (this process: the streaming threads), which every
-    # server's row pays and the engine alone does not.
     if node is not None:
         wait_node_calibrated(node)
     contender = Contender(
         name, lambda prompt, tokens: stream(client, model, prompt, tokens),
         [node] if node is not None else list(pids.values()),
+        # The client's own CPU too (this process: the streaming threads), which every
+        # server's row pays and the engine alone does not.
         CpuMeter({**pids, "client": os.getpid()}),
         idle=(lambda: wait_node_idle(url.removesuffix("/v1"))) if node is not None
         else lambda: None)
@@ -237,6 +238,9 @@ def main() -> int:
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR,
                         help="where the result JSON goes (default: bench/results/)")
     args = parser.parse_args()
+    # A SIGTERM (a `timeout`, a CI step's limit) unwinds like an exception, so frozen
+    # servers are thawed and stopped rather than left stopped for good.
+    signal.signal(signal.SIGTERM, lambda signum, _: sys.exit(128 + signum))
     from skulk.testing.models import bundled_gguf
 
     gguf = bundled_gguf()
