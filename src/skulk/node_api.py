@@ -67,7 +67,8 @@ class NodeParts:
 def api_settings(config: NodeConfig) -> ApiSettings:
     return ApiSettings(quorum=config.quorum, auto_place=config.auto_place,
                        max_queue=config.max_queue, max_tokens=config.max_tokens,
-                       queue_timeout_seconds=config.queue_timeout_seconds)
+                       queue_timeout_seconds=config.queue_timeout_seconds,
+                       native_stream=config.native_stream)
 
 
 def api_context(parts: NodeParts, config: NodeConfig, router: Router) -> ApiContext:

@@ -28,6 +28,8 @@ class NodeConfig:
     # `--memory-limit`: at most this much memory for models (None: what the machine has).
     memory_limit_bytes: int | None = None
     batching: bool = True  # runners of whole instances batch concurrent requests
+    # `--no-native-stream`: every token through the node's Python (no relay thread).
+    native_stream: bool = True
     # `--engine-option ENGINE.NAME=VALUE`: options for every runner of that engine here.
     engine_options: NodeEngineOptions = field(default_factory=dict)
     stream_idle_timeout: float = 60.0

@@ -15,5 +15,6 @@ def master_settings(config: NodeConfig) -> MasterSettings:
 def worker_settings(config: NodeConfig) -> WorkerSettings:
     return WorkerSettings(
         engine_threads=config.engine_threads or engine_threads_here(config.run_api),
-        batching=config.batching, node_engine_options=config.engine_options,
+        batching=config.batching, native_stream=config.native_stream,
+        node_engine_options=config.engine_options,
         deadlines=RunnerDeadlines.scaled(config.runner_deadline_seconds))

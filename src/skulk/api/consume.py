@@ -17,6 +17,7 @@ from fastapi.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from skulk.api.context import ApiContext
+from skulk.api.direct_stream import DirectOffer
 from skulk.api.errors import ApiError
 from skulk.api.generation import Generation, finish_generation
 from skulk.api.tracing import now_us
@@ -28,6 +29,7 @@ from skulk.shared.types.chunks import (
     TokenLogprob,
     Usage,
 )
+from skulk.worker.runner.coalesce import merged
 
 DISCONNECT_POLL_SECONDS = 0.5
 COMMAND_ID_HEADER = "X-Skulk-Command-Id"
@@ -92,6 +94,13 @@ class _Measure:
             trace.span("api.stream", self._streaming_from)
             trace.end(f"error: {chunk.error_kind}")
 
+    def saw_gaps(self, gaps: list[float]) -> None:
+        """Gaps between tokens the native relay wrote (`direct_stream`)."""
+        self._gaps += gaps
+        self._last = time.monotonic()
+        if len(self._gaps) >= GAPS_PER_OBSERVE:
+            self.flush()
+
     def flush(self) -> None:
         """The gaps noted so far into the histogram."""
         gaps, self._gaps = self._gaps, []
@@ -145,11 +154,14 @@ async def collect(context: ApiContext, generation: Generation, request: Request,
     return Completion("".join(parts), finish, usage, stop_sequence, embeddings, logprobs)
 
 
-async def token_chunks(context: ApiContext,
-                       generation: Generation) -> AsyncIterator[TokenChunk]:
+async def token_chunks(context: ApiContext, generation: Generation,
+                       direct: DirectOffer | None = None) -> AsyncIterator[TokenChunk]:
     """The token chunks as they come; an error chunk raises `ApiError` (the stream's
-    formatter writes it in its dialect). A client that goes away cancels the generation."""
+    formatter writes it in its dialect). A client that goes away cancels the generation.
+    With `direct`, the plain tokens after the first may be written by the native relay
+    instead (`direct_stream`): only the chunks it leaves to Python come out here."""
     measure = _Measure(context, generation)
+    held: Chunk | None = None  # the chunk that came after the relay's unsent text
     try:
         chunk = generation.first
         while True:  # `Generation.chunks`, inline: one async generator less per token
@@ -165,10 +177,34 @@ async def token_chunks(context: ApiContext,
                 yield chunk
                 return
             yield chunk
-            chunk = await generation.attempt.stream.next_chunk()
+            if held is not None:
+                chunk, held = held, None
+            elif direct is not None and direct.start():
+                chunk, held = await _after_direct(direct, generation, measure)
+            else:
+                chunk = await generation.attempt.stream.next_chunk()
     finally:
+        if direct is not None:
+            direct.take_back()
         measure.flush()
         await finish_generation(context, generation)
+
+
+async def _after_direct(direct: DirectOffer, generation: Generation,
+                        measure: _Measure) -> tuple[Chunk, Chunk | None]:
+    """Wait, while the relay writes the plain tokens, for the next chunk Python writes;
+    then take the stream back: the chunk, with the text the relay could not send before
+    it (merged when it is a token chunk, else as a chunk of its own, first)."""
+    try:
+        chunk = await generation.attempt.stream.next_chunk()
+    finally:
+        gaps, pending = direct.take_back()
+        measure.saw_gaps(gaps)
+    if pending is None:
+        return chunk, None
+    if type(chunk) is TokenChunk:
+        return merged(pending, chunk), None
+    return pending, chunk
 
 
 class GenerationResponse(StreamingResponse):

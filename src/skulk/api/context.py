@@ -87,6 +87,8 @@ class ApiSettings:
     queue_timeout_seconds: float = 300.0
     # `--max-tokens`: the most tokens one request generates (None: up to the context).
     max_tokens: int | None = None
+    # Streams may hand their plain tokens to the runner's native relay (`--no-native-stream`).
+    native_stream: bool = True
 
 
 async def _nobody_answers(node_id: NodeId, path: bytes, timeout: float) -> bytes | None:

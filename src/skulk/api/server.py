@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import uvicorn
 from fastapi import FastAPI
 
+from skulk.api.connection import ExposeConnection
 from skulk.startup_failure import StartupFailure
 
 
@@ -41,7 +42,8 @@ def bind_api_socket(host: str, port: int) -> socket.socket:
 async def serve_api(app: FastAPI, host: str, port: int) -> None:
     """Serve `app` until cancelled."""
     sock = bind_api_socket(host, port)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
+    config = uvicorn.Config(ExposeConnection(app), host=host, port=port, log_level="warning",
+                            lifespan="off")
     server = _QuietSignalsServer(config)
     with sock:
         try:

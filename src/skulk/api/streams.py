@@ -12,7 +12,9 @@ the last chunk's ending are the same as read one by one.
 """
 
 import asyncio
+import time
 from collections import deque
+from collections.abc import Callable
 from typing import cast
 
 import anyio
@@ -77,6 +79,11 @@ class ChunkInbox:
         else:
             self._timer = loop.call_later(left, self._on_timer)
 
+    @property
+    def empty(self) -> bool:
+        """No chunk waits (and the inbox is open)."""
+        return not self._chunks and not self.closed
+
     def take_nowait(self) -> Chunk | None:
         """The oldest chunk, with the token chunks queued behind it merged in; None when
         there is none (`anyio.EndOfStream` once closed)."""
@@ -120,6 +127,14 @@ class CommandStream:
         self._idle_timeout = idle_timeout
         self._first_token_seen = False
         self.finished = False
+        # While the native relay writes this stream's tokens (direct_stream), none come
+        # here: its runner's last output (monotonic s) is what the idle limit measures.
+        self.progress: Callable[[], float] | None = None
+
+    @property
+    def idle(self) -> bool:
+        """No chunk is waiting to be read."""
+        return self._inbox.empty
 
     async def next_chunk(self) -> Chunk:
         """The next chunk; after a terminal chunk the stream is finished. Once the first
@@ -129,12 +144,14 @@ class CommandStream:
             raise RuntimeError(f"stream {self.command_id} already ended")
         inbox = self._inbox
         chunk = inbox.take_nowait()
-        if chunk is None:  # `inbox.take`, inline: one coroutine less per token
+        while chunk is None:  # `inbox.take`, inline: one coroutine less per token
             try:
                 await inbox.waiter(self._idle_timeout if self._first_token_seen else None)
             finally:
                 inbox.stop_waiting()
             chunk = inbox.take_nowait()
+            if chunk is not None or not self._progressed():
+                break
         if chunk is None:
             self.finished = True
             return ErrorChunk(
@@ -145,6 +162,11 @@ class CommandStream:
             self._first_token_seen = True
         self.finished = is_terminal(chunk)
         return chunk
+
+    def _progressed(self) -> bool:
+        """The relay wrote this stream's tokens within the idle limit."""
+        progress = self.progress
+        return progress is not None and time.monotonic() - progress() < self._idle_timeout
 
     def __aiter__(self) -> "CommandStream":
         return self

@@ -26,5 +26,15 @@ class TextEvent:
             raise ValueError("the rendered event must hold its text exactly once")
         self._head, self._tail = parts
 
+    @property
+    def head(self) -> bytes:
+        """The event's bytes before its text."""
+        return self._head
+
+    @property
+    def tail(self) -> bytes:
+        """The event's bytes after its text."""
+        return self._tail
+
     def __call__(self, text: str) -> bytes:
         return b"".join((self._head, encode_basestring_ascii(text).encode(), self._tail))

@@ -70,6 +70,7 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         memory_limit_bytes=(None if args.memory_limit is None
                             else int(args.memory_limit * 1024**3)),
         batching=args.batching,
+        native_stream=args.native_stream,
         engine_options=parse_node_engine_options(args.engine_option),
         discover=args.discover,
         force_master=args.force_master,

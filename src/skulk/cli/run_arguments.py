@@ -95,6 +95,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="runners of models wholly on this node serve one request at "
                              "a time instead of batching concurrent requests together "
                              "(split models always batch: their ranks must agree)")
+    parser.add_argument("--no-native-stream", dest="native_stream", action="store_false",
+                        help="send every token of a stream taken on this node through the "
+                             "node's Python, not from the native relay that reads the "
+                             "runner's output (for comparison, or if the relay misbehaves)")
     parser.add_argument("--engine-option", action="append", default=[],
                         metavar="ENGINE.NAME=VALUE",
                         help="an option for every runner of ENGINE on this node, e.g. "

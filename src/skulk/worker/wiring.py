@@ -30,6 +30,9 @@ class WorkerSettings:
     engine_threads: int | None = None
     # Whole instances batch concurrent requests (`--no-batching`: one at a time).
     batching: bool = True
+    # A native relay reads each runner's output and writes the plain tokens of streams on
+    # this node to their sockets itself (`--no-native-stream`: off).
+    native_stream: bool = True
     # `--engine-option`s, by engine: over the card's, under the master's.
     node_engine_options: NodeEngineOptions = field(default_factory=dict)
     deadlines: RunnerDeadlines = DEFAULT_DEADLINES

@@ -267,7 +267,8 @@ class Worker:
             on_event=self._on_runner_event, on_chunk=self._outbox.chunks.send,
             on_chunk_now=None if self._outbox.chunks_now is None
             else self._outbox.chunks_now.send_now,
-            on_spans=None if self._outbox.spans is None else self._outbox.spans.send)
+            on_spans=None if self._outbox.spans is None else self._outbox.spans.send,
+            native_stream=settings.native_stream)
         self._runners[runner_id] = LocalRunnerHandle(
             supervisor, instance.instance_id, started_at=self._clock(),
             weights_bytes=max((s.size_bytes for s in card.sources), default=0)

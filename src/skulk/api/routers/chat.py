@@ -17,6 +17,7 @@ from skulk.api.adapters.openai_chat import (
     tool_calls_body,
     usage_chunk_body,
 )
+from skulk.api.connection import Connection, connection_of
 from skulk.api.consume import (
     Completion,
     announce,
@@ -27,6 +28,7 @@ from skulk.api.consume import (
     token_chunks,
 )
 from skulk.api.context import ApiContext, Context
+from skulk.api.direct_stream import DirectOffer
 from skulk.api.errors import ApiError
 from skulk.api.generation import Generation, open_generation
 from skulk.api.serving import resolve_card
@@ -46,7 +48,8 @@ async def chat_completions(body: ChatCompletionRequest, request: Request,
     with_logprobs = plan.params.logprobs is not None
     if body.stream and not plan.tools:
         return event_stream(generation, _stream(context, generation, completion_id,
-                                                body.model, include_usage, with_logprobs))
+                                                body.model, include_usage, with_logprobs,
+                                                connection_of(request.scope)))
     completion = await collect(context, generation, request)
     if completion is None:
         return client_gone().response()
@@ -61,14 +64,17 @@ async def chat_completions(body: ChatCompletionRequest, request: Request,
 
 
 async def _stream(context: ApiContext, generation: Generation, completion_id: str,
-                  model: str, include_usage: bool,
-                  with_logprobs: bool) -> AsyncIterator[bytes]:
+                  model: str, include_usage: bool, with_logprobs: bool,
+                  connection: Connection | None) -> AsyncIterator[bytes]:
     created = generation.created
     yield sse(chunk_body(completion_id, created, model, {"role": "assistant", "content": ""}))
     content = TextEvent(lambda text: sse(chunk_body(completion_id, created, model,
                                                     {"content": text})))
+    # Plain tokens may go to the client from the runner's relay, as these same events.
+    direct = None if with_logprobs or connection is None or not context.settings.native_stream \
+        else DirectOffer(connection, content.head, content.tail, generation)
     try:
-        async for chunk in token_chunks(context, generation):
+        async for chunk in token_chunks(context, generation, direct):
             if chunk.text and not with_logprobs:
                 yield content(chunk.text)  # once per token: rendered around the text
             elif chunk.text:

@@ -32,6 +32,9 @@ from skulk.worker.runner.message_check import BadFrame, MessageCheck
 _HEADER = struct.Struct("!I")
 _PLAIN = 1 << 31  # in a header: the frame is `marshal` bytes of a `PlainForm`'s values
 _LENGTH = _PLAIN - 1
+# Version 2 writes no back-references: the native relay (rust/stream) reads a step's
+# tokens in this layout without keeping a table of what came before.
+_MARSHAL_VERSION = 2
 
 SendT = TypeVar("SendT")
 RecvT = TypeVar("RecvT")
@@ -55,7 +58,7 @@ def encode(messages: Sequence[PlainT], plain: PlainForm[PlainT] | None = None) -
     parts: list[bytes] = []
     for message in messages:
         if plain is not None and type(message) is plain.cls:
-            body = marshal.dumps(plain.values(message))
+            body = marshal.dumps(plain.values(message), _MARSHAL_VERSION)
             parts += [_HEADER.pack(len(body) | _PLAIN), body]
             continue
         body = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)

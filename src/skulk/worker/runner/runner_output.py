@@ -9,6 +9,10 @@ with one stream, a token costs the node one wake of its loop and no task switch,
 and no future of its own (see pipe_frames). While the task is busy sending, what arrives
 waits as it came and goes through `at_once` in one batch when the task takes it, so that
 a request's tokens that piled up meanwhile leave as one chunk (coalesce), as before.
+
+With `relay`, a thread of the native core reads the runner's pipe instead and passes on
+here, in order, everything but the plain tokens of streams made direct, which it writes
+to their sockets itself (`direct_streams`).
 """
 
 import asyncio
@@ -16,6 +20,7 @@ import os
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from skulk._native import Relay
 from skulk.worker.runner.messages import FROM_RUNNER, TOKENS_PLAIN, FromRunner
 from skulk.worker.runner.pipe_frames import FrameReader, read_available
 
@@ -30,7 +35,13 @@ class RunnerOutput(Generic[LeftT]):
     raised by `at_once` stops the reading and is raised again by `take`, in the task
     that reads, as it would have been had that task handled the messages itself."""
 
-    def __init__(self, fd: int, at_once: Callable[[list[FromRunner]], list[LeftT]]) -> None:
+    def __init__(self, fd: int, at_once: Callable[[list[FromRunner]], list[LeftT]],
+                 relay: bool = False) -> None:
+        self.relay: Relay | None = None
+        if relay:  # the relay's thread owns the runner's `fd`; this end reads what it passes on
+            passed_on, onward = os.pipe()
+            self.relay = Relay(fd, onward)
+            fd = passed_on
         os.set_blocking(fd, False)
         self._fd = fd
         self._at_once = at_once

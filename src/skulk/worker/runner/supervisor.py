@@ -15,6 +15,7 @@ from multiprocessing.process import BaseProcess
 import anyio
 from loguru import logger
 
+from skulk._native import Relay
 from skulk.shared.types.chunks import Chunk, DataChunk, ErrorChunk
 from skulk.shared.types.events import Event, RunnerStatusUpdated, TaskStatusUpdated
 from skulk.shared.types.ids import InstanceId, NodeId, RunnerId, TaskId
@@ -30,7 +31,7 @@ from skulk.shared.types.traces import RankSpans, Span
 from skulk.worker.engines.description import EngineDescription
 from skulk.worker.engines.protocol import EngineConfig
 from skulk.worker.engines.registry import spawn_environment
-from skulk.worker.runner import messages
+from skulk.worker.runner import direct_streams, messages
 from skulk.worker.runner.bootstrap import entrypoint
 from skulk.worker.runner.chunk_envelopes import ChunkEnvelopes
 from skulk.worker.runner.coalesce import coalesce, plain_token_chunk
@@ -71,6 +72,7 @@ class RunnerSupervisor:
         on_spans: Callable[[RankSpans], Awaitable[None]] | None = None,
         on_chunk_now: Callable[[DataChunk], bool] | None = None,
         node_id: NodeId = _NO_NODE,
+        native_stream: bool = False,
     ) -> None:
         self.runner_id = runner_id
         self.node_id = node_id
@@ -83,6 +85,11 @@ class RunnerSupervisor:
         # Hands a chunk over without waiting where it can (a stream on this node): False
         # leaves it for `on_chunk`.
         self._on_chunk_now = on_chunk_now
+        # A relay thread reads the runner's pipe and writes direct streams' tokens itself
+        # (direct_streams); `_pieces` counts each task's pieces handed on here meanwhile.
+        self._native_stream = native_stream
+        self._relay: Relay | None = None
+        self._pieces: dict[TaskId, int] = {}
         self._status: RunnerStatus | None = None
         self._in_flight: dict[TaskId, TextGenerationTask] = {}
         self._envelopes = ChunkEnvelopes(node_id, config.rank)
@@ -111,7 +118,9 @@ class RunnerSupervisor:
         """For the running-request deadlines: rank 0 only (other ranks send no chunks)."""
         if self._config.rank != 0 or not self._in_flight:
             return None
-        return Progress(quiet_since=max(self._heard_at, self._busy_since),
+        heard_at = self._heard_at if self._relay is None else max(self._heard_at,
+                                                                   self._relay.heard_at())
+        return Progress(quiet_since=max(heard_at, self._busy_since),
                         produced=any(self._envelopes.produced(t) for t in self._in_flight))
 
     @property
@@ -145,7 +154,9 @@ class RunnerSupervisor:
         inbox_writer.close()
         runner_end.close()  # the runner holds the only write end: its exit is end of file
         runner_stdout.close()
-        output = RunnerOutput(os.dup(output_end.fileno()), self._at_once)  # ours to close
+        output = RunnerOutput(os.dup(output_end.fileno()), self._at_once,  # ours to close
+                              relay=self._native_stream)
+        self._relay = output.relay
         output_end.close()
         printed = RunnerStdout(os.dup(stdout_end.fileno()), str(self.runner_id))
         stdout_end.close()
@@ -195,6 +206,11 @@ class RunnerSupervisor:
         if not self._in_flight:
             self._busy_since = time.monotonic()
         self._in_flight[task.task_id] = task  # before sending: its chunks may come at once
+        if self._relay is not None and self._config.rank == 0 \
+                and task.owner_node == self.node_id:  # its stream is on this node
+            task_id = task.task_id
+            direct_streams.offer(task_id, direct_streams.TaskRelay(
+                self._relay, task_id, lambda: self._pieces.get(task_id, 0)))
         if self._inbox is not None:
             self._inbox.send(messages.StartTaskRequest(task=task))
 
@@ -217,6 +233,8 @@ class RunnerSupervisor:
         wait while the master indexed it (0.5-5 ms of time to first token). The events
         go out in the runner's order, a task's end after its chunks."""
         self._heard_at = time.monotonic()
+        if self._relay is not None:
+            self._count_pieces(batch)
         if len(batch) == 1 and type(batch[0]) is messages.TokensProduced \
                 and len(batch[0].pieces) == 1:
             return self._step_token_at_once(batch[0].pieces[0])  # one stream's token
@@ -234,6 +252,13 @@ class RunnerSupervisor:
         left += [message for message in messages_in_order if isinstance(
             message, messages.StatusReport | messages.TaskAcknowledged | messages.TaskEnded)]
         return left
+
+    def _count_pieces(self, batch: list[FromRunner]) -> None:
+        pieces = self._pieces
+        for message in batch:
+            if type(message) is messages.TokensProduced:
+                for task_id, *_ in message.pieces:
+                    pieces[task_id] = pieces.get(task_id, 0) + 1
 
     def _step_token_at_once(self, piece: messages.TokenPiece) -> list[Outgoing]:
         """A read that is one plain piece of one request and nothing else (`coalesce`
@@ -297,6 +322,10 @@ class RunnerSupervisor:
         if self._in_flight.pop(task_id, None) is None:
             return
         self._envelopes.forget(task_id)
+        if self._relay is not None:
+            direct_streams.withdraw(task_id)
+            self._relay.forget(task_id)
+            self._pieces.pop(task_id, None)
         self.recorder.record("task_ended", f"{task_id} {status}" + (f": {error}" if error else ""))
         await self._on_event(TaskStatusUpdated(task_id=task_id, status=status, error=error))
 

@@ -1,0 +1,89 @@
+"""Local streams whose plain tokens a runner's relay writes to the client's socket itself.
+
+With the relay on (`RunnerOutput(relay=True)`), a thread of the native core reads the
+runner's pipe instead of the event loop: a step's plain tokens for a stream made direct go
+straight to its socket as server-sent events, and everything else reaches the supervisor
+as before, in order. The supervisor offers each task it runs for a stream on this node
+here; the API makes its stream direct once the response is under way (`go_direct`) and
+takes it back, with what the relay delivered and what it could not send, before it writes
+anything else (`DirectStream.take_back`). The node's Python is then not woken per token.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from skulk._native import Relay
+from skulk.shared.types.ids import TaskId
+
+
+@dataclass(frozen=True)
+class Released:
+    """A direct stream taken back: the tokens the relay delivered (whole events, or the
+    end of one in `unsent`, which must be written first), the text and tokens it could
+    not send yet (the client read slowly; one delta for the Python path), whether the
+    client was gone, how many events it wrote, and the gaps between the tokens (s)."""
+
+    written_tokens: list[int]
+    pending_text: str
+    pending_tokens: list[int]
+    unsent: bytes
+    gone: bool
+    events: int
+    gaps: list[float]
+
+
+class DirectStream:
+    """A stream the relay writes now; `take_back` ends that (once; later calls: None)."""
+
+    def __init__(self, relay: Relay, task_id: TaskId) -> None:
+        self._relay = relay
+        self.task_id = task_id
+        self._released = False
+
+    def take_back(self) -> Released | None:
+        if self._released:
+            return None
+        self._released = True
+        back = self._relay.release(self.task_id)
+        return None if back is None else Released(*back)
+
+    def heard_at(self) -> float:
+        """`time.monotonic()` of the runner's last output (its tokens count as progress)."""
+        return self._relay.heard_at()
+
+
+class TaskRelay:
+    """What the supervisor offers for one task: its relay, and how many of the task's
+    pieces the supervisor has handed to the stream so far."""
+
+    def __init__(self, relay: Relay, task_id: TaskId, handled: Callable[[], int]) -> None:
+        self._relay = relay
+        self._task_id = task_id
+        self._handled = handled
+
+    def go_direct(self, socket_fd: int, head: bytes, tail: bytes) -> DirectStream | None:
+        if self._relay.activate(self._task_id, self._handled(), socket_fd, head, tail):
+            return DirectStream(self._relay, self._task_id)
+        return None
+
+
+# Tasks of this process's runners that may go direct, by task (ids are unique across the
+# nodes a test runs in one process, and only a task taken on its runner's node is offered).
+_OFFERED: dict[TaskId, TaskRelay] = {}
+
+
+def offer(task_id: TaskId, task_relay: TaskRelay) -> None:
+    _OFFERED[task_id] = task_relay
+
+
+def withdraw(task_id: TaskId) -> None:
+    _OFFERED.pop(task_id, None)
+
+
+def go_direct(task_id: TaskId, socket_fd: int, head: bytes,
+              tail: bytes) -> DirectStream | None:
+    """Make the task's stream direct, writing to `socket_fd` (the relay keeps its own
+    duplicate), when its runner has a relay and every piece it passed on was handed to
+    the stream already; None leaves the stream on the Python path (try again later)."""
+    task_relay = _OFFERED.get(task_id)
+    return None if task_relay is None else task_relay.go_direct(socket_fd, head, tail)
