@@ -30,8 +30,12 @@ impl Relay {
     #[new]
     fn new(runner_fd: RawFd, onward_fd: RawFd) -> PyResult<Self> {
         // SAFETY: the caller hands both descriptors over (the doorway's documented rule).
-        let (runner, onward) =
-            unsafe { (OwnedFd::from_raw_fd(runner_fd), OwnedFd::from_raw_fd(onward_fd)) };
+        let (runner, onward) = unsafe {
+            (
+                OwnedFd::from_raw_fd(runner_fd),
+                OwnedFd::from_raw_fd(onward_fd),
+            )
+        };
         let shared = Arc::new(Shared::default());
         relay::start(runner, onward, shared.clone()).map_err(os_error)?;
         Ok(Relay { shared })
@@ -40,8 +44,15 @@ impl Relay {
     /// Write `task_id`'s plain tokens to `socket_fd` from now on, each as `head`, its text
     /// as JSON, `tail`, in one HTTP/1.1 chunk, if Python has handled all `handled` pieces
     /// passed on for it; False leaves the stream on Python's path.
-    fn activate(&self, py: Python<'_>, task_id: &str, handled: u64, socket_fd: RawFd,
-                head: Vec<u8>, tail: Vec<u8>) -> PyResult<bool> {
+    fn activate(
+        &self,
+        py: Python<'_>,
+        task_id: &str,
+        handled: u64,
+        socket_fd: RawFd,
+        head: Vec<u8>,
+        tail: Vec<u8>,
+    ) -> PyResult<bool> {
         // SAFETY: the descriptor is open for this call (the caller's socket); the relay
         // keeps a duplicate of its own, so the number it writes to is never reused.
         let socket = unsafe { BorrowedFd::borrow_raw(socket_fd) }
@@ -55,9 +66,15 @@ impl Relay {
     /// to its socket again.
     fn release(&self, py: Python<'_>, task_id: &str) -> Option<Released> {
         let released = py.detach(|| self.shared.streams().release(task_id))?;
-        Some((released.written_tokens, released.pending_text, released.pending_tokens,
-              PyBytes::new(py, &released.unsent).unbind(), released.gone, released.events,
-              released.gaps))
+        Some((
+            released.written_tokens,
+            released.pending_text,
+            released.pending_tokens,
+            PyBytes::new(py, &released.unsent).unbind(),
+            released.gone,
+            released.events,
+            released.gaps,
+        ))
     }
 
     /// The task ended: forget its count of pieces passed on.

@@ -122,8 +122,12 @@ fn send(socket: &OwnedFd, bytes: &[u8]) -> Result<usize, ()> {
     loop {
         // SAFETY: the descriptor is the stream's own duplicate, open while it lives.
         let sent = unsafe {
-            libc::send(socket.as_raw_fd(), bytes.as_ptr().cast(), bytes.len(),
-                       libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
+            libc::send(
+                socket.as_raw_fd(),
+                bytes.as_ptr().cast(),
+                bytes.len(),
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            )
         };
         if sent >= 0 {
             return Ok(sent as usize);
@@ -219,7 +223,10 @@ mod tests {
         assert!(streams.take("t", "c", &[3]));
         let released = streams.release("t").unwrap();
         assert_eq!(released.written_tokens, vec![3]);
-        assert!(!streams.take("t", "d", &[4]), "a released stream is Python's again");
+        assert!(
+            !streams.take("t", "d", &[4]),
+            "a released stream is Python's again"
+        );
     }
 
     #[test]
@@ -230,7 +237,10 @@ mod tests {
         streams.take("t", "hi", &[1]);
         streams.take("t", "", &[2]);
         streams.take("t", "\"", &[3]);
-        assert_eq!(read_all(&mut client), b"6\r\n<\"hi\">\r\n6\r\n<\"\\\"\">\r\n");
+        assert_eq!(
+            read_all(&mut client),
+            b"6\r\n<\"hi\">\r\n6\r\n<\"\\\"\">\r\n"
+        );
         let released = streams.release("t").unwrap();
         assert_eq!(released.written_tokens, vec![1, 2, 3]);
         assert_eq!(released.events, 2);
@@ -252,7 +262,10 @@ mod tests {
         assert!(!released.gone);
         let kept = released.pending_tokens.len() as u64;
         assert!(kept > 0, "the socket filled up");
-        assert_eq!(released.written_tokens.len() + released.pending_tokens.len(), 64);
+        assert_eq!(
+            released.written_tokens.len() + released.pending_tokens.len(),
+            64
+        );
         assert_eq!(released.pending_text.len(), big.len() * kept as usize);
         // What reached the socket, then its unsent end, are whole chunks, in order.
         let mut wire = read_all(&mut client);

@@ -77,7 +77,12 @@ pub fn pieces(body: &[u8]) -> Option<Vec<Piece<'_>>> {
             (cursor.byte()? == b'i').then_some(())?;
             token_ids.push(cursor.i32()?);
         }
-        found.push(Piece { task_id, text, token_ids, span: start..cursor.at });
+        found.push(Piece {
+            task_id,
+            text,
+            token_ids,
+            span: start..cursor.at,
+        });
     }
     (cursor.at == body.len()).then_some(found)
 }
@@ -119,7 +124,10 @@ u\x00\x00\x00\x00[\x00\x00\x00\x00";
         assert_eq!(found.len(), 2);
         assert_eq!((found[0].task_id, found[0].text), ("task-1", "hé"));
         assert_eq!(found[0].token_ids, vec![1, 300000]);
-        assert_eq!((found[1].task_id, found[1].text, found[1].token_ids.len()), ("t2", "", 0));
+        assert_eq!(
+            (found[1].task_id, found[1].text, found[1].token_ids.len()),
+            ("t2", "", 0)
+        );
     }
 
     #[test]

@@ -28,7 +28,9 @@ impl Shared {
     pub fn streams(&self) -> MutexGuard<'_, Streams> {
         // A panic while holding the lock would leave counts half-updated: nothing the
         // relay does panics there, and a poisoned lock is still the best state there is.
-        self.streams.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.streams
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     pub fn heard_at_seconds(&self) -> f64 {
@@ -37,7 +39,10 @@ impl Shared {
 }
 
 pub fn monotonic_ns() -> u64 {
-    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: a valid timespec to fill; CLOCK_MONOTONIC is Python's time.monotonic.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
     now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
@@ -88,7 +93,11 @@ pub fn split(buffer: &[u8], out: &mut Vec<u8>, shared: &Shared) -> usize {
         let frame = &buffer[at..at + body.end];
         let body = &frame[body];
         at += frame.len();
-        let found = if header & PLAIN != 0 { pieces(body) } else { None };
+        let found = if header & PLAIN != 0 {
+            pieces(body)
+        } else {
+            None
+        };
         let Some(found) = found else {
             out.extend_from_slice(frame);
             continue;
@@ -154,8 +163,10 @@ mod tests {
         ]
         .concat();
         let mut out = Vec::new();
-        assert_eq!(split(&input[..input.len() - 1], &mut out, &shared),
-                   input.len() - HEADER - 5);
+        assert_eq!(
+            split(&input[..input.len() - 1], &mut out, &shared),
+            input.len() - HEADER - 5
+        );
         out.clear();
         assert_eq!(split(&input, &mut out, &shared), input.len());
         assert_eq!(out, input);
@@ -186,8 +197,12 @@ mod tests {
     fn the_thread_passes_on_a_torn_frame_and_closes_at_the_runners_end() {
         let (mut runner_end, relay_in) = UnixStream::pair().unwrap();
         let (relay_out, mut python_end) = UnixStream::pair().unwrap();
-        let handle = start(OwnedFd::from(relay_in), OwnedFd::from(relay_out),
-                           Arc::new(Shared::default())).unwrap();
+        let handle = start(
+            OwnedFd::from(relay_in),
+            OwnedFd::from(relay_out),
+            Arc::new(Shared::default()),
+        )
+        .unwrap();
         let frame = pickle_frame(b"hello");
         runner_end.write_all(&frame).unwrap();
         runner_end.write_all(&frame[..6]).unwrap();

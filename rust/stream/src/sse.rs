@@ -66,8 +66,10 @@ mod tests {
         // Each expectation is `json.encoder.encode_basestring_ascii` of the input.
         assert_eq!(json("plain text ~"), r#""plain text ~""#);
         assert_eq!(json("\"q\" \\ /"), r#""\"q\" \\ /""#);
-        assert_eq!(json("\n\r\t\u{8}\u{c}\u{0}\u{1f}\u{7f}"),
-                   r#""\n\r\t\b\f\u0000\u001f\u007f""#);
+        assert_eq!(
+            json("\n\r\t\u{8}\u{c}\u{0}\u{1f}\u{7f}"),
+            r#""\n\r\t\b\f\u0000\u001f\u007f""#
+        );
         assert_eq!(json("é\u{2028}ß"), r#""\u00e9\u2028\u00df""#);
         assert_eq!(json("🦊"), r#""\ud83e\udd8a""#);
         assert_eq!(json(""), r#""""#);
