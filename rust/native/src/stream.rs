@@ -77,6 +77,11 @@ impl Relay {
         ))
     }
 
+    /// Tokens of `task_id` written to its socket since the last call.
+    fn take_relayed(&self, task_id: &str) -> u64 {
+        self.shared.streams().take_relayed(task_id)
+    }
+
     /// The task ended: forget its count of pieces passed on.
     fn forget(&self, task_id: &str) {
         self.shared.streams().forget(task_id);

@@ -146,6 +146,8 @@ fn send(socket: &OwnedFd, bytes: &[u8]) -> Result<usize, ()> {
 pub struct Streams {
     direct: HashMap<String, DirectStream>,
     passed: HashMap<String, u64>,
+    /// Tokens written to direct streams since the supervisor last asked (its decode speed).
+    relayed: HashMap<String, u64>,
 }
 
 impl Streams {
@@ -153,6 +155,7 @@ impl Streams {
     pub fn take(&mut self, task_id: &str, text: &str, token_ids: &[i32]) -> bool {
         if let Some(stream) = self.direct.get_mut(task_id) {
             stream.take(text, token_ids);
+            *self.relayed.entry(task_id.to_owned()).or_default() += token_ids.len() as u64;
             return true;
         }
         match self.passed.get_mut(task_id) {
@@ -178,9 +181,15 @@ impl Streams {
         self.direct.remove(task_id).map(DirectStream::released)
     }
 
+    /// Tokens of `task_id` the relay wrote since the last call.
+    pub fn take_relayed(&mut self, task_id: &str) -> u64 {
+        self.relayed.remove(task_id).unwrap_or(0)
+    }
+
     /// The task ended: nothing more of it is counted.
     pub fn forget(&mut self, task_id: &str) {
         self.passed.remove(task_id);
+        self.relayed.remove(task_id);
     }
 
     pub fn direct_count(&self) -> usize {
@@ -221,6 +230,8 @@ mod tests {
         assert!(!streams.activate("t", 1, stream_to(&server)));
         assert!(streams.activate("t", 2, stream_to(&server)));
         assert!(streams.take("t", "c", &[3]));
+        assert_eq!(streams.take_relayed("t"), 1);
+        assert_eq!(streams.take_relayed("t"), 0);
         let released = streams.release("t").unwrap();
         assert_eq!(released.written_tokens, vec![3]);
         assert!(

@@ -95,6 +95,8 @@ class DirectOffer:
             self._connection.transport.write(back.unsent)
         if back.written_tokens:
             self._generation.delivered(plain_token_chunk("", back.written_tokens))
+            self._generation.context.operations.metrics.native_stream_tokens.inc(
+                len(back.written_tokens))
         pending = None
         if back.pending_text or back.pending_tokens:
             pending = plain_token_chunk(back.pending_text, back.pending_tokens)

@@ -160,6 +160,10 @@ class ApiMetrics:
             buckets=LATENCY_BUCKETS, registry=self.registry)
         self.tokens_generated = Counter("skulk_tokens_generated", "Completion tokens served",
                                         registry=self.registry)
+        self.native_stream_tokens = Counter(
+            "skulk_native_stream_tokens", "Tokens the native relay wrote straight to clients' "
+            "sockets (streams on the node that runs their model; --no-native-stream: none)",
+            registry=self.registry)
         self.instance_tokens_generated = Counter(
             "skulk_instance_tokens_generated", "Completion tokens served, by the instance that "
             "generated them", ["instance_id"], registry=self.registry)

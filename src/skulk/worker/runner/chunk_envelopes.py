@@ -73,6 +73,12 @@ class ChunkEnvelopes:
         return built(DataChunk, {"command_id": task.command_id, "owner_node": task.owner_node,
                                  "sequence": sequence, "chunk": chunk})
 
+    def relayed(self, task_id: TaskId, tokens: int) -> None:
+        """Tokens of the task the native relay wrote straight to its stream (no chunk
+        carried them here): they count towards the decode speed as a chunk's would."""
+        if tokens and task_id in self._tokens_after_first:
+            self._tokens_after_first[task_id] += tokens
+
     def rank_spans(self, task_id: TaskId, engine_spans: list[Span]) -> list[Span] | None:
         """A traced task's spans that no chunk carries: the engine's timings and, on ranks
         other than 0 (which send no chunks), their queue and work time (None: not

@@ -9,11 +9,12 @@ takes it back, with what the relay delivered and what it could not send, before 
 anything else (`DirectStream.take_back`). The node's Python is then not woken per token.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from skulk._native import Relay
 from skulk.shared.types.ids import TaskId
+from skulk.worker.runner.messages import TokensProduced
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,32 @@ class TaskRelay:
         if self._relay.activate(self._task_id, self._handled(), socket_fd, head, tail):
             return DirectStream(self._relay, self._task_id)
         return None
+
+
+class RunnerRelay:
+    """A supervisor's side of its runner's relay: offers the tasks whose streams are on
+    this node, counts each task's pieces it handed on (what `go_direct` compares with
+    the relay's), and forgets a task at its end."""
+
+    def __init__(self, relay: Relay) -> None:
+        self.relay = relay
+        self._pieces: dict[TaskId, int] = {}
+
+    def offer(self, task_id: TaskId) -> None:
+        offer(task_id, TaskRelay(self.relay, task_id, lambda: self._pieces.get(task_id, 0)))
+
+    def count(self, batch: Sequence[object]) -> None:
+        """Note the pieces of a batch read from the relay, as the supervisor hands it on."""
+        pieces = self._pieces
+        for message in batch:
+            if type(message) is TokensProduced:
+                for task_id, *_ in message.pieces:
+                    pieces[task_id] = pieces.get(task_id, 0) + 1
+
+    def ended(self, task_id: TaskId) -> None:
+        withdraw(task_id)
+        self.relay.forget(task_id)
+        self._pieces.pop(task_id, None)
 
 
 # Tasks of this process's runners that may go direct, by task (ids are unique across the

@@ -15,7 +15,6 @@ from multiprocessing.process import BaseProcess
 import anyio
 from loguru import logger
 
-from skulk._native import Relay
 from skulk.shared.types.chunks import Chunk, DataChunk, ErrorChunk
 from skulk.shared.types.events import Event, RunnerStatusUpdated, TaskStatusUpdated
 from skulk.shared.types.ids import InstanceId, NodeId, RunnerId, TaskId
@@ -85,11 +84,9 @@ class RunnerSupervisor:
         # Hands a chunk over without waiting where it can (a stream on this node): False
         # leaves it for `on_chunk`.
         self._on_chunk_now = on_chunk_now
-        # A relay thread reads the runner's pipe and writes direct streams' tokens itself
-        # (direct_streams); `_pieces` counts each task's pieces handed on here meanwhile.
+        # A relay thread reads the runner's pipe and writes direct streams' tokens itself.
         self._native_stream = native_stream
-        self._relay: Relay | None = None
-        self._pieces: dict[TaskId, int] = {}
+        self._relay: direct_streams.RunnerRelay | None = None
         self._status: RunnerStatus | None = None
         self._in_flight: dict[TaskId, TextGenerationTask] = {}
         self._envelopes = ChunkEnvelopes(node_id, config.rank)
@@ -118,8 +115,8 @@ class RunnerSupervisor:
         """For the running-request deadlines: rank 0 only (other ranks send no chunks)."""
         if self._config.rank != 0 or not self._in_flight:
             return None
-        heard_at = self._heard_at if self._relay is None else max(self._heard_at,
-                                                                   self._relay.heard_at())
+        heard_at = self._heard_at if self._relay is None else max(
+            self._heard_at, self._relay.relay.heard_at())
         return Progress(quiet_since=max(heard_at, self._busy_since),
                         produced=any(self._envelopes.produced(t) for t in self._in_flight))
 
@@ -156,7 +153,7 @@ class RunnerSupervisor:
         runner_stdout.close()
         output = RunnerOutput(os.dup(output_end.fileno()), self._at_once,  # ours to close
                               relay=self._native_stream)
-        self._relay = output.relay
+        self._relay = None if output.relay is None else direct_streams.RunnerRelay(output.relay)
         output_end.close()
         printed = RunnerStdout(os.dup(stdout_end.fileno()), str(self.runner_id))
         stdout_end.close()
@@ -208,9 +205,7 @@ class RunnerSupervisor:
         self._in_flight[task.task_id] = task  # before sending: its chunks may come at once
         if self._relay is not None and self._config.rank == 0 \
                 and task.owner_node == self.node_id:  # its stream is on this node
-            task_id = task.task_id
-            direct_streams.offer(task_id, direct_streams.TaskRelay(
-                self._relay, task_id, lambda: self._pieces.get(task_id, 0)))
+            self._relay.offer(task.task_id)
         if self._inbox is not None:
             self._inbox.send(messages.StartTaskRequest(task=task))
 
@@ -234,7 +229,7 @@ class RunnerSupervisor:
         go out in the runner's order, a task's end after its chunks."""
         self._heard_at = time.monotonic()
         if self._relay is not None:
-            self._count_pieces(batch)
+            self._relay.count(batch)
         if len(batch) == 1 and type(batch[0]) is messages.TokensProduced \
                 and len(batch[0].pieces) == 1:
             return self._step_token_at_once(batch[0].pieces[0])  # one stream's token
@@ -252,13 +247,6 @@ class RunnerSupervisor:
         left += [message for message in messages_in_order if isinstance(
             message, messages.StatusReport | messages.TaskAcknowledged | messages.TaskEnded)]
         return left
-
-    def _count_pieces(self, batch: list[FromRunner]) -> None:
-        pieces = self._pieces
-        for message in batch:
-            if type(message) is messages.TokensProduced:
-                for task_id, *_ in message.pieces:
-                    pieces[task_id] = pieces.get(task_id, 0) + 1
 
     def _step_token_at_once(self, piece: messages.TokenPiece) -> list[Outgoing]:
         """A read that is one plain piece of one request and nothing else (`coalesce`
@@ -304,7 +292,11 @@ class RunnerSupervisor:
         """The chunk's data-plane envelope (None: the task already ended; a late chunk
         must not follow its terminal one)."""
         task = self._in_flight.get(task_id)
-        return None if task is None else self._envelopes.envelope(task, chunk)
+        if task is None:
+            return None
+        if self._relay is not None:
+            self._envelopes.relayed(task_id, self._relay.relay.take_relayed(task_id))
+        return self._envelopes.envelope(task, chunk)
 
     async def _send_rank_spans(self, task_id: TaskId, engine_spans: list[Span]) -> None:
         """A traced task's spans that no chunk carries (`ChunkEnvelopes.rank_spans`)."""
@@ -323,9 +315,7 @@ class RunnerSupervisor:
             return
         self._envelopes.forget(task_id)
         if self._relay is not None:
-            direct_streams.withdraw(task_id)
-            self._relay.forget(task_id)
-            self._pieces.pop(task_id, None)
+            self._relay.ended(task_id)
         self.recorder.record("task_ended", f"{task_id} {status}" + (f": {error}" if error else ""))
         await self._on_event(TaskStatusUpdated(task_id=task_id, status=status, error=error))
 
