@@ -13,7 +13,9 @@ import httpx
 import openai
 import pytest
 
+from skulk.api.adapters.anthropic_messages import event as anthropic_event
 from skulk.api.adapters.openai_chat import chunk_body
+from skulk.api.adapters.openai_completions import completion_body
 from skulk.api.consume import sse
 from skulk.api.text_event import TextEvent
 from tests.node_process import NodeProcess
@@ -73,20 +75,27 @@ def test_the_openai_client_reads_the_same_reply_with_the_relay_and_without(
 
 
 def raw_reply(node: NodeProcess, prompt: str, max_tokens: int = 40,
-              read_after: float = 0.0) -> bytes:
+              read_after: float = 0.0, path: str = "/v1/chat/completions") -> bytes:
     """The response's body as it crossed the socket, still in HTTP/1.1 chunks; with
     `read_after`, a client with a small receive buffer that reads nothing for that long
     (the node's socket fills up)."""
-    body = json.dumps({"model": "smollm2-135m", "stream": True, "max_tokens": max_tokens,
-                       "temperature": 0, "messages": [{"role": "user", "content": prompt}],
-                       "stream_options": {"include_usage": True}}).encode()
+    request: dict[str, object] = {"model": "smollm2-135m", "stream": True,
+                                  "max_tokens": max_tokens, "temperature": 0}
+    if path == "/v1/completions":
+        request["prompt"] = prompt
+    else:
+        request["messages"] = [{"role": "user", "content": prompt}]
+    if path == "/v1/chat/completions":
+        request["stream_options"] = {"include_usage": True}
+    body = json.dumps(request).encode()
     host, port = node.url.removeprefix("http://").split(":")
     with socket.socket() as connection:
         if read_after:
             connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         connection.settimeout(60)
         connection.connect((host, int(port)))
-        connection.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: test\r\n"
+        connection.sendall(b"POST %s HTTP/1.1\r\nhost: test\r\n" % path.encode() +
+                           b"x-api-key: unused\r\nanthropic-version: 2023-06-01\r\n"
                            b"content-type: application/json\r\ncontent-length: %d\r\n\r\n"
                            % len(body) + body)
         time.sleep(read_after)
@@ -155,3 +164,35 @@ def same_text_in_pythons_events(replies: dict[str, list[bytes]]) -> int:
     assert texts["native"] == texts["python"]
     return counts["native"]
 
+
+
+def test_the_other_dialects_events_are_pythons_too(nodes: dict[str, NodeProcess]) -> None:
+    """The legacy completions and Anthropic's messages hand their plain tokens to the
+    relay as the chat stream does, each as its own dialect's event."""
+    delta = TextEvent(lambda text: anthropic_event("content_block_delta", {
+        "index": 0, "delta": {"type": "text_delta", "text": text}}))
+    for path in ("/v1/completions", "/v1/messages"):
+        texts = {}
+        relayed = relayed_tokens(nodes["native"])
+        for name, node in nodes.items():
+            reply = events(raw_reply(node, PROMPTS[1], path=path))
+            pieces = []
+            for event in reply:
+                if path == "/v1/messages":
+                    if not event.startswith(b"event: content_block_delta\n"):
+                        continue
+                    text = json.loads(event.partition(b"data: ")[2])["delta"]["text"]
+                    assert event == delta(text)
+                elif event.startswith(b"data: {"):
+                    body = json.loads(event.removeprefix(b"data: "))
+                    text = body["choices"][0]["text"]
+                    if body["choices"][0]["finish_reason"] is None:  # a plain token's
+                        assert event == sse(completion_body(
+                            body["id"], body["created"], body["model"], text, None, None))
+                else:
+                    continue
+                pieces.append(text)
+            assert len([piece for piece in pieces if piece]) > 10, (path, name)
+            texts[name] = "".join(pieces)
+        assert texts["native"] == texts["python"], path
+        assert relayed_tokens(nodes["native"]) - relayed >= 20, path

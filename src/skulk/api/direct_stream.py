@@ -16,7 +16,9 @@ HTTP/1.1 over plain TCP.
 """
 
 from skulk.api.connection import Connection
+from skulk.api.context import ApiContext
 from skulk.api.generation import Generation
+from skulk.api.text_event import TextEvent
 from skulk.shared.types.chunks import TokenChunk
 from skulk.shared.types.ids import TaskId
 from skulk.worker.runner import direct_streams
@@ -25,6 +27,15 @@ from skulk.worker.runner.coalesce import plain_token_chunk
 # A stream tries this many times (one per token) before it stays on the Python path: a
 # refusal means a token was still on its way through Python, which the next one settles.
 _TRIES = 8
+
+
+def direct_offer(context: ApiContext, connection: Connection | None, generation: Generation,
+                 event: TextEvent) -> "DirectOffer | None":
+    """A stream's way to the relay, its tokens rendered as `event` (None: the node's
+    relay is off, or the connection is not one the relay may write to)."""
+    if connection is None or not context.settings.native_stream:
+        return None
+    return DirectOffer(connection, event.head, event.tail, generation)
 
 
 class DirectOffer:

@@ -21,11 +21,14 @@ from skulk.api.adapters.anthropic_messages import (
     usage_body,
 )
 from skulk.api.adapters.anthropic_tools import tool_use_blocks
+from skulk.api.connection import Connection, connection_of
 from skulk.api.consume import announce, client_gone, collect, event_stream, token_chunks
 from skulk.api.context import ApiContext, Context
+from skulk.api.direct_stream import direct_offer
 from skulk.api.errors import ApiError
 from skulk.api.generation import Generation, open_generation
 from skulk.api.serving import resolve_card
+from skulk.api.text_event import TextEvent
 
 router = APIRouter(tags=["anthropic"])
 
@@ -38,7 +41,8 @@ async def create_message(body: MessagesRequest, request: Request,
     generation = await open_generation(context, params, request)
     message_id = f"msg_{generation.command_id.removeprefix('cmd-')}"
     if body.stream and not plan.tools:
-        return event_stream(generation, _stream(context, generation, message_id, body.model))
+        return event_stream(generation, _stream(context, generation, message_id, body.model,
+                                                connection_of(request.scope)))
     completion = await collect(context, generation, request)
     if completion is None:
         return client_gone().response("anthropic")
@@ -72,13 +76,17 @@ async def _replay(whole: dict[str, Any]) -> AsyncIterator[bytes]:
 
 
 async def _stream(context: ApiContext, generation: Generation, message_id: str,
-                  model: str) -> AsyncIterator[bytes]:
+                  model: str, connection: Connection | None) -> AsyncIterator[bytes]:
     yield message_start(message_id, model, input_tokens=0)
     yield event("content_block_start", {"index": 0,
                                         "content_block": {"type": "text", "text": ""}})
     yield event("ping", {})
+    # Plain tokens may go to the client from the runner's relay, as these same events.
+    delta = TextEvent(lambda text: event("content_block_delta", {
+        "index": 0, "delta": {"type": "text_delta", "text": text}}))
+    direct = direct_offer(context, connection, generation, delta)
     try:
-        async for chunk in token_chunks(context, generation):
+        async for chunk in token_chunks(context, generation, direct):
             if chunk.text:
                 yield event("content_block_delta", {
                     "index": 0, "delta": {"type": "text_delta", "text": chunk.text}})

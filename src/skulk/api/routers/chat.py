@@ -28,7 +28,7 @@ from skulk.api.consume import (
     token_chunks,
 )
 from skulk.api.context import ApiContext, Context
-from skulk.api.direct_stream import DirectOffer
+from skulk.api.direct_stream import direct_offer
 from skulk.api.errors import ApiError
 from skulk.api.generation import Generation, open_generation
 from skulk.api.serving import resolve_card
@@ -71,8 +71,7 @@ async def _stream(context: ApiContext, generation: Generation, completion_id: st
     content = TextEvent(lambda text: sse(chunk_body(completion_id, created, model,
                                                     {"content": text})))
     # Plain tokens may go to the client from the runner's relay, as these same events.
-    direct = None if with_logprobs or connection is None or not context.settings.native_stream \
-        else DirectOffer(connection, content.head, content.tail, generation)
+    direct = None if with_logprobs else direct_offer(context, connection, generation, content)
     try:
         async for chunk in token_chunks(context, generation, direct):
             if chunk.text and not with_logprobs:
