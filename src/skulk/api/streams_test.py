@@ -1,3 +1,5 @@
+import time
+
 import anyio
 import pytest
 
@@ -116,6 +118,30 @@ async def test_the_idle_limit_counts_from_each_wait_not_from_the_streams_first()
     chunk = await stream.next_chunk()
     assert isinstance(chunk, ErrorChunk) and chunk.error_kind == "timeout"
     assert anyio.current_time() - started >= 0.14
+
+
+@pytest.mark.anyio
+async def test_a_stream_the_relay_writes_times_out_only_when_its_runner_falls_silent() -> None:
+    """While the native relay writes a stream's tokens none come here: the idle limit
+    then measures the runner's last output (`progress`), not this stream's chunks."""
+    registry = StreamRegistry(idle_timeout=0.05)
+    stream = registry.open(C)
+    registry.dispatch(data(0, TokenChunk(text="a")))
+    await stream.next_chunk()
+    heard = {"at": time.monotonic()}
+    stream.progress = lambda: heard["at"]
+
+    async def runner_writes_until(until: float) -> None:
+        while time.monotonic() < until:
+            heard["at"] = time.monotonic()
+            await anyio.sleep(0.01)
+
+    started = time.monotonic()
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(runner_writes_until, started + 0.2)
+        chunk = await stream.next_chunk()
+    assert isinstance(chunk, ErrorChunk) and chunk.error_kind == "timeout"
+    assert time.monotonic() - started >= 0.2  # not before the runner fell silent
 
 
 @pytest.mark.anyio
