@@ -2,7 +2,9 @@
 
 Python keeps the decisions; these calls only configure the ggml RPC secure channel
 (rust/channel), whose hooks then run on llama.cpp's own threads without the GIL, one
-channel per process (`skulk.worker.rpc_channel`).
+channel per process (`skulk.worker.rpc_channel`), and start and steer a runner's relay
+(rust/stream), whose thread writes direct streams' tokens without the GIL
+(`skulk.worker.runner.direct_streams`).
 """
 
 from collections.abc import Callable
