@@ -47,9 +47,18 @@ def connection_of(scope: Scope) -> Connection | None:
     """The request's connection when the byte path may write to its socket: uvicorn's
     HTTP/1.1 over plain TCP (not TLS, whose bytes only the transport can write)."""
     cycle = scope.get(_SCOPE_KEY)
-    if cycle is None:
+    if cycle is None or not _has_what_the_byte_path_reads(cycle):
         return None
     connection = cast(Connection, cycle)
     if connection.transport.get_extra_info("sslcontext") is not None:
         return None
     return connection
+
+
+def _has_what_the_byte_path_reads(cycle: object) -> bool:
+    """These are uvicorn's internals, not its API: a uvicorn that renamed one keeps every
+    stream on the Python path instead of failing it."""
+    flow = getattr(cycle, "flow", None)
+    return all(hasattr(cycle, name) for name in ("transport", "chunked_encoding",
+                                                  "disconnected")) \
+        and hasattr(flow, "write_paused")
