@@ -127,12 +127,17 @@ describe("the dashboard on a real node", () => {
     expect(metrics).toMatch(/tok\/s/);
     await reply.getByText("Raw request and response").click();
     expect(await reply.locator(".raw").innerText()).toContain('"stream": true');
+    expect(await reply.locator(".raw").innerText()).toContain('"temperature": 1');
     await shoot(page, "chat");
   });
 
   it("stops a long generation, and the node drops the request", async () => {
     shootOnFailure("chat-stop");
+    // Greedy, in a new conversation: this prompt's reply then runs the whole 4000 tokens
+    // (about 60 s here). Sampled, it sometimes ends within a second, before Stop is pressed.
+    await page.getByRole("button", { name: "New conversation" }).click();
     await page.getByLabel("Max tokens").fill("4000");
+    await page.getByLabel("Temperature").fill("0");
     await page.getByLabel("Message").fill("Write a very long story about a fox who travels the world.");
     await page.getByRole("button", { name: "Send" }).click();
     const reply = page.locator(".turn-assistant").last();

@@ -27,7 +27,7 @@ describe("useChat", () => {
       delta("Hel"), delta("lo"), delta("", "stop"),
       sse({ choices: [], usage: { prompt_tokens: 5, completion_tokens: 2 } }), sse("[DONE]")]));
     vi.stubGlobal("fetch", fetch);
-    const { result } = renderHook(() => useChat("smollm2-135m", 16));
+    const { result } = renderHook(() => useChat("smollm2-135m", { maxTokens: 16, temperature: 1 }));
     await act(() => result.current.send("hi"));
     const [user, reply] = result.current.turns;
     expect(user).toEqual({ role: "user", content: "hi" });
@@ -58,7 +58,7 @@ describe("useChat", () => {
       return new Response(body, { status: 200, headers: { "X-Skulk-Command-Id": "cmd-42" } });
     });
     vi.stubGlobal("fetch", fetch);
-    const { result } = renderHook(() => useChat("m", 4000));
+    const { result } = renderHook(() => useChat("m", { maxTokens: 4000, temperature: 1 }));
     let sending: Promise<void> = Promise.resolve();
     act(() => { sending = result.current.send("a long story"); });
     await waitFor(() => expect(result.current.turns[1]?.content).toBe("Once"));
@@ -76,7 +76,7 @@ describe("useChat", () => {
   it("shows the node's error when the request is refused", async () => {
     vi.stubGlobal("fetch", vi.fn(async () => new Response(
       JSON.stringify({ error: { message: "model 'nope' not found" } }), { status: 404 })));
-    const { result } = renderHook(() => useChat("nope", 8));
+    const { result } = renderHook(() => useChat("nope", { maxTokens: 8, temperature: 1 }));
     await act(() => result.current.send("hi"));
     expect(result.current.turns[1]).toMatchObject({ state: "error", error: "model 'nope' not found" });
   });

@@ -1,7 +1,7 @@
 import { useCallback, useRef, useState } from "react";
 import { api } from "../api/client";
 import { streamChat } from "../api/chat";
-import { buildChatRequest, finalState, replyMetrics, tick, type ChatTurn, type ChunkDelta, type StreamClock } from "../state/chat";
+import { buildChatRequest, finalState, replyMetrics, tick, type ChatSettings, type ChatTurn, type ChunkDelta, type StreamClock } from "../state/chat";
 
 // After Stop, the node ends the stream itself; this long later the page stops listening.
 const STOP_GRACE_MS = 5000;
@@ -18,14 +18,14 @@ function updateLast(turns: ChatTurn[], change: (turn: ChatTurn) => ChatTurn): Ch
   return [...turns.slice(0, -1), change(turns[turns.length - 1]!)];
 }
 
-export function useChat(model: string, maxTokens: number): Chat {
+export function useChat(model: string, settings: ChatSettings): Chat {
   const [turns, setTurns] = useState<ChatTurn[]>([]);
   const [streaming, setStreaming] = useState(false);
   const live = useRef<{ commandId: string | null; stopRequested: boolean; abort: AbortController } | null>(null);
 
   const send = useCallback(async (text: string) => {
     const history: ChatTurn[] = [...turns, { role: "user", content: text }];
-    const request = buildChatRequest(model, history, maxTokens);
+    const request = buildChatRequest(model, history, settings);
     const abort = new AbortController();
     live.current = { commandId: null, stopRequested: false, abort };
     setTurns([...history, { role: "assistant", content: "", state: "streaming", raw: { request, response: [] } }]);
@@ -61,7 +61,7 @@ export function useChat(model: string, maxTokens: number): Chat {
     })));
     live.current = null;
     setStreaming(false);
-  }, [turns, model, maxTokens]);
+  }, [turns, model, settings]);
 
   const stop = useCallback(async () => {
     const current = live.current;

@@ -12,8 +12,8 @@ describe("chat request", () => {
       { role: "user", content: "again" },
       { role: "assistant", content: "Hello", state: "done" },
     ];
-    expect(buildChatRequest("smollm2-135m", turns, 64)).toEqual({
-      model: "smollm2-135m", stream: true, stream_options: { include_usage: true }, max_tokens: 64,
+    expect(buildChatRequest("smollm2-135m", turns, { maxTokens: 64, temperature: 0.7 })).toEqual({
+      model: "smollm2-135m", stream: true, stream_options: { include_usage: true }, max_tokens: 64, temperature: 0.7,
       messages: [{ role: "user", content: "hi" }, { role: "user", content: "again" },
         { role: "assistant", content: "Hello" }],
     });

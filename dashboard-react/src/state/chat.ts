@@ -28,12 +28,20 @@ export interface StreamClock {
   contentChunks: number;
 }
 
-export function buildChatRequest(model: string, turns: ChatTurn[], maxTokens: number): Record<string, unknown> {
+/** What the composer's controls set on each request. */
+export interface ChatSettings {
+  maxTokens: number;
+  /** 0 is greedy: the same prompt gets the same reply. */
+  temperature: number;
+}
+
+export function buildChatRequest(model: string, turns: ChatTurn[], settings: ChatSettings): Record<string, unknown> {
   return {
     model,
     stream: true,
     stream_options: { include_usage: true },
-    max_tokens: maxTokens,
+    max_tokens: settings.maxTokens,
+    temperature: settings.temperature,
     messages: turns
       .filter((t) => t.role === "user" || (t.state !== "error" && t.content !== ""))
       .map((t) => ({ role: t.role, content: t.content })),

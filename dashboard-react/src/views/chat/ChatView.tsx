@@ -1,4 +1,4 @@
-import { useEffect, useState, type FormEvent, type KeyboardEvent } from "react";
+import { useEffect, useMemo, useState, type FormEvent, type KeyboardEvent } from "react";
 import { api } from "../../api/client";
 import { ErrorNote } from "../../components/ErrorNote";
 import { useChat } from "../../hooks/useChat";
@@ -9,8 +9,10 @@ export function ChatView() {
   const models = usePoll(api.models, 10000);
   const [model, setModel] = useState("");
   const [maxTokens, setMaxTokens] = useState(256);
+  const [temperature, setTemperature] = useState(1);
   const [draft, setDraft] = useState("");
-  const chat = useChat(model, maxTokens);
+  const settings = useMemo(() => ({ maxTokens, temperature }), [maxTokens, temperature]);
+  const chat = useChat(model, settings);
   const ids = models.data?.data.map((m) => m.id) ?? [];
 
   useEffect(() => {
@@ -43,6 +45,9 @@ export function ChatView() {
         <label htmlFor="chat-max">Max tokens</label>
         <input id="chat-max" type="number" min={1} max={8192} value={maxTokens}
           onChange={(e) => setMaxTokens(Math.max(1, Number(e.target.value) || 1))} />
+        <label htmlFor="chat-temperature" title="0 is greedy: the same prompt gets the same reply">Temperature</label>
+        <input id="chat-temperature" type="number" min={0} max={2} step={0.1} value={temperature}
+          onChange={(e) => setTemperature(Math.min(2, Math.max(0, Number(e.target.value) || 0)))} />
         <button type="button" className="ghost" onClick={chat.clear} disabled={chat.streaming}>New conversation</button>
       </div>
       <Transcript turns={chat.turns} />
