@@ -67,8 +67,7 @@ class NodeParts:
 def api_settings(config: NodeConfig) -> ApiSettings:
     return ApiSettings(quorum=config.quorum, auto_place=config.auto_place,
                        max_queue=config.max_queue, max_tokens=config.max_tokens,
-                       queue_timeout_seconds=config.queue_timeout_seconds,
-                       native_stream=config.native_stream)
+                       queue_timeout_seconds=config.queue_timeout_seconds)
 
 
 def api_context(parts: NodeParts, config: NodeConfig, router: Router) -> ApiContext:
@@ -79,7 +78,8 @@ def api_context(parts: NodeParts, config: NodeConfig, router: Router) -> ApiCont
                             members=parts.members, election=parts.election,
                             public_key=parts.public_key, secure=parts.secure),
         requests=RequestBook(streams=parts.streams, commands=parts.commands,
-                             traces=parts.traces),
+                             traces=parts.traces,
+                             direct=worker.direct_streams if worker is not None else None),
         settings=api_settings(config),
         operations=NodeOperations(
             logs=parts.logs,

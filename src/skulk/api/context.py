@@ -30,6 +30,7 @@ from skulk.shared.types.commands import Command
 from skulk.shared.types.ids import CommandId, ModelId, NodeId
 from skulk.shared.views import ElectedMaster, LiveMembers
 from skulk.versions import Versions, versions
+from skulk.worker.runner.direct_streams import DirectStreams
 
 
 @dataclass
@@ -70,6 +71,9 @@ class RequestBook:
     # A request that failed over runs under a new command: the id its client was told,
     # mapped to the one now serving (for `POST /v1/cancel/{id}`).
     command_aliases: dict[CommandId, CommandId] = field(default_factory=dict)
+    # Streams whose plain tokens this node's runners' native relays may write (the
+    # worker's; None: no worker, or `--no-native-stream`).
+    direct: DirectStreams | None = None
 
 
 @dataclass(frozen=True)
@@ -87,8 +91,6 @@ class ApiSettings:
     queue_timeout_seconds: float = 300.0
     # `--max-tokens`: the most tokens one request generates (None: up to the context).
     max_tokens: int | None = None
-    # Streams may hand their plain tokens to the runner's native relay (`--no-native-stream`).
-    native_stream: bool = True
 
 
 async def _nobody_answers(node_id: NodeId, path: bytes, timeout: float) -> bytes | None:

@@ -33,20 +33,22 @@ def direct_offer(context: ApiContext, connection: Connection | None, generation:
                  event: TextEvent) -> "DirectOffer | None":
     """A stream's way to the relay, its tokens rendered as `event` (None: the node's
     relay is off, or the connection is not one the relay may write to)."""
-    if connection is None or not context.settings.native_stream:
+    direct = context.requests.direct
+    if connection is None or direct is None:
         return None
-    return DirectOffer(connection, event.head, event.tail, generation)
+    return DirectOffer(direct, connection, event.head, event.tail, generation)
 
 
 class DirectOffer:
     """One streamed reply's way to the relay: its connection and its event's bytes
     around the text."""
 
-    __slots__ = ("_connection", "_head", "_tail", "_generation", "_tries", "_task",
-                 "direct")
+    __slots__ = ("_streams", "_connection", "_head", "_tail", "_generation", "_tries",
+                 "_task", "direct")
 
-    def __init__(self, connection: Connection, head: bytes, tail: bytes,
-                 generation: Generation) -> None:
+    def __init__(self, streams: direct_streams.DirectStreams, connection: Connection,
+                 head: bytes, tail: bytes, generation: Generation) -> None:
+        self._streams = streams
         self._connection = connection
         self._head = head
         self._tail = tail
@@ -75,8 +77,8 @@ class DirectOffer:
         socket = transport.get_extra_info("socket")
         if socket is None:
             return False
-        self.direct = direct_streams.go_direct(task_id, socket.fileno(), self._head,
-                                               self._tail)
+        self.direct = self._streams.go_direct(task_id, socket.fileno(), self._head,
+                                              self._tail)
         if self.direct is None:
             return False
         stream.progress = self.direct.heard_at

@@ -73,9 +73,10 @@ def test_a_full_socket_leaves_the_rest_to_python_in_order() -> None:
     runner_end, writer = os.pipe()
     onward_read, onward = os.pipe()
     relay = Relay(runner_end, onward)
-    direct_streams.offer(TASK, direct_streams.TaskRelay(relay, TASK, lambda: 0))
+    streams = direct_streams.DirectStreams()
+    streams.offer(TASK, direct_streams.TaskRelay(relay, TASK, lambda: 0))
     connection, generation, delivered, counted = fakes(server)
-    offer = DirectOffer(connection, HEAD, TAIL, generation)
+    offer = DirectOffer(streams, connection, HEAD, TAIL, generation)
     try:
         assert offer.start()
         texts = [f"{index:03d}" + "x" * 997 for index in range(64)]
@@ -104,7 +105,6 @@ def test_a_full_socket_leaves_the_rest_to_python_in_order() -> None:
         assert pending.text == "".join(texts[len(sent):])
         assert offer.take_back() == ([], None)
     finally:
-        direct_streams.withdraw(TASK)
         os.close(writer)
         os.close(onward_read)
         server.close()
@@ -123,11 +123,11 @@ def test_anything_unusual_keeps_the_python_path(unusual: str) -> None:
         connection.transport.get_write_buffer_size = lambda: 1  # type: ignore[method-assign]
     else:
         generation.attempt.stream.idle = False  # type: ignore[misc]
-    direct_streams.offer(TASK, direct_streams.TaskRelay(
+    streams = direct_streams.DirectStreams()
+    streams.offer(TASK, direct_streams.TaskRelay(
         cast(Relay, SimpleNamespace(activate=pytest.fail)), TASK, lambda: 0))
     try:
-        assert not DirectOffer(connection, HEAD, TAIL, generation).start()
+        assert not DirectOffer(streams, connection, HEAD, TAIL, generation).start()
     finally:
-        direct_streams.withdraw(TASK)
         server.close()
         client.close()

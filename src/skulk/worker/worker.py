@@ -54,6 +54,7 @@ from skulk.worker.rank_options import (
 )
 from skulk.worker.runner import messages
 from skulk.worker.runner.crash_window import CrashWindow
+from skulk.worker.runner.direct_streams import DirectStreams
 from skulk.worker.runner.supervisor import RunnerSupervisor
 from skulk.worker.weights_fetch import (
     NoWeights,
@@ -91,6 +92,9 @@ class Worker:
             node_id=node_id, catalog=catalog, publish_event=outbox.events.send,
             sources_for=reach.weight_sources)
         self._deadlines = settings.deadlines
+        # The tasks of this node's runners whose streams the API may make direct (None:
+        # `--no-native-stream`, no relays).
+        self.direct_streams = DirectStreams() if settings.native_stream else None
         self._runners: dict[RunnerId, LocalRunnerHandle] = {}
         self._dispatched: set[TaskId] = set()
         self._given_up: set[InstanceId] = set()
@@ -268,7 +272,7 @@ class Worker:
             on_chunk_now=None if self._outbox.chunks_now is None
             else self._outbox.chunks_now.send_now,
             on_spans=None if self._outbox.spans is None else self._outbox.spans.send,
-            native_stream=settings.native_stream)
+            direct_streams=self.direct_streams)
         self._runners[runner_id] = LocalRunnerHandle(
             supervisor, instance.instance_id, started_at=self._clock(),
             weights_bytes=max((s.size_bytes for s in card.sources), default=0)

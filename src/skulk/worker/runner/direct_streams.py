@@ -4,9 +4,10 @@ With the relay on (`RunnerOutput(relay=True)`), a thread of the native core read
 runner's pipe instead of the event loop: a step's plain tokens for a stream made direct go
 straight to its socket as server-sent events, and everything else reaches the supervisor
 as before, in order. The supervisor offers each task it runs for a stream on this node
-here; the API makes its stream direct once the response is under way (`go_direct`) and
-takes it back, with what the relay delivered and what it could not send, before it writes
-anything else (`DirectStream.take_back`). The node's Python is then not woken per token.
+to the node's `DirectStreams` (its worker's); the API makes its stream direct once the
+response is under way (`DirectStreams.go_direct`) and takes it back, with what the relay
+delivered and what it could not send, before it writes anything else
+(`DirectStream.take_back`). The node's Python is then not woken per token.
 """
 
 from collections.abc import Callable, Sequence
@@ -68,17 +69,42 @@ class TaskRelay:
         return None
 
 
+class DirectStreams:
+    """A node's tasks that may go direct, by task: its supervisors offer them, its API
+    makes their streams direct."""
+
+    def __init__(self) -> None:
+        self._offered: dict[TaskId, TaskRelay] = {}
+
+    def offer(self, task_id: TaskId, task_relay: TaskRelay) -> None:
+        self._offered[task_id] = task_relay
+
+    def withdraw(self, task_id: TaskId) -> None:
+        self._offered.pop(task_id, None)
+
+    def go_direct(self, task_id: TaskId, socket_fd: int, head: bytes,
+                  tail: bytes) -> DirectStream | None:
+        """Make the task's stream direct, writing to `socket_fd` (the relay keeps its own
+        duplicate), when its runner has a relay and every piece it passed on was handed
+        to the stream already; None leaves the stream on the Python path (try again
+        later)."""
+        task_relay = self._offered.get(task_id)
+        return None if task_relay is None else task_relay.go_direct(socket_fd, head, tail)
+
+
 class RunnerRelay:
     """A supervisor's side of its runner's relay: offers the tasks whose streams are on
-    this node, counts each task's pieces it handed on (what `go_direct` compares with
-    the relay's), and forgets a task at its end."""
+    this node to `streams`, counts each task's pieces it handed on (what `go_direct`
+    compares with the relay's), and forgets a task at its end."""
 
-    def __init__(self, relay: Relay) -> None:
+    def __init__(self, relay: Relay, streams: DirectStreams) -> None:
         self.relay = relay
+        self._streams = streams
         self._pieces: dict[TaskId, int] = {}
 
     def offer(self, task_id: TaskId) -> None:
-        offer(task_id, TaskRelay(self.relay, task_id, lambda: self._pieces.get(task_id, 0)))
+        self._streams.offer(task_id, TaskRelay(self.relay, task_id,
+                                               lambda: self._pieces.get(task_id, 0)))
 
     def count(self, batch: Sequence[object]) -> None:
         """Note the pieces of a batch read from the relay, as the supervisor hands it on."""
@@ -89,28 +115,6 @@ class RunnerRelay:
                     pieces[task_id] = pieces.get(task_id, 0) + 1
 
     def ended(self, task_id: TaskId) -> None:
-        withdraw(task_id)
+        self._streams.withdraw(task_id)
         self.relay.forget(task_id)
         self._pieces.pop(task_id, None)
-
-
-# Tasks of this process's runners that may go direct, by task (ids are unique across the
-# nodes a test runs in one process, and only a task taken on its runner's node is offered).
-_OFFERED: dict[TaskId, TaskRelay] = {}
-
-
-def offer(task_id: TaskId, task_relay: TaskRelay) -> None:
-    _OFFERED[task_id] = task_relay
-
-
-def withdraw(task_id: TaskId) -> None:
-    _OFFERED.pop(task_id, None)
-
-
-def go_direct(task_id: TaskId, socket_fd: int, head: bytes,
-              tail: bytes) -> DirectStream | None:
-    """Make the task's stream direct, writing to `socket_fd` (the relay keeps its own
-    duplicate), when its runner has a relay and every piece it passed on was handed to
-    the stream already; None leaves the stream on the Python path (try again later)."""
-    task_relay = _OFFERED.get(task_id)
-    return None if task_relay is None else task_relay.go_direct(socket_fd, head, tail)

@@ -99,14 +99,15 @@ async def test_a_direct_streams_tokens_leave_as_the_python_paths_bytes(
 
     output = RunnerOutput(runner_end, handle, relay=True)
     assert output.relay is not None
-    relay_side.append(direct_streams.RunnerRelay(output.relay))
+    streams = direct_streams.DirectStreams()
+    relay_side.append(direct_streams.RunnerRelay(output.relay, streams))
     relay_side[0].offer(TASK)
     try:
         os.write(writer, encode([step((TASK, "first", [1]))], TOKENS_PLAIN))
         with anyio.fail_after(5):
             while not seen:
                 await output.take(0.05)
-        direct = direct_streams.go_direct(TASK, server.fileno(), CONTENT.head, CONTENT.tail)
+        direct = streams.go_direct(TASK, server.fileno(), CONTENT.head, CONTENT.tail)
         assert direct is not None
         texts = ['a "quote"', "", "\\ \n\t\u2028", "🦊 é"]
         os.write(writer, encode([step((TASK, text, [index]), (OTHER, "x", [9]))

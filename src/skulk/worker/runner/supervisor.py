@@ -30,11 +30,12 @@ from skulk.shared.types.traces import RankSpans, Span
 from skulk.worker.engines.description import EngineDescription
 from skulk.worker.engines.protocol import EngineConfig
 from skulk.worker.engines.registry import spawn_environment
-from skulk.worker.runner import direct_streams, messages
+from skulk.worker.runner import messages
 from skulk.worker.runner.bootstrap import entrypoint
 from skulk.worker.runner.chunk_envelopes import ChunkEnvelopes
 from skulk.worker.runner.coalesce import coalesce, plain_token_chunk
 from skulk.worker.runner.deadlines import Progress
+from skulk.worker.runner.direct_streams import DirectStreams, RunnerRelay
 from skulk.worker.runner.flight_recorder import FlightRecorder
 from skulk.worker.runner.messages import FromRunner
 from skulk.worker.runner.runner_inbox import InboxWriter
@@ -71,7 +72,7 @@ class RunnerSupervisor:
         on_spans: Callable[[RankSpans], Awaitable[None]] | None = None,
         on_chunk_now: Callable[[DataChunk], bool] | None = None,
         node_id: NodeId = _NO_NODE,
-        native_stream: bool = False,
+        direct_streams: DirectStreams | None = None,
     ) -> None:
         self.runner_id = runner_id
         self.node_id = node_id
@@ -84,9 +85,10 @@ class RunnerSupervisor:
         # Hands a chunk over without waiting where it can (a stream on this node): False
         # leaves it for `on_chunk`.
         self._on_chunk_now = on_chunk_now
-        # A relay thread reads the runner's pipe and writes direct streams' tokens itself.
-        self._native_stream = native_stream
-        self._relay: direct_streams.RunnerRelay | None = None
+        # With the node's direct streams, a relay thread reads the runner's pipe and
+        # writes their tokens itself.
+        self._direct_streams = direct_streams
+        self._relay: RunnerRelay | None = None
         self._status: RunnerStatus | None = None
         self._in_flight: dict[TaskId, TextGenerationTask] = {}
         self._envelopes = ChunkEnvelopes(node_id, config.rank)
@@ -152,8 +154,9 @@ class RunnerSupervisor:
         runner_end.close()  # the runner holds the only write end: its exit is end of file
         runner_stdout.close()
         output = RunnerOutput(os.dup(output_end.fileno()), self._at_once,  # ours to close
-                              relay=self._native_stream)
-        self._relay = None if output.relay is None else direct_streams.RunnerRelay(output.relay)
+                              relay=self._direct_streams is not None)
+        if output.relay is not None and self._direct_streams is not None:
+            self._relay = RunnerRelay(output.relay, self._direct_streams)
         output_end.close()
         printed = RunnerStdout(os.dup(stdout_end.fileno()), str(self.runner_id))
         stdout_end.close()
