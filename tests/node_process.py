@@ -1,6 +1,7 @@
 """Start and stop real `skulk run` processes for integration tests."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -77,6 +78,13 @@ class NodeProcess:
     def state(self) -> dict[str, Any]:
         state: dict[str, Any] = self.get("/state").json()
         return state
+
+    def metric(self, name: str) -> float:
+        """One unlabelled sample of `/metrics` (a counter's with its `_total`)."""
+        found = re.search(rf"^{re.escape(name)} (\S+)$", self.get("/metrics").text,
+                          re.MULTILINE)
+        assert found is not None, f"the node exports {name}"
+        return float(found.group(1))
 
     def wait_until(self, predicate: Callable[[], bool], timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout

@@ -4,12 +4,10 @@ tokens and one with `--no-native-stream` (every token through the node's Python)
 the Python path renders for its text, in HTTP/1.1 chunks as uvicorn frames them."""
 
 import json
-import re
 import socket
 import time
 from collections.abc import Iterator
 
-import httpx
 import openai
 import pytest
 
@@ -42,10 +40,7 @@ def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, NodePr
 
 
 def relayed_tokens(node: NodeProcess) -> float:
-    metrics = httpx.get(f"{node.url}/metrics", timeout=10).text
-    found = re.search(r"^skulk_native_stream_tokens_total (\S+)$", metrics, re.MULTILINE)
-    assert found is not None, "the node exports its relayed tokens"
-    return float(found.group(1))
+    return node.metric("skulk_native_stream_tokens_total")
 
 
 def streamed(node: NodeProcess, prompt: str) -> tuple[str, str | None, object]:

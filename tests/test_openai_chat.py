@@ -119,6 +119,9 @@ def test_a_killed_runner_costs_a_pause_and_the_stream_goes_on(
             if event["choices"] and event["choices"][0]["delta"].get("content"):
                 parts.append(event["choices"][0]["delta"]["content"])
                 if len(parts) == 5:
+                    # The relay writes this stream's tokens now (the native path's
+                    # failover is the one under test; --no-native-stream's is Python's).
+                    assert serving_node.metric("skulk_native_streams") == 1.0
                     [pid] = serving_node.runner_pids()
                     os.kill(pid, 9)
     assert lines[-1] == "data: [DONE]" and "".join(parts) == expected.content

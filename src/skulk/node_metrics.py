@@ -75,6 +75,7 @@ def node_counters(parts: "NodeParts", *, max_queue: int | None,
     own = readings.get(parts.node_id)
     return NodeCounters(
         open_streams=len(parts.streams.open_commands()),
+        direct_streams=_direct_streams(parts),
         elections=parts.election.campaigns,
         runner_failures=parts.worker.runner_failures if parts.worker is not None else 0,
         events_indexed=master.events_indexed if master is not None else 0,
@@ -85,6 +86,11 @@ def node_counters(parts: "NodeParts", *, max_queue: int | None,
         certificate_expiry=certificates,
         instance_queues=_instance_queues(parts, max_queue, readings),
         machine=machine_use(own))
+
+
+def _direct_streams(parts: "NodeParts") -> int:
+    direct = parts.worker.direct_streams if parts.worker is not None else None
+    return direct.writing() if direct is not None else 0
 
 
 def node_gauges(parts: "NodeParts") -> NodeGauges:

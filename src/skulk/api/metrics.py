@@ -49,6 +49,8 @@ class NodeCounters:
     """What the node counts, read at scrape time."""
 
     open_streams: int = 0
+    # Of those, the ones whose plain tokens a runner's native relay writes now.
+    direct_streams: int = 0
     elections: int = 0
     runner_failures: int = 0
     events_indexed: int = 0  # by this node's master session, 0 when it is not master
@@ -76,6 +78,9 @@ class _NodeCollector(Collector):
         counters, state = self._counters(), self._state()
         yield GaugeMetricFamily("skulk_open_streams", "Requests this node is streaming now "
                                 "(its queue depth)", value=counters.open_streams)
+        yield GaugeMetricFamily("skulk_native_streams", "Streams whose tokens a runner's "
+                                "native relay writes to the client now, not the node's "
+                                "event loop", value=counters.direct_streams)
         tasks = GaugeMetricFamily("skulk_tasks", "Tasks in the cluster State by status",
                                   labels=["status"])
         for status in ("pending", "running", "complete", "failed", "cancelled"):

@@ -59,13 +59,13 @@ class TaskRelay:
     pieces the supervisor has handed to the stream so far."""
 
     def __init__(self, relay: Relay, task_id: TaskId, handled: Callable[[], int]) -> None:
-        self._relay = relay
+        self.relay = relay
         self._task_id = task_id
         self._handled = handled
 
     def go_direct(self, socket_fd: int, head: bytes, tail: bytes) -> DirectStream | None:
-        if self._relay.activate(self._task_id, self._handled(), socket_fd, head, tail):
-            return DirectStream(self._relay, self._task_id)
+        if self.relay.activate(self._task_id, self._handled(), socket_fd, head, tail):
+            return DirectStream(self.relay, self._task_id)
         return None
 
 
@@ -81,6 +81,11 @@ class DirectStreams:
 
     def withdraw(self, task_id: TaskId) -> None:
         self._offered.pop(task_id, None)
+
+    def writing(self) -> int:
+        """Streams the relays of the offered tasks' runners write now."""
+        relays = {id(offered.relay): offered.relay for offered in self._offered.values()}
+        return sum(relay.direct_streams() for relay in relays.values())
 
     def go_direct(self, task_id: TaskId, socket_fd: int, head: bytes,
                   tail: bytes) -> DirectStream | None:

@@ -107,8 +107,10 @@ async def test_a_direct_streams_tokens_leave_as_the_python_paths_bytes(
         with anyio.fail_after(5):
             while not seen:
                 await output.take(0.05)
+        assert streams.writing() == 0
         direct = streams.go_direct(TASK, server.fileno(), CONTENT.head, CONTENT.tail)
         assert direct is not None
+        assert streams.writing() == 1
         texts = ['a "quote"', "", "\\ \n\t\u2028", "🦊 é"]
         os.write(writer, encode([step((TASK, text, [index]), (OTHER, "x", [9]))
                                  for index, text in enumerate(texts)], TOKENS_PLAIN))
@@ -124,6 +126,7 @@ async def test_a_direct_streams_tokens_leave_as_the_python_paths_bytes(
         assert back.written_tokens == [0, 1, 2, 3]
         assert (back.pending_text, back.unsent, back.gone, back.events) == ("", b"", False, 3)
         assert direct.take_back() is None
+        assert streams.writing() == 0
     finally:
         relay_side[0].ended(TASK)
         os.close(writer)
