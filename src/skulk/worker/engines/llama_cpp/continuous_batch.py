@@ -42,11 +42,13 @@ TOP_K = 40
 MIN_P = 0.05
 
 
-def all_finite(logits: npt.NDArray[np.float32]) -> bool:
+def all_finite(logits: npt.NDArray[np.float32], highest: int | None = None) -> bool:
     """No NaN or infinity among the logits: the highest and the lowest are finite (a NaN
     is both). Two reductions, where `np.isfinite(...).all()` writes a mask as long as the
-    vocabulary first."""
-    return math.isfinite(logits.max()) and math.isfinite(logits.min())
+    vocabulary first; one when the caller has the highest's index already (`argmax`
+    returns a NaN's, if there is one)."""
+    top = logits.max() if highest is None else logits[highest]
+    return math.isfinite(top) and math.isfinite(logits.min())
 
 
 @dataclass(frozen=True)
@@ -269,10 +271,15 @@ class ContinuousBatch:
         # One view of the logits per step: each Python call here runs with caches cold
         # from the decode, and costs tens of microseconds of a ~10 ms token.
         logits = self.context.logits(portion.logits_at)
+        # Greedy and free, the token is the first highest logit, which llama.cpp's greedy
+        # sampler also picks, without its copy of the whole vocabulary into a candidate
+        # array every token; the check below reuses it.
+        greedy = int(logits.argmax()) if run.constraint is None and run.sampler.greedy \
+            else None
         # NaN/Inf logits (a faulty device server's activations, a broken kernel) fail the
         # request over instead of sampling garbage; its KV is dropped so no later request
         # reuses it.
-        if not all_finite(logits):
+        if not all_finite(logits, greedy):
             run.slot.held = []
             self.context.forget(run.slot.index)
             self._fail(run, "NaN/Inf in the model's logits: this instance's output cannot "
@@ -282,16 +289,16 @@ class ContinuousBatch:
         # The raw logits, before a grammar masks them in place.
         raw = logits.copy() if asked is not None and run.constraint is not None else logits
         try:
-            token = self._choose(run, portion.logits_at, logits)
+            token = greedy if greedy is not None else \
+                self._choose(run, portion.logits_at, logits)
         except GrammarBroken as broken:  # a token its mask should have forbidden
             self._fail(run, str(broken), events)
             return
         if self.model.ends_generation(token):
             self._finish(run, "stop", events)
             return
-        logprob = None if asked is None else token_logprob(
-            raw, token, asked, lambda t: self.model.detokenize([t]))
-        chunk = run.text.add(token, self.model.detokenize([token]), logprob)
+        logprob = None if asked is None else token_logprob(raw, token, asked, self.model.piece)
+        chunk = run.text.add(token, self.model.piece(token), logprob)
         if chunk is not None:
             events.append(TaskOutput(run.request.task_id, chunk))
         if run.text.stopped:
@@ -307,10 +314,6 @@ class ContinuousBatch:
         `logits` is the batch's `index`-th row, checked finite."""
         constraint = run.constraint
         if constraint is None:
-            if run.sampler.greedy:
-                # What llama.cpp's greedy sampler picks (the first highest logit), without
-                # its copy of the whole vocabulary into a candidate array every token.
-                return int(logits.argmax())
             return run.sampler.sample(self.context, index)
         token = constraint.forced()
         if token is None:

@@ -18,3 +18,10 @@ def test_one_nan_or_infinity_anywhere_fails_the_row(bad: float, at: int) -> None
     row[at] = bad
     assert not all_finite(row)
     assert all_finite(row) == bool(np.isfinite(row).all())
+    # Greedy hands in the index argmax found: it points at a NaN if there is one.
+    assert not all_finite(row, int(row.argmax()))
+
+
+def test_greedys_highest_index_passes_a_finite_row() -> None:
+    row = np.linspace(-5.0, 5.0, 49152, dtype=np.float32)
+    assert all_finite(row, int(row.argmax()))

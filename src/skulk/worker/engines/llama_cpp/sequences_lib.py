@@ -45,6 +45,11 @@ class SequenceModel:
         self._model = _internals.LlamaModel(path_model=model_path,
                                             params=model_params(offload), verbose=False)
         self.n_vocab: int = self._model.n_vocab()
+        # Each generated token's text and whether it ends a generation, asked once per
+        # token and step: a dictionary lookup, where each ctypes call runs with caches
+        # cold after the compute (a token's text alone is context-free).
+        self._pieces: dict[int, bytes] = {}
+        self._ends: dict[int, bool] = {}
 
     def chat_template(self) -> ChatTemplate | None:
         return chat_template_from(self._model)
@@ -57,9 +62,20 @@ class SequenceModel:
         piece: bytes = self._model.detokenize(tokens)
         return piece
 
+    def piece(self, token: int) -> bytes:
+        """One token's text (`detokenize([token])`)."""
+        piece = self._pieces.get(token)
+        if piece is None:
+            piece = self._pieces[token] = self.detokenize([token])
+        return piece
+
     def ends_generation(self, token: int) -> bool:
         """Whether the token ends a generation (EOS, end of turn, ...)."""
-        return bool(llama_cpp.llama_vocab_is_eog(self._model.vocab, token))
+        ends = self._ends.get(token)
+        if ends is None:
+            ends = self._ends[token] = bool(llama_cpp.llama_vocab_is_eog(self._model.vocab,
+                                                                         token))
+        return ends
 
     def sampler(self, *, temperature: float, top_k: int, top_p: float, min_p: float,
                 seed: int) -> "Sampler":

@@ -6,6 +6,7 @@ probability from the logits it was drawn from."""
 from skulk.shared.types.chunks import FinishReason, TokenChunk, TokenLogprob, Usage
 from skulk.worker.engines.stop_sequences import StopScanner
 from skulk.worker.engines.utf8_text import Utf8Pieces
+from skulk.worker.runner.built import built
 
 
 class TokenText:
@@ -33,7 +34,11 @@ class TokenText:
         text = self._scanner.feed(self._pieces.add(piece))
         if not text:
             return None
-        chunk = TokenChunk(text=text, token_ids=self._held, logprobs=self._scored)
+        # Built from checked parts, not validated: this runs per request and step.
+        chunk = built(TokenChunk, {
+            "kind": "token", "text": text, "token_ids": self._held, "finish_reason": None,
+            "usage": None, "stop_sequence": None, "logprobs": self._scored,
+            "embeddings": None, "spans": []})
         self._held, self._scored = [], []
         return chunk
 
