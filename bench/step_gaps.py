@@ -2,18 +2,22 @@
 that runs it, the engine alone against the runner serving a reader that does nothing.
 
     .venv/bin/python bench/step_gaps.py [--rounds 3] [--max-tokens 128] [--threads N]
-                                        [--quick]
+                                        [--streams K] [--quick]
 
-Two modes, alternated round by round on the bundled GGUF, one stream, greedy:
+Two modes, alternated round by round on the bundled GGUF, greedy, `--streams` requests
+decoding together (1 by default; K copies of each prompt, submitted at once):
   engine  the llama.cpp engine in this process (as bench/engine_alone.py runs it)
   runner  a real runner process (`bootstrap.entrypoint`, the node's pipes and frames) fed
           by this process, which reads its frames and does nothing else: no node, no HTTP
 Both wrap `llama_decode` with a clock (and, in the runner, its one pipe write per step)
-and report, per single-token step: the decode call, the gap from one decode's end to the
-next one's start (all the Python of a step: sampling, text, the frame and its write), the
-gap's parts around the write, and decode tokens/s from the steps' starts. On two cores
-with two compute threads a gap is time both cores spend outside compute (the second
-thread spins at OpenMP's barrier), so a microsecond of it is a microsecond of the token.
+and report, per step of one token for each of the K requests: the decode call, the gap
+from one decode's end to the next one's start (all the Python of a step: sampling, text,
+the frame and its write), the gap's parts around the write, and decode tokens/s (all K)
+from the steps' starts. With K > 1 the runner may take the requests a step or more apart
+(they arrive as they are sent), so fewer of its steps carry all K than the engine's. On
+two cores with two compute threads a gap is time both cores spend outside compute (the
+second thread spins at OpenMP's barrier), so a microsecond of it is a microsecond of the
+token.
 `--quick`: one round of two prompts of 64 tokens (about 30 s).
 """
 
@@ -81,7 +85,8 @@ def params(prompt: str, max_tokens: int) -> GenerationParams:
                             messages=[ChatMessage(role="user", content=prompt)])
 
 
-def engine_steps(prompts: list[str], max_tokens: int, threads: int) -> list[list[Stamp]]:
+def engine_steps(prompts: list[str], max_tokens: int, threads: int,
+                 streams: int = 1) -> list[list[Stamp]]:
     stamps: list[Stamp] = []
     clock_steps(stamps)
     engine = LlamaCppEngine(config(threads))
@@ -90,8 +95,15 @@ def engine_steps(prompts: list[str], max_tokens: int, threads: int) -> list[list
     requests = []
     for prompt in prompts:
         stamps.clear()
-        for _ in engine.generate(params(prompt, max_tokens)):
-            pass
+        if streams == 1:
+            for _ in engine.generate(params(prompt, max_tokens)):
+                pass
+        else:
+            for copy in range(streams):
+                engine.submit(TaskId(f"{prompt} #{copy}"), params(f"#{copy} {prompt}",
+                                                                  max_tokens))
+            while engine.has_work:
+                engine.step()
         requests.append(list(stamps))
     return requests
 
@@ -108,7 +120,8 @@ def timed_entrypoint(engine: EngineDescription, engine_config: EngineConfig,
         results.send(stamps)
 
 
-def runner_steps(prompts: list[str], max_tokens: int, threads: int) -> list[list[Stamp]]:
+def runner_steps(prompts: list[str], max_tokens: int, threads: int,
+                 streams: int = 1) -> list[list[Stamp]]:
     context = multiprocessing.get_context("spawn")
     inbox, to_runner = context.Pipe(duplex=False)
     from_runner, outbox = context.Pipe(duplex=False)
@@ -134,44 +147,52 @@ def runner_steps(prompts: list[str], max_tokens: int, threads: int) -> list[list
     send(messages.WarmUpRequest())
     read_until(lambda m: isinstance(m, messages.StatusReport) and m.status.kind == "ready")
     for index, prompt in enumerate(prompts):
-        send(messages.StartTaskRequest(task=TextGenerationTask(
-            task_id=TaskId(f"t{index}"), command_id=CommandId(f"c{index}"),
-            instance_id=InstanceId("bench"), owner_node=NodeId("bench"),
-            params=params(prompt, max_tokens))))
-        read_until(lambda m: isinstance(m, messages.TaskEnded))
+        for copy in range(streams):
+            send(messages.StartTaskRequest(task=TextGenerationTask(
+                task_id=TaskId(f"t{index}.{copy}"), command_id=CommandId(f"c{index}.{copy}"),
+                instance_id=InstanceId("bench"), owner_node=NodeId("bench"),
+                params=params(prompt if streams == 1 else f"#{copy} {prompt}", max_tokens))))
+        ended = [0]
+
+        def all_ended(message: messages.FromRunner, ended: list[int] = ended) -> bool:
+            ended[0] += isinstance(message, messages.TaskEnded)
+            return ended[0] == streams
+
+        read_until(all_ended)
     send(messages.ShutdownRequest())
     stamps: list[Stamp] = results.recv()
     runner.join(30)
-    return split_requests(stamps)
+    return split_requests(stamps, streams)
 
 
-def split_requests(stamps: list[Stamp]) -> list[list[Stamp]]:
-    """The runner's stamps cut where a prompt was prefilled (a decode of several tokens),
-    dropping the warm-up's."""
+def split_requests(stamps: list[Stamp], streams: int = 1) -> list[list[Stamp]]:
+    """The runner's stamps cut where a prompt was prefilled (a decode of more tokens than
+    the requests decoding together), dropping the warm-up's."""
     requests: list[list[Stamp]] = []
     for stamp in stamps:
-        if stamp[2] > 1:
+        if stamp[2] > streams:
             requests.append([])
         if requests:
             requests[-1].append(stamp)
     return requests[1:]
 
 
-def figures(requests: list[list[Stamp]]) -> dict[str, float]:
-    """Medians over every single-token step of every request (µs; tokens/s)."""
+def figures(requests: list[list[Stamp]], streams: int = 1) -> dict[str, float]:
+    """Medians over every step of one token for each of `streams` requests (µs; tokens/s
+    of them all)."""
     decodes, gaps, before, writes, after, rates = [], [], [], [], [], []
     for stamps in requests:
-        steps = [s for s in stamps if s[2] == 1]
+        steps = [s for s in stamps if s[2] == streams]
         if len(steps) > 2:
-            rates.append((len(steps) - 1) * 1e9 / (steps[-1][0] - steps[0][0]))
+            rates.append(streams * (len(steps) - 1) * 1e9 / (steps[-1][0] - steps[0][0]))
         for index, (start, end, kind) in enumerate(stamps[:-1]):
-            if kind != 1:
+            if kind != streams:
                 continue
             decodes.append((end - start) / 1000)
             following = stamps[index + 1: index + 3]
             write = following[0] if following and following[0][2] == WRITE else None
             nxt = following[1] if write is not None and len(following) > 1 else following[0]
-            if nxt[2] != 1:
+            if nxt[2] != streams:
                 continue
             gaps.append((nxt[0] - end) / 1000)
             if write is not None:
@@ -192,6 +213,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--streams", type=int, default=1,
+                        help="requests decoding together (at most 4, the runner's batch)")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     rounds, prompts = (1, PROMPTS[:2]) if args.quick else (args.rounds, PROMPTS)
@@ -203,17 +226,20 @@ def main() -> int:
             tagged = [f"({name} {round_}.{i}) {p}" for i, p in enumerate(prompts)]
             if name == "engine":  # in a process of its own, as the runner has
                 with multiprocessing.get_context("spawn").Pool(1) as pool:
-                    requests = pool.apply(engine_steps, (tagged, max_tokens, args.threads))
+                    requests = pool.apply(engine_steps, (tagged, max_tokens, args.threads,
+                                                         args.streams))
             else:
-                requests = runner_steps(tagged, max_tokens, args.threads)
+                requests = runner_steps(tagged, max_tokens, args.threads, args.streams)
             measured[name] += requests
             print(f"  round {round_} {name}: " + ", ".join(
-                f"{k} {v:.1f}" for k, v in figures(requests).items()), flush=True)
-    results = {name: figures(requests) for name, requests in measured.items()}
+                f"{k} {v:.1f}" for k, v in figures(requests, args.streams).items()),
+                flush=True)
+    results = {name: figures(requests, args.streams) for name, requests in measured.items()}
     for name, row in results.items():
         print(f"{name:7s} " + "  ".join(f"{k} {v:.1f}" for k, v in row.items()))
     write_result("step_gaps", {"rounds": rounds, "max_tokens": max_tokens,
-                               "threads": args.threads, "load_average": os.getloadavg(),
+                               "threads": args.threads, "streams": args.streams,
+                               "load_average": os.getloadavg(),
                                "modes": results})
     return 0
 
