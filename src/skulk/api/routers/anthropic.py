@@ -81,15 +81,14 @@ async def _stream(context: ApiContext, generation: Generation, message_id: str,
     yield event("content_block_start", {"index": 0,
                                         "content_block": {"type": "text", "text": ""}})
     yield event("ping", {})
-    # Plain tokens may go to the client from the runner's relay, as these same events.
+    # Rendered once around the text; the runner's relay writes plain tokens as these too.
     delta = TextEvent(lambda text: event("content_block_delta", {
         "index": 0, "delta": {"type": "text_delta", "text": text}}))
     direct = direct_offer(context, connection, generation, delta)
     try:
         async for chunk in token_chunks(context, generation, direct):
             if chunk.text:
-                yield event("content_block_delta", {
-                    "index": 0, "delta": {"type": "text_delta", "text": chunk.text}})
+                yield delta(chunk.text)
             if chunk.finish_reason is not None:
                 yield event("content_block_stop", {"index": 0})
                 yield event("message_delta", {

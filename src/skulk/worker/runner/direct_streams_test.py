@@ -48,6 +48,14 @@ def received(client: socket.socket, expected: int) -> bytes:
     return got
 
 
+def started_relay() -> tuple[Relay, int, int]:
+    """A relay reading a new runner pipe: it, the pipe's write end (the runner's) and the
+    read end of what it passes on (Python's), both the caller's to close."""
+    runner_end, writer = os.pipe()
+    onward_read, onward = os.pipe()
+    return Relay(runner_end, onward), writer, onward_read
+
+
 @pytest.fixture
 def sockets() -> Iterator[tuple[socket.socket, socket.socket]]:
     server, client = socket.socketpair()
@@ -136,9 +144,7 @@ async def test_a_direct_streams_tokens_leave_as_the_python_paths_bytes(
 def test_a_stream_goes_direct_only_once_python_handled_what_was_passed_on(
         sockets: tuple[socket.socket, socket.socket]) -> None:
     server, client = sockets
-    runner_end, writer = os.pipe()
-    onward_read, onward = os.pipe()
-    relay = Relay(runner_end, onward)
+    relay, writer, onward_read = started_relay()
     os.write(writer, encode([step((TASK, "a", [1]))], TOKENS_PLAIN))
     assert os.read(onward_read, 1 << 16)  # passed on: Python has it, not yet handled
     handled = 0
@@ -160,9 +166,7 @@ def test_a_stream_goes_direct_only_once_python_handled_what_was_passed_on(
 def test_a_client_gone_ends_the_direct_stream(
         sockets: tuple[socket.socket, socket.socket]) -> None:
     server, client = sockets
-    runner_end, writer = os.pipe()
-    onward_read, onward = os.pipe()
-    relay = Relay(runner_end, onward)
+    relay, writer, onward_read = started_relay()
     direct = direct_streams.TaskRelay(relay, TASK, lambda: 0).go_direct(
         server.fileno(), b"<", b">")
     assert direct is not None
@@ -182,9 +186,7 @@ def test_a_client_gone_ends_the_direct_stream(
 @given(st.lists(st.text(), min_size=1, max_size=4))
 def test_any_text_renders_as_pythons_event(texts: list[str]) -> None:
     server, client = socket.socketpair()
-    runner_end, writer = os.pipe()
-    onward_read, onward = os.pipe()
-    relay = Relay(runner_end, onward)
+    relay, writer, onward_read = started_relay()
     direct = direct_streams.TaskRelay(relay, TASK, lambda: 0).go_direct(
         server.fileno(), CONTENT.head, CONTENT.tail)
     assert direct is not None
