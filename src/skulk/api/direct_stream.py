@@ -24,9 +24,13 @@ from skulk.shared.types.ids import TaskId
 from skulk.worker.runner import direct_streams
 from skulk.worker.runner.coalesce import plain_token_chunk
 
-# A stream tries this many times (one per token) before it stays on the Python path: a
-# refusal means a token was still on its way through Python, which the next one settles.
+# A stream tries at every token this many times: a refusal mostly means a token was still
+# on its way through Python (or the client had not read the last one yet), which the next
+# token settles. After that it tries again after 2, 4, ... up to `_MOST_SKIPPED` tokens, so
+# that a stream refused for a while (a loaded machine, a slow reader) still goes direct
+# later, and one that never can costs a check every 64 tokens.
 _TRIES = 8
+_MOST_SKIPPED = 64
 
 
 def direct_offer(context: ApiContext, connection: Connection | None, generation: Generation,
@@ -43,8 +47,8 @@ class DirectOffer:
     """One streamed reply's way to the relay: its connection and its event's bytes
     around the text."""
 
-    __slots__ = ("_streams", "_connection", "_head", "_tail", "_generation", "_tries",
-                 "_task", "direct")
+    __slots__ = ("_streams", "_connection", "_head", "_tail", "_generation", "_refusals",
+                 "_skip", "_task", "direct")
 
     def __init__(self, streams: direct_streams.DirectStreams, connection: Connection,
                  head: bytes, tail: bytes, generation: Generation) -> None:
@@ -53,16 +57,25 @@ class DirectOffer:
         self._head = head
         self._tail = tail
         self._generation = generation
-        self._tries = _TRIES
+        self._refusals = 0
+        self._skip = 0  # tokens to let pass before the next try
         self._task: tuple[str, TaskId] | None = None  # (command, its task) looked up once
         self.direct: direct_streams.DirectStream | None = None
 
     def start(self) -> bool:
         """Make the stream direct if it can be now: called after a plain token's event
         went to the transport, before waiting for the next chunk."""
-        if self._tries <= 0:
+        if self._skip:
+            self._skip -= 1
             return False
-        self._tries -= 1
+        if self._go_direct():
+            return True
+        self._refusals += 1
+        if self._refusals >= _TRIES:
+            self._skip = min(2 ** (self._refusals - _TRIES + 1), _MOST_SKIPPED)
+        return False
+
+    def _go_direct(self) -> bool:
         connection = self._connection
         transport = connection.transport
         if connection.flow.write_paused or connection.disconnected \

@@ -3,6 +3,7 @@ what reached the socket, the end of an event it took in part (written first, thr
 transport) and the text the relay could not send (one chunk for the Python path) add up
 to every token, in order, and what the relay delivered counts as delivered."""
 
+import itertools
 import os
 import socket
 import time
@@ -128,6 +129,54 @@ def test_anything_unusual_keeps_the_python_path(unusual: str) -> None:
         cast(Relay, SimpleNamespace(activate=pytest.fail)), TASK, lambda: 0))
     try:
         assert not DirectOffer(streams, connection, HEAD, TAIL, generation).start()
+    finally:
+        server.close()
+        client.close()
+
+
+class WatchedStream:
+    """A stream that says whether it is idle (`answer`) and counts the questions."""
+
+    def __init__(self) -> None:
+        self.answer = False
+        self.asked = 0
+        self.progress: object = None
+
+    @property
+    def idle(self) -> bool:
+        self.asked += 1
+        return self.answer
+
+
+def test_a_stream_refused_for_a_while_tries_again_ever_more_rarely() -> None:
+    server, client = socket.socketpair()
+    connection, generation, _, _ = fakes(server)
+    stream = WatchedStream()
+    generation.attempt.stream = stream  # type: ignore[assignment]
+    streams = direct_streams.DirectStreams()
+    activated: list[tuple[object, ...]] = []
+
+    def activate(*args: object) -> bool:
+        activated.append(args)
+        return True
+
+    relay = SimpleNamespace(activate=activate)
+    streams.offer(TASK, direct_streams.TaskRelay(cast(Relay, relay), TASK, lambda: 0))
+    offer = DirectOffer(streams, connection, HEAD, TAIL, generation)
+    tried = []
+    try:
+        for token in range(300):
+            asked = stream.asked
+            assert not offer.start()
+            if stream.asked > asked:
+                tried.append(token)
+        # Every token at first, then after 2, 4, 8, ... tokens, at most 64 apart.
+        assert tried[:8] == list(range(8))
+        gaps = [later - earlier for earlier, later in itertools.pairwise(tried[7:])]
+        assert gaps[:6] == [3, 5, 9, 17, 33, 65] and set(gaps[5:]) == {65}
+        assert not activated
+        stream.answer = True
+        assert any(offer.start() for _ in range(65)) and len(activated) == 1
     finally:
         server.close()
         client.close()
