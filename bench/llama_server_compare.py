@@ -99,26 +99,46 @@ Server = Callable[[], AbstractContextManager[tuple[str, str, dict[str, int]]]]
 Aggregate = Callable[[int, str], tuple[float, int]]  # streams, tag
 
 
-def stream(client: openai.OpenAI, model: str, prompt: str, max_tokens: int) -> Sample:
+# The servers whose `completion_tokens` also counts the end-of-generation token sampled
+# after the last piece of text (its text is empty): llama-server reports 98 for an answer
+# of 97 pieces that ended on its own. Skulk's count, like the engine alone's, is the
+# tokens that carry text. Every server decodes that last token after the last piece, so
+# outside the decode window (first piece to last) and in every aggregate's wall time; it is
+# left out of llama-server's count, so that each row divides the same tokens by the time.
+COUNTS_END_TOKEN = frozenset({"llama-server"})
+
+
+def stream(client: openai.OpenAI, model: str, prompt: str, max_tokens: int,
+           counts_end_token: bool = False) -> Sample:
+    """One streamed request, greedy: its first token's time, the tokens that carry text
+    (`counts_end_token`: the server's usage counts the end-of-generation token too, which
+    is taken off when the answer ended on its own), and the decode's seconds."""
     started = time.perf_counter()
     first = last = None
     pieces = 0
     usage_tokens = None
+    finish = None
     for chunk in client.chat.completions.create(
             model=model, messages=[{"role": "user", "content": prompt}], temperature=0,
             max_tokens=max_tokens, stream=True, stream_options={"include_usage": True}):
         if chunk.usage is not None:
             usage_tokens = chunk.usage.completion_tokens
+        if chunk.choices and chunk.choices[0].finish_reason is not None:
+            finish = chunk.choices[0].finish_reason
         if chunk.choices and chunk.choices[0].delta.content:
             last = time.perf_counter()
             first = first or last
             pieces += 1
     assert first is not None and last is not None, "no tokens came back"
-    return Sample(first - started, usage_tokens or pieces, last - first)
+    tokens = usage_tokens or pieces
+    if counts_end_token and usage_tokens and finish == "stop":
+        tokens -= 1
+    return Sample(first - started, tokens, last - first)
 
 
 def aggregate(client: openai.OpenAI, model: str, streams: int, per_stream: int,
-              max_tokens: int, tag: str) -> tuple[float, int]:
+              max_tokens: int, tag: str, counts_end_token: bool = False,
+              ) -> tuple[float, int]:
     """Tokens per second over all streams, from the first request to the last end, and
     how many tokens that was."""
     counts = [0] * streams
@@ -128,7 +148,8 @@ def aggregate(client: openai.OpenAI, model: str, streams: int, per_stream: int,
         try:
             for turn_ in range(per_stream):
                 prompt = f"({tag} user {index} turn {turn_}) {PROMPTS[(index + turn_) % 4]}"
-                counts[index] += stream(client, model, prompt, max_tokens).tokens
+                counts[index] += stream(client, model, prompt, max_tokens,
+                                        counts_end_token).tokens
         except BaseException as error:  # reported below; a benchmark must not hide one
             failures.append(error)
 
@@ -151,11 +172,12 @@ def served(stack: ExitStack, name: str, server: Server,
     url, model, pids = stack.enter_context(server())
     client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=600)
     stream(client, model, "Say hello.", 8)  # warm up
+    end_token = name in COUNTS_END_TOKEN
     node = pids.get("node")
     if node is not None:
         wait_node_calibrated(node)
     contender = Contender(
-        name, lambda prompt, tokens: stream(client, model, prompt, tokens),
+        name, lambda prompt, tokens: stream(client, model, prompt, tokens, end_token),
         [node] if node is not None else list(pids.values()),
         # The client's own CPU too (this process: the streaming threads), which every
         # server's row pays and the engine alone does not.
@@ -163,7 +185,7 @@ def served(stack: ExitStack, name: str, server: Server,
         idle=(lambda: wait_node_idle(url.removesuffix("/v1"))) if node is not None
         else lambda: None)
     return contender, lambda streams, tag: aggregate(client, model, streams, args.per_stream,
-                                                     args.max_tokens, tag)
+                                                     args.max_tokens, tag, end_token)
 
 
 def measure_round(servers: dict[str, Server], gguf: Path, round_: int,

@@ -29,6 +29,7 @@ import openai
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.llama_server_build import llama_server  # noqa: E402
 from bench.llama_server_compare import (  # noqa: E402
+    COUNTS_END_TOKEN,
     PROMPTS,
     llama_cpp_server,
     skulk_server,
@@ -88,7 +89,8 @@ def measure(name: str, server: Server, max_tokens: int) -> dict[str, float]:
         stream(client, model, "Say hello.", 8)  # warm up
         before = {process: read_threads(pid) for process, pid in pids.items()}
         samples = [stream(client, model, f"({name} {time.time()} {index}) {prompt}",
-                          max_tokens) for index, prompt in enumerate(PROMPTS)]
+                          max_tokens, name in COUNTS_END_TOKEN)
+                   for index, prompt in enumerate(PROMPTS)]
         after = {process: read_threads(pid) for process, pid in pids.items()}
     tokens = sum(sample.tokens for sample in samples)
     rows = [row | {"process": process} for process in pids

@@ -47,7 +47,15 @@ def test_a_skulk_node_frozen_past_its_stall_deadline_serves_on_with_the_same_run
                          [pids["node"]], CpuMeter(pids),
                          idle=lambda: wait_node_idle(url.removesuffix("/v1")))
         with thawed_on_exit([node]):
-            assert stream(client, model, "Count to five.", 16).tokens > 0
+            # An answer that ends on its own: Skulk's usage counts its text's tokens, so
+            # a server said to count the end token too is one token less by that count.
+            counted = stream(client, model, "What is 2+2?", 32)
+            assert 0 < counted.tokens < 32
+            assert stream(client, model, "What is 2+2?", 32,
+                          counts_end_token=True).tokens == counted.tokens - 1
+            # Cut by the length limit, nothing is taken off.
+            assert stream(client, model, "What is 2+2?", 3, counts_end_token=True) \
+                .tokens == 3
             before = runners(pids["node"])
             node.freeze()
             assert pids["runner"] in node.held and stopped(node.held)
