@@ -48,7 +48,7 @@ class DirectOffer:
     around the text."""
 
     __slots__ = ("_streams", "_connection", "_head", "_tail", "_generation", "_refusals",
-                 "_skip", "_task", "direct")
+                 "_backoff", "_skip", "_task", "direct")
 
     def __init__(self, streams: direct_streams.DirectStreams, connection: Connection,
                  head: bytes, tail: bytes, generation: Generation) -> None:
@@ -58,6 +58,7 @@ class DirectOffer:
         self._tail = tail
         self._generation = generation
         self._refusals = 0
+        self._backoff = 1
         self._skip = 0  # tokens to let pass before the next try
         self._task: tuple[str, TaskId] | None = None  # (command, its task) looked up once
         self.direct: direct_streams.DirectStream | None = None
@@ -72,7 +73,7 @@ class DirectOffer:
             return True
         self._refusals += 1
         if self._refusals >= _TRIES:
-            self._skip = min(2 ** (self._refusals - _TRIES + 1), _MOST_SKIPPED)
+            self._backoff = self._skip = min(self._backoff * 2, _MOST_SKIPPED)
         return False
 
     def _go_direct(self) -> bool:
