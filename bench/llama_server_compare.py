@@ -4,7 +4,7 @@
                                                    [--threads N] [--streams 1 4 8]
                                                    [--parallel 4] [--gpu-layers N]
                                                    [--llama-server PATH] [--name NAME]
-                                                   [--results-dir DIR]
+                                                   [--results-dir DIR] [--client-cores C..]
 
 `llama-server` is built from the llama.cpp vendored in the installed llama-cpp-python's
 sdist (bench/llama_server_build.py, cached in bench/.cache; ~5 minutes the first time).
@@ -41,6 +41,10 @@ range of Skulk / llama-server within single rounds; below the table, each row's
 round-to-round standard deviation of that ratio, and how many rounds would put the
 mean's gap from 1.0 two standard errors clear of it. Each prompt is made unique, so no
 server reuses another request's prompt beyond the chat template's shared system prompt.
+`--client-cores` runs the client (this process's streaming threads) on those cores only
+and every server and the engine alone on the others (`--threads` defaulting to their
+count), as if the client were another machine: on two cores, which core the client's
+Python lands on otherwise moves a server's round by several per cent (bench/README.md).
 """
 
 import argparse
@@ -74,6 +78,7 @@ from bench.server_turns import (  # noqa: E402
     Contender,
     CpuMeter,
     engine_alone,
+    pinned,
     thawed_on_exit,
     turn,
     turn_order,
@@ -198,10 +203,12 @@ def measure_round(servers: dict[str, Server], gguf: Path, round_: int,
         contenders: dict[str, Contender] = {}
         aggregates: dict[str, Aggregate] = {}
         for name in SERVERS:
-            contenders[name], aggregates[name] = served(stack, name, servers[name], args)
+            with pinned(server_cores(args)):
+                contenders[name], aggregates[name] = served(stack, name, servers[name], args)
             # Registered after its start, so it runs before its stop.
             stack.enter_context(thawed_on_exit([contenders[name]]))
-        ask, pid = stack.enter_context(engine_alone(gguf, args.threads, args.gpu_layers))
+        with pinned(server_cores(args)):
+            ask, pid = stack.enter_context(engine_alone(gguf, args.threads, args.gpu_layers))
         contenders[ENGINE_ALONE] = Contender(ENGINE_ALONE, ask, [pid], CpuMeter({}))
         stack.enter_context(thawed_on_exit([contenders[ENGINE_ALONE]]))
         for contender in contenders.values():
@@ -227,6 +234,12 @@ def measure_round(servers: dict[str, Server], gguf: Path, round_: int,
                     results[name].cpu_ms_per_token[f"{process}_{streams}_streams"] = ms
     print_round(results, engine, round_)
     return results, engine
+
+
+def server_cores(args: argparse.Namespace) -> set[int] | None:
+    """The cores the servers run on when the client has cores of its own (`--client-cores`),
+    else None: all of them, the scheduler placing every process."""
+    return None if args.server_cores is None else set(args.server_cores)
 
 
 def print_round(results: dict[str, Round], engine: list[Sample], round_: int) -> None:
@@ -259,7 +272,19 @@ def main() -> int:
                         help="the result's name under bench/results/")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR,
                         help="where the result JSON goes (default: bench/results/)")
+    parser.add_argument("--client-cores", type=int, nargs="+", default=None,
+                        help="cores the client runs on, the servers on the others, as if "
+                             "the client were another machine (default: shared)")
     args = parser.parse_args()
+    args.server_cores = None
+    if args.client_cores is not None:
+        cores, every = set(args.client_cores), os.sched_getaffinity(0)
+        if not cores <= every or not every - cores:
+            parser.error(f"--client-cores must name cores of {sorted(every)} and leave the "
+                         "servers at least one")
+        args.server_cores = sorted(every - cores)
+        args.threads = args.threads or len(args.server_cores)
+        os.sched_setaffinity(0, cores)  # this thread streams; the aggregates' inherit it
     # A SIGTERM (a `timeout`, a CI step's limit) unwinds like an exception, so frozen
     # servers are thawed and stopped rather than left stopped for good.
     signal.signal(signal.SIGTERM, lambda signum, _: sys.exit(128 + signum))

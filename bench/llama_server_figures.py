@@ -92,12 +92,15 @@ def write(figures: dict[str, dict[str, float]], spread: dict[str, list[float]],
     # A run with fewer threads than cores is a different benchmark: the site charts the
     # default's newest run.
     name = args.name or "llama_server_compare" + (
-        "" if args.threads is None else f"_{args.threads}_threads")
+        "" if args.threads is None else f"_{args.threads}_threads") + (
+        "" if args.client_cores is None else "_client_apart")
     write_result(name, {
         "repeats": args.repeats, "max_tokens": args.max_tokens,
         "threads": args.threads or os.cpu_count(),
         "per_stream": args.per_stream, "parallel": args.parallel, "streams": args.streams,
         "gpu_layers": args.gpu_layers,
+        # The client on cores of its own and the servers on the rest (None: shared).
+        "client_cores": args.client_cores, "server_cores": args.server_cores,
         # The servers took turns item by item, the idle ones frozen (server_turns.py);
         # runs without this key measured each server in a window of its own.
         "interleaved": True, "figures": figures,

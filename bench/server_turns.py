@@ -234,6 +234,21 @@ def llama_cpp_server(binary: Path, gguf: Path, threads: int | None = None,
 
 
 @contextmanager
+def pinned(cores: set[int] | None) -> Iterator[None]:
+    """This thread, and every process it starts meanwhile (they inherit it), on `cores`
+    only; None leaves the placement to the scheduler."""
+    if cores is None:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cores)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+@contextmanager
 def engine_alone(gguf: Path, threads: int | None = None, gpu_layers: int | None = None,
                  ) -> Iterator[tuple[Callable[[str, int], Sample], int]]:
     """bench/engine_alone.py kept up, taking prompts on stdin: how to ask it for one

@@ -3,6 +3,8 @@ frozen with SIGSTOP for longer than any of the node's deadlines on a running req
 serve the next request on the same runner once continued; the engine alone, kept up on
 stdin, answers prompt after prompt across a freeze."""
 
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -19,6 +21,7 @@ from bench.server_turns import (  # noqa: E402
     Contender,
     CpuMeter,
     engine_alone,
+    pinned,
     process_tree,
     skulk_server,
     thawed_on_exit,
@@ -84,3 +87,17 @@ def test_the_engine_alone_answers_prompts_from_stdin_across_a_freeze() -> None:
                 second = engine.ask("Describe a bicycle.", 16)
     assert first.tokens > 0 and first.ttft > 0
     assert 1 < second.tokens <= 16 and second.decode_tps > 0
+
+
+def test_processes_started_while_pinned_keep_the_cores_and_the_thread_gets_its_own_back(
+        ) -> None:
+    every = os.sched_getaffinity(0)
+    one = {min(every)}
+    with pinned(one):
+        child = subprocess.run([sys.executable, "-c", "import os; print(sorted("
+                                "os.sched_getaffinity(0)))"], capture_output=True, text=True,
+                               check=True)
+    assert child.stdout.strip() == str(sorted(one))
+    assert os.sched_getaffinity(0) == every
+    with pinned(None):
+        assert os.sched_getaffinity(0) == every
