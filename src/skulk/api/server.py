@@ -1,5 +1,6 @@
 """Serving the API app with uvicorn inside a node that owns its signals."""
 
+import asyncio
 import contextlib
 import errno
 import socket
@@ -11,13 +12,26 @@ from fastapi import FastAPI
 from skulk.api.connection import ExposeConnection
 from skulk.startup_failure import StartupFailure
 
+# Uvicorn's main loop ticks every 0.1 s, to see whether it should exit and to refresh its
+# Date header, which changes once a second. A node stops it by cancelling it, never through
+# `should_exit`, so it ticks once a second: ten wakes a second were half of an idle node's.
+TICK_SECONDS = 1.0
+_TICKS_PER_SECOND = 10  # uvicorn's `on_tick` refreshes the date when its count is a multiple
 
-class _QuietSignalsServer(uvicorn.Server):
-    """Uvicorn without its own signal handling: the node owns SIGINT and SIGTERM."""
+
+class NodeServer(uvicorn.Server):
+    """Uvicorn without its own signal handling (the node owns SIGINT and SIGTERM), ticking
+    once a second."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
+
+    async def main_loop(self) -> None:
+        ticks = 0
+        while not await self.on_tick(ticks):
+            await asyncio.sleep(TICK_SECONDS)
+            ticks = (ticks + _TICKS_PER_SECOND) % 864000  # uvicorn's own wrap, a day
 
 
 def bind_api_socket(host: str, port: int) -> socket.socket:
@@ -44,7 +58,7 @@ async def serve_api(app: FastAPI, host: str, port: int) -> None:
     sock = bind_api_socket(host, port)
     config = uvicorn.Config(ExposeConnection(app), host=host, port=port, log_level="warning",
                             lifespan="off")
-    server = _QuietSignalsServer(config)
+    server = NodeServer(config)
     with sock:
         try:
             await server.serve(sockets=[sock])

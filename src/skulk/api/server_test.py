@@ -8,7 +8,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from skulk.api.server import bind_api_socket, serve_api
+from skulk.api.server import TICK_SECONDS, NodeServer, bind_api_socket, serve_api
 from skulk.startup_failure import ENVIRONMENT, StartupFailure
 from skulk.testing.ports import free_port
 
@@ -61,3 +61,34 @@ async def test_a_cancelled_api_leaves_no_closed_socket_registered_with_the_loop(
         await anyio.sleep(0.05)  # aborted transports close on the loop's next turn
         gc.collect()  # an unclosed transport would close its socket here
         assert _registered_but_closed(loop) == []
+
+
+@pytest.mark.anyio
+async def test_the_api_ticks_once_a_second_and_keeps_its_date_header_fresh(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    ticks: list[int] = []
+    on_tick = NodeServer.on_tick
+
+    async def counted(self: NodeServer, counter: int) -> bool:
+        ticks.append(counter)
+        return await on_tick(self, counter)
+
+    monkeypatch.setattr(NodeServer, "on_tick", counted)
+    port = free_port()
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(serve_api, FastAPI(), "127.0.0.1", port)
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+                while True:
+                    try:
+                        first = await client.get("/")
+                        break
+                    except httpx.ConnectError:
+                        await anyio.sleep(0.05)
+                started = len(ticks)
+                await anyio.sleep(2.5 * TICK_SECONDS)
+                later = await client.get("/")
+            tasks.cancel_scope.cancel()
+    assert 1 <= len(ticks) - started <= 3  # uvicorn's own loop would have ticked 25 times
+    assert all(count % 10 == 0 for count in ticks)  # each tick refreshes the date
+    assert first.headers["date"] != later.headers["date"]
