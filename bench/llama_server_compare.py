@@ -203,11 +203,11 @@ def measure_round(servers: dict[str, Server], gguf: Path, round_: int,
         contenders: dict[str, Contender] = {}
         aggregates: dict[str, Aggregate] = {}
         for name in SERVERS:
-            with pinned(server_cores(args)):
+            with pinned(args.server_cores):
                 contenders[name], aggregates[name] = served(stack, name, servers[name], args)
             # Registered after its start, so it runs before its stop.
             stack.enter_context(thawed_on_exit([contenders[name]]))
-        with pinned(server_cores(args)):
+        with pinned(args.server_cores):
             ask, pid = stack.enter_context(engine_alone(gguf, args.threads, args.gpu_layers))
         contenders[ENGINE_ALONE] = Contender(ENGINE_ALONE, ask, [pid], CpuMeter({}))
         stack.enter_context(thawed_on_exit([contenders[ENGINE_ALONE]]))
@@ -234,12 +234,6 @@ def measure_round(servers: dict[str, Server], gguf: Path, round_: int,
                     results[name].cpu_ms_per_token[f"{process}_{streams}_streams"] = ms
     print_round(results, engine, round_)
     return results, engine
-
-
-def server_cores(args: argparse.Namespace) -> set[int] | None:
-    """The cores the servers run on when the client has cores of its own (`--client-cores`),
-    else None: all of them, the scheduler placing every process."""
-    return None if args.server_cores is None else set(args.server_cores)
 
 
 def print_round(results: dict[str, Round], engine: list[Sample], round_: int) -> None:
@@ -276,13 +270,14 @@ def main() -> int:
                         help="cores the client runs on, the servers on the others, as if "
                              "the client were another machine (default: shared)")
     args = parser.parse_args()
+    # The servers' cores when the client has its own, else None: the scheduler places all.
     args.server_cores = None
     if args.client_cores is not None:
         cores, every = set(args.client_cores), os.sched_getaffinity(0)
         if not cores <= every or not every - cores:
             parser.error(f"--client-cores must name cores of {sorted(every)} and leave the "
                          "servers at least one")
-        args.server_cores = sorted(every - cores)
+        args.server_cores = every - cores
         args.threads = args.threads or len(args.server_cores)
         os.sched_setaffinity(0, cores)  # this thread streams; the aggregates' inherit it
     # A SIGTERM (a `timeout`, a CI step's limit) unwinds like an exception, so frozen

@@ -100,7 +100,8 @@ def write(figures: dict[str, dict[str, float]], spread: dict[str, list[float]],
         "per_stream": args.per_stream, "parallel": args.parallel, "streams": args.streams,
         "gpu_layers": args.gpu_layers,
         # The client on cores of its own and the servers on the rest (None: shared).
-        "client_cores": args.client_cores, "server_cores": args.server_cores,
+        "client_cores": args.client_cores,
+        "server_cores": None if args.server_cores is None else sorted(args.server_cores),
         # The servers took turns item by item, the idle ones frozen (server_turns.py);
         # runs without this key measured each server in a window of its own.
         "interleaved": True, "figures": figures,

@@ -6,7 +6,7 @@ probability from the logits it was drawn from."""
 from skulk.shared.types.chunks import FinishReason, TokenChunk, TokenLogprob, Usage
 from skulk.worker.engines.stop_sequences import StopScanner
 from skulk.worker.engines.utf8_text import Utf8Pieces
-from skulk.worker.runner.built import built
+from skulk.worker.runner.coalesce import plain_token_chunk
 
 
 class TokenText:
@@ -34,11 +34,7 @@ class TokenText:
         text = self._scanner.feed(self._pieces.add(piece))
         if not text:
             return None
-        # Built from checked parts, not validated: this runs per request and step.
-        chunk = built(TokenChunk, {
-            "kind": "token", "text": text, "token_ids": self._held, "finish_reason": None,
-            "usage": None, "stop_sequence": None, "logprobs": self._scored,
-            "embeddings": None, "spans": []})
+        chunk = plain_token_chunk(text, self._held, self._scored)
         self._held, self._scored = [], []
         return chunk
 
