@@ -86,9 +86,9 @@ async def test_the_api_ticks_once_a_second_and_keeps_its_date_header_fresh(
                     except httpx.ConnectError:
                         await anyio.sleep(0.05)
                 started = len(ticks)
-                await anyio.sleep(2.5 * TICK_SECONDS)
+                await anyio.sleep(3 * TICK_SECONDS)
                 later = await client.get("/")
             tasks.cancel_scope.cancel()
-    assert 1 <= len(ticks) - started <= 3  # uvicorn's own loop would have ticked 25 times
+    assert 1 <= len(ticks) - started <= 4  # uvicorn's own loop would have ticked 30 times
     assert all(count % 10 == 0 for count in ticks)  # each tick refreshes the date
     assert first.headers["date"] != later.headers["date"]
