@@ -14,6 +14,7 @@ from skulk.worker.engines.grammar.constraint import Constraint
 from skulk.worker.engines.llama_cpp.description import LlamaCppOptions
 from skulk.worker.engines.llama_cpp.engine import LlamaCppEngine
 from skulk.worker.engines.llama_cpp.engine_test import THREADS, model_path
+from skulk.worker.engines.llama_cpp.step_widths import SAMPLES_TO_TRUST, StepWidths
 from skulk.worker.engines.protocol import EngineConfig, TaskDone, TaskJoined, TaskOutput
 
 pytestmark = pytest.mark.integration
@@ -58,6 +59,7 @@ class Run:
         self.joined: list[TaskId] = []
         self.final: dict[TaskId, TokenChunk] = {}
         self.token_count: dict[TaskId, int] = defaultdict(int)
+        self.steps: list[set[TaskId]] = []  # the requests each step gave tokens to
 
     def submit(self, name: str, params: GenerationParams) -> TaskId:
         task_id = TaskId(name)
@@ -65,11 +67,14 @@ class Run:
         return task_id
 
     def step(self) -> None:
+        self.steps.append(set())
         for event in self.on.step():
             match event:
                 case TaskJoined(task_id=task_id):
                     self.joined.append(task_id)
                 case TaskOutput(task_id=task_id, chunk=TokenChunk() as chunk):
+                    if chunk.token_ids:
+                        self.steps[-1].add(task_id)
                     self.text[task_id] += chunk.text
                     self.token_count[task_id] += len(chunk.token_ids)
                     if chunk.finish_reason is not None:
@@ -97,6 +102,31 @@ def test_requests_decoded_together_give_what_each_gives_alone(
     assert all(run.done[task_id].status == "complete" for task_id in ids)
     differing = [ids[t] for t in ids if run.text[t] != expected[ids[t]]]
     assert not differing, f"batched greedy text differs from alone for {differing}"
+
+
+def test_where_one_at_a_time_measured_cheapest_the_requests_take_turns() -> None:
+    four = engine(max_batch="4", shared_kv="off")
+    questions = QUESTIONS[:4]
+    expected = {question: alone(four, ask(question)) for question in questions}
+    # This machine's steps as a one-thread CPU measures them (bench/README.md): one token
+    # alone costs least. The engine's own figures are replaced so the test does not
+    # depend on this machine's timing; nothing is re-measured during the test.
+    widths = StepWidths(recheck_steps=10**9)
+    for width, per_token in ((4, 0.0084), (3, 0.0089), (2, 0.0096), (1, 0.0075)):
+        for _ in range(SAMPLES_TO_TRUST):
+            widths.record(width, width * per_token)
+    batch = four._loaded()[2]
+    batch.widths = widths
+    run = Run(four)
+    ids = {run.submit(f"q{i}", ask(question)): question for i, question in enumerate(questions)}
+    run.step()  # the four prompts, prefilled together: each its first token
+    assert run.steps[0] == set(ids)
+    run.until_idle()
+    assert all(run.text[task_id] == expected[question] for task_id, question in ids.items())
+    decode_steps = run.steps[1:]
+    assert all(len(given) <= 1 for given in decode_steps), "a step decoded several"
+    assert set().union(*decode_steps[:8]) == set(ids), "the requests did not take turns"
+    assert len(decode_steps) >= sum(run.token_count.values()) - len(ids)
 
 
 def test_a_request_joins_a_running_batch_and_a_cancelled_one_leaves_it(

@@ -13,6 +13,7 @@ continues where it was.
 
 import math
 import random
+import time
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -33,6 +34,7 @@ from skulk.worker.engines.llama_cpp.sequences_lib import (
 )
 from skulk.worker.engines.llama_cpp.session_kv import SavedSessions
 from skulk.worker.engines.llama_cpp.slots import Slot, SlotTable, reusable
+from skulk.worker.engines.llama_cpp.step_widths import StepWidths
 from skulk.worker.engines.llama_cpp.token_text import TokenText
 from skulk.worker.engines.protocol import EngineEvent, TaskDone, TaskJoined, TaskOutput
 from skulk.worker.engines.token_logprobs import token_logprob
@@ -79,6 +81,7 @@ class Running:
     pending: list[int]  # what enters the KV next: the prompt's rest, or the last token drawn
     order: int  # admission order: the youngest is paused first
     constraint: Constraint | None = None
+    fed_at: int = 0  # the step that last fed it: decoding requests take turns by it
     cancelled: bool = False
 
     def feed(self) -> Feed:
@@ -92,12 +95,14 @@ class ContinuousBatch:
     sessions: SavedSessions
     table: SlotTable
     prefill_chunk: int  # prompt tokens a step takes of one request at most
+    widths: StepWidths | None = None  # None: every decoding request decodes every step
     waiting: deque[Admitted | Refused] = field(default_factory=deque)
     running: list[Running] = field(default_factory=list)
     _cancelled_waiting: set[TaskId] = field(default_factory=set)
     _admissions: int = 0
     pauses: int = 0  # requests that gave up their cells for older ones (shared cells only)
     _vocabulary: Vocabulary | None = None  # made for the first constrained request
+    _steps: int = 0
 
     @property
     def has_work(self) -> bool:
@@ -123,6 +128,8 @@ class ContinuousBatch:
         portions, entries = self._plan()
         if not entries:
             return events
+        self._steps += 1
+        started = time.perf_counter()
         if not self.context.decode(entries):
             # llama.cpp found no room for the batch: try again smaller next step.
             if not self._pause_youngest(keep_one=True):
@@ -131,6 +138,8 @@ class ContinuousBatch:
             return events
         for portion in portions:
             self._advance(portion, events)
+        if self.widths is not None and len(entries) == len(portions):  # decoding only
+            self.widths.record(len(entries), time.perf_counter() - started)
         return events
 
     def _drop_cancelled(self, events: list[EngineEvent]) -> None:
@@ -199,22 +208,36 @@ class ContinuousBatch:
                           already=request.params.continuation)
 
     def _plan(self) -> tuple[list[Portion], list[batch_plan.BatchEntry]]:
-        """This step's batch: decoding requests first (oldest first), then prefills; the
-        budget is the batch size or the free cells, whichever is less, made by emptying
-        free sequences and, failing that, pausing the youngest requests."""
+        """This step's batch: this step's width of decoding requests (those fed longest
+        ago first, then the oldest), then prefills, oldest first; the budget is the batch
+        size or the free cells, whichever is less, made by emptying free sequences and,
+        failing that, pausing the youngest requests."""
+        width: int | None = None
         while True:
-            ordered = sorted(self.running, key=lambda run: (len(run.pending) > 1, run.order))
-            decoding = sum(1 for run in ordered if len(run.pending) == 1)
-            wanted = sum(len(run.pending) for run in ordered)  # a feed starts only whole
+            decoding = sorted((run for run in self.running if len(run.pending) == 1),
+                              key=lambda run: (run.fed_at, run.order))
+            prefilling = sorted((run for run in self.running if len(run.pending) > 1),
+                                key=lambda run: run.order)
+            if width is None:
+                width = self._width(len(decoding))
+            wanted = sum(len(run.pending) for run in self.running)  # a feed starts only whole
             while self._free_cells() < wanted and self._empty_an_idle_sequence():
                 pass
             budget = min(self.context.batch_tokens, self._free_cells())
-            planned = batch_plan.plan(self._startable(ordered, decoding), budget,
+            fed = decoding[:width] + prefilling
+            planned = batch_plan.plan(self._startable(fed, len(decoding)), budget,
                                       self.prefill_chunk)
-            # Nothing fits (a prefill's next chunk, or every decoding token, exceeds the
-            # free cells): pause the youngest and plan again. The oldest alone always fits.
-            if planned[1] and budget >= decoding or not self._pause_youngest(keep_one=True):
+            # Nothing fits (a prefill's next chunk, or this step's decoding tokens, exceed
+            # the free cells): pause the youngest and plan again. The oldest alone fits.
+            if planned[1] and budget >= min(width, len(decoding)) or \
+                    not self._pause_youngest(keep_one=True):
                 return planned
+
+    def _width(self, decoding: int) -> int:
+        """How many of the `decoding` requests this step decodes (`StepWidths`)."""
+        if self.widths is None or decoding == 0:
+            return decoding
+        return self.widths.choose(decoding)
 
     def _startable(self, ordered: list[Running], decoding: int) -> list[Feed]:
         """The feeds worth starting: a request that holds no cells yet (new, or paused)
@@ -264,6 +287,7 @@ class ContinuousBatch:
 
     def _advance(self, portion: Portion, events: list[EngineEvent]) -> None:
         run = next(r for r in self.running if r.request.task_id == portion.feed.task_id)
+        run.fed_at = self._steps
         run.slot.held.extend(run.pending[:portion.count])
         run.pending = run.pending[portion.count:]
         if portion.logits_at is None:

@@ -115,6 +115,10 @@ class LlamaCppOptions(EngineOptions):
     sequences in the batch (the plain kernels do, at near-ties). Off: the kernels of
     llama-cpp-python's `Llama` by default."""
 
+    measured_width: bool = True
+    """On: a step decodes as many of the decoding requests as cost least per token by
+    this runner's own measured steps, and they take turns (`step_widths`); on one CPU
+    thread that is often one at a time. Off: every decoding request in every step."""
     prefill_chunk: int = Field(default=512, ge=16)
     """Tokens per step's batch: prompts longer than this are prefilled over several steps
     while the other requests keep decoding."""

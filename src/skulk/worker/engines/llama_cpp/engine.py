@@ -33,6 +33,7 @@ from skulk.worker.engines.llama_cpp.llama_lib import (
 from skulk.worker.engines.llama_cpp.sequences_lib import SequenceContext, SequenceModel
 from skulk.worker.engines.llama_cpp.session_kv import SavedSessions
 from skulk.worker.engines.llama_cpp.slots import SlotTable
+from skulk.worker.engines.llama_cpp.step_widths import StepWidths
 from skulk.worker.engines.protocol import (
     ContextOverflow,
     EngineConfig,
@@ -90,8 +91,10 @@ class LlamaCppEngine:
                                   batch_tokens=self._options.prefill_chunk + sequences,
                                   flash_attention=self._options.flash_attention,
                                   threads=self._threads())
+        widths = StepWidths() if self._options.measured_width else None
         self._batch = ContinuousBatch(self._model, context, SavedSessions(MAX_SAVED_SESSIONS),
-                                      SlotTable(sequences), self._options.prefill_chunk)
+                                      SlotTable(sequences), self._options.prefill_chunk,
+                                      widths=widths)
 
     def _threads(self) -> int:
         return self._config.n_threads or os.cpu_count() or 1
