@@ -14,7 +14,7 @@ from skulk.worker.engines.grammar.constraint import Constraint
 from skulk.worker.engines.llama_cpp.description import LlamaCppOptions
 from skulk.worker.engines.llama_cpp.engine import LlamaCppEngine
 from skulk.worker.engines.llama_cpp.engine_test import THREADS, model_path
-from skulk.worker.engines.llama_cpp.step_widths import SAMPLES_TO_TRUST, StepWidths
+from skulk.worker.engines.llama_cpp.step_widths import FIRST_SAMPLES, StepWidths
 from skulk.worker.engines.protocol import EngineConfig, TaskDone, TaskJoined, TaskOutput
 
 pytestmark = pytest.mark.integration
@@ -111,10 +111,12 @@ def test_where_one_at_a_time_measured_cheapest_the_requests_take_turns() -> None
     # This machine's steps as a one-thread CPU measures them (bench/README.md): one token
     # alone costs least. The engine's own figures are replaced so the test does not
     # depend on this machine's timing; nothing is re-measured during the test.
-    widths = StepWidths(recheck_steps=10**9)
-    for width, per_token in ((4, 0.0084), (3, 0.0089), (2, 0.0096), (1, 0.0075)):
-        for _ in range(SAMPLES_TO_TRUST):
-            widths.record(width, width * per_token)
+    widths = StepWidths(probe_every=10**9)
+    per_token = {4: 0.0084, 3: 0.0089, 2: 0.0096, 1: 0.0075}
+    for decoding in [4] * 3 * FIRST_SAMPLES + [3] * FIRST_SAMPLES:
+        width = widths.choose(decoding)
+        widths.record(width, width * per_token[width])
+    assert widths.per_token() == pytest.approx(per_token)
     batch = four._loaded()[2]
     batch.widths = widths
     run = Run(four)

@@ -103,6 +103,7 @@ class ContinuousBatch:
     pauses: int = 0  # requests that gave up their cells for older ones (shared cells only)
     _vocabulary: Vocabulary | None = None  # made for the first constrained request
     _steps: int = 0
+    _chosen: int | None = None  # this step's width, when `widths` chose it
 
     @property
     def has_work(self) -> bool:
@@ -138,8 +139,8 @@ class ContinuousBatch:
             return events
         for portion in portions:
             self._advance(portion, events)
-        if self.widths is not None and len(entries) == len(portions):  # decoding only
-            self.widths.record(len(entries), time.perf_counter() - started)
+        if self.widths is not None and self._chosen == len(entries) == len(portions):
+            self.widths.record(len(entries), time.perf_counter() - started)  # decoding only
         return events
 
     def _drop_cancelled(self, events: list[EngineEvent]) -> None:
@@ -234,10 +235,14 @@ class ContinuousBatch:
                 return planned
 
     def _width(self, decoding: int) -> int:
-        """How many of the `decoding` requests this step decodes (`StepWidths`)."""
-        if self.widths is None or decoding == 0:
+        """How many of the `decoding` requests this step decodes (`StepWidths`). One alone
+        is no choice, and is not measured: it runs at a tail, its context longer than the
+        steps it would be compared with."""
+        self._chosen = None
+        if self.widths is None or decoding < 2:
             return decoding
-        return self.widths.choose(decoding)
+        self._chosen = self.widths.choose(decoding)
+        return self._chosen
 
     def _startable(self, ordered: list[Running], decoding: int) -> list[Feed]:
         """The feeds worth starting: a request that holds no cells yet (new, or paused)

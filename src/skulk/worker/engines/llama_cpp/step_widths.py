@@ -3,27 +3,37 @@ by this machine's own measured steps.
 
 Batching is not always cheaper per token. On a GPU, or on a CPU with several compute
 threads, a step of 8 tokens costs little more than a step of one. On one CPU thread a step
-of 2 to 6 tokens can cost more per token than a step of one: llama.cpp takes another
-matrix kernel for more than one column (tinyBLAS for the Q8_0 output layer), and its small
-batches are slower per column than its single-column one (bench/README.md, "Batching on
-one thread"). So the width of a decode step is measured, not assumed: each candidate width
-is tried a few times, then the cheapest per token is taken, and one width is measured
-again every so often so that the figures follow the machine. The requests take turns
-(the one fed longest ago first), so no request waits more than a few steps.
+of 2 to 4 tokens costs more per token than a step of one: llama.cpp takes other matrix
+kernels for more than one column, slower per column here (bench/README.md, "Batching on
+one thread"). So the width of a decode step is measured, not assumed.
+
+Each candidate width (all the decoding requests, and each power of two below) is first
+timed over a few decode-only steps, widest first. From then on, every `PROBE_EVERY` steps
+two steps are timed back to back: one of the chosen width, then one of another candidate
+in turn. Each width's figure is the median seconds per token of its last `WINDOW` timed
+steps, so every figure is made over the same stretch of time: a step's attention grows
+with its context, and a machine's load comes and goes, and neither then favours the width
+timed most recently. A width far dearer than the best is timed only now and then (a GPU is
+rarely asked to decode its requests one at a time). The requests take turns, the one fed
+longest ago first, so none waits more than a few steps.
 """
 
+import statistics
+from collections import deque
 from dataclasses import dataclass, field
 
-SAMPLES_TO_TRUST = 3
-"""Steps a width is measured before its figure counts, the fastest of them its first
-figure: a step can wait for another process, never run faster than it can."""
-RECHECK_STEPS = 256
-"""Steps between two re-measures of the width measured longest ago."""
-SMOOTHING = 0.2
-"""Weight of a new step in a width's running figure (an exponential moving average)."""
-OUTLIER = 1.5
-"""A step counts as at most this many times its width's running figure: a step that
-waited for another process moves the figure by a tenth, not by its whole wait."""
+FIRST_SAMPLES = 3
+"""Steps each width is timed before it competes (the median of three: one step that
+waited for another process does not decide)."""
+WINDOW = 7
+"""Timed steps per width its figure is the median of."""
+PROBE_EVERY = 32
+"""Steps between two timed pairs: the chosen width's step, then another width's."""
+FAR_WORSE = 1.5
+"""A width whose figure is this many times the best one's is far worse: it is not timed
+first while a wider one is that much better, and later only every `RETRY_FAR_WORSE`-th
+pair."""
+RETRY_FAR_WORSE = 8
 
 
 def candidate_widths(decoding: int) -> list[int]:
@@ -41,40 +51,63 @@ def candidate_widths(decoding: int) -> list[int]:
 
 @dataclass
 class StepWidths:
-    """Seconds per token of decode-only steps, by width, and the choice they make."""
+    """Seconds per token of timed decode-only steps, by width, and the choice they make."""
 
-    recheck_steps: int = RECHECK_STEPS
-    _per_token: dict[int, float] = field(default_factory=dict)
-    _samples: dict[int, int] = field(default_factory=dict)
-    _measured_at: dict[int, int] = field(default_factory=dict)
+    probe_every: int = PROBE_EVERY
+    _samples: dict[int, deque[float]] = field(default_factory=dict)
     _steps: int = 0
+    _probes: int = 0
+    _timed: bool = False  # whether the step just chosen is to be timed
 
     def choose(self, decoding: int) -> int:
-        """This step's width among `decoding` requests: a width not yet trusted (the
-        widest first, so a fresh engine batches as it always did), else one due for a
-        re-measure, else the cheapest per token (the wider on a tie)."""
+        """This step's width among `decoding` requests."""
         self._steps += 1
+        self._timed = True
         widths = candidate_widths(decoding)
-        for width in widths:
-            if self._samples.get(width, 0) < SAMPLES_TO_TRUST:
+        figures = self.per_token()
+        best: float | None = None
+        for width in widths:  # widest first: a fresh engine batches as it always did
+            if width not in figures:
+                if best is not None and self._far_worse_so_far(width, best):
+                    break
                 return width
-        stalest = min(widths, key=lambda width: self._measured_at[width])
-        if self._steps - self._measured_at[stalest] >= self.recheck_steps:
-            return stalest
-        return min(widths, key=lambda width: (self._per_token[width], -width))
+            best = figures[width] if best is None else min(best, figures[width])
+        competing = [width for width in widths if width in figures]
+        cheapest = min(competing, key=lambda width: (figures[width], -width))
+        phase = self._steps % self.probe_every
+        if phase == 0:
+            return cheapest  # the pair's first step: the chosen width, timed
+        if phase == 1 and self._steps > 1:
+            return self._probe(competing, cheapest, figures)
+        self._timed = False
+        return cheapest
+
+    def _far_worse_so_far(self, width: int, best: float) -> bool:
+        """`width` is being timed for the first time and two steps say it is far worse."""
+        samples = self._samples.get(width, ())
+        return len(samples) >= 2 and min(samples) > FAR_WORSE * best
+
+    def _probe(self, competing: list[int], cheapest: int, figures: dict[int, float]) -> int:
+        """The other width the pair times: each in turn, a far worse one only every
+        `RETRY_FAR_WORSE`-th pair."""
+        self._probes += 1
+        others = [width for width in competing if width != cheapest and
+                  (figures[width] <= FAR_WORSE * figures[cheapest] or
+                   self._probes % RETRY_FAR_WORSE == 0)]
+        if not others:
+            self._timed = False
+            return cheapest
+        return others[self._probes % len(others)]
 
     def record(self, width: int, seconds: float) -> None:
-        """A decode-only step of `width` tokens took `seconds`."""
-        per_token = seconds / width
-        before = self._per_token.get(width)
-        if before is None or self._samples[width] < SAMPLES_TO_TRUST:
-            self._per_token[width] = min(per_token, before or per_token)
-        else:
-            per_token = min(per_token, OUTLIER * before)
-            self._per_token[width] = before + SMOOTHING * (per_token - before)
-        self._samples[width] = self._samples.get(width, 0) + 1
-        self._measured_at[width] = self._steps
+        """The step just chosen decoded `width` tokens only, in `seconds`."""
+        if not self._timed:
+            return
+        self._timed = False
+        self._samples.setdefault(width, deque(maxlen=WINDOW)).append(seconds / width)
 
     def per_token(self) -> dict[int, float]:
-        """Each measured width's running seconds per token (for logs and benchmarks)."""
-        return dict(self._per_token)
+        """The figure of each width timed at least `FIRST_SAMPLES` times: the median
+        seconds per token of its last `WINDOW` timed steps."""
+        return {width: statistics.median(samples)
+                for width, samples in self._samples.items() if len(samples) >= FIRST_SAMPLES}
