@@ -1,5 +1,6 @@
 """Continuous batching in one llama.cpp context: every step decodes one batch holding the
-next token of each decoding request and prompt chunks of the newly admitted ones.
+next token of each decoding request (or of as many as cost least per token, the others
+taking turns: `step_widths`) and prompt chunks of the newly admitted ones.
 
 A request waits until a sequence is free, joins at the next step, and leaves the step it
 finishes or is cancelled, without stopping the others. Each holds its own sampler chain.
