@@ -57,6 +57,7 @@ class StepWidths:
     _samples: dict[int, deque[float]] = field(default_factory=dict)
     _steps: int = 0
     _probes: int = 0
+    _turn: int = 0  # which of the other widths a pair times next
     _timed: bool = False  # whether the step just chosen is to be timed
 
     def choose(self, decoding: int) -> int:
@@ -66,11 +67,15 @@ class StepWidths:
         widths = candidate_widths(decoding)
         figures = self.per_token()
         best: float | None = None
+        blocked: int | None = None  # a width whose first steps were far worse
         for width in widths:  # widest first: a fresh engine batches as it always did
             if width not in figures:
                 if best is not None and self._far_worse_so_far(width, best):
+                    blocked = width
                     break
                 return width
+            if best is not None and figures[width] > FAR_WORSE * best:
+                break  # narrower widths would be worse still: not timed at all
             best = figures[width] if best is None else min(best, figures[width])
         competing = [width for width in widths if width in figures]
         cheapest = min(competing, key=lambda width: (figures[width], -width))
@@ -78,7 +83,7 @@ class StepWidths:
         if phase == 0:
             return cheapest  # the pair's first step: the chosen width, timed
         if phase == 1 and self._steps > 1:
-            return self._probe(competing, cheapest, figures)
+            return self._probe(competing, cheapest, figures, blocked)
         self._timed = False
         return cheapest
 
@@ -87,17 +92,22 @@ class StepWidths:
         samples = self._samples.get(width, ())
         return len(samples) >= 2 and min(samples) > FAR_WORSE * best
 
-    def _probe(self, competing: list[int], cheapest: int, figures: dict[int, float]) -> int:
+    def _probe(self, competing: list[int], cheapest: int, figures: dict[int, float],
+               blocked: int | None) -> int:
         """The other width the pair times: each in turn, a far worse one only every
-        `RETRY_FAR_WORSE`-th pair."""
+        `RETRY_FAR_WORSE`-th pair (then first a width whose first steps were far worse,
+        until it has a figure: two preempted steps do not rule it out for good)."""
         self._probes += 1
+        retry = self._probes % RETRY_FAR_WORSE == 0
+        if retry and blocked is not None:
+            return blocked
         others = [width for width in competing if width != cheapest and
-                  (figures[width] <= FAR_WORSE * figures[cheapest] or
-                   self._probes % RETRY_FAR_WORSE == 0)]
+                  (figures[width] <= FAR_WORSE * figures[cheapest] or retry)]
         if not others:
             self._timed = False
             return cheapest
-        return others[self._probes % len(others)]
+        self._turn += 1
+        return others[self._turn % len(others)]
 
     def record(self, width: int, seconds: float) -> None:
         """The step just chosen decoded `width` tokens only, in `seconds`."""
