@@ -4,7 +4,8 @@ Python keeps the decisions; these calls only configure the ggml RPC secure chann
 (rust/channel), whose hooks then run on llama.cpp's own threads without the GIL, one
 channel per process (`skulk.worker.rpc_channel`), and start and steer a runner's relay
 (rust/stream), whose thread writes direct streams' tokens without the GIL
-(`skulk.worker.runner.direct_streams`).
+(`skulk.worker.runner.direct_streams`); and a greedy token read from a row of logits in
+one pass (rust/logits, `skulk.worker.engines.llama_cpp.sequences_lib`).
 """
 
 from collections.abc import Callable
@@ -19,6 +20,11 @@ def channel_refused() -> int: ...
 def channel_open_links() -> int: ...
 def channel_measure_cpu(on: bool) -> None: ...
 def channel_cpu_spent() -> tuple[float, float, int]: ...
+
+def greedy_token(address: int, count: int) -> int | None:
+    """The first highest of the `count` float32 logits at `address` (a row llama.cpp
+    owns, valid until its next decode), or None when the row holds a NaN or an infinity
+    (rust/logits)."""
 
 class Relay:
     """One runner's pipe read on a thread of its own (rust/stream): a direct stream's plain

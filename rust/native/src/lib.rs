@@ -11,6 +11,7 @@ use pyo3::prelude::*;
 use skulk_channel::Log;
 
 mod channel;
+mod logits;
 mod stream;
 
 pub(crate) fn os_error(error: io::Error) -> PyErr {
@@ -41,6 +42,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         skulk_channel::HANDSHAKE_TIMEOUT.as_secs_f64(),
     )?;
     channel::add_to(m)?;
+    logits::add_to(m)?;
     stream::add_to(m)?;
     Ok(())
 }

@@ -11,6 +11,7 @@ from skulk.shared.types.chunks import ErrorChunk, TokenChunk
 from skulk.shared.types.ids import ConversationId, ModelId, TaskId
 from skulk.shared.types.tasks import ChatMessage, GenerationParams
 from skulk.worker.engines.grammar.constraint import Constraint
+from skulk.worker.engines.llama_cpp.batch_plan import BatchEntry
 from skulk.worker.engines.llama_cpp.description import LlamaCppOptions
 from skulk.worker.engines.llama_cpp.engine import LlamaCppEngine
 from skulk.worker.engines.llama_cpp.engine_test import THREADS, model_path
@@ -254,14 +255,20 @@ def test_nan_logits_fail_the_request_as_pipeline_corrupt_and_leave_no_kv_behind(
     from skulk.worker.engines.llama_cpp.sequences_lib import SequenceContext
 
     expected = alone(batched, ask(QUESTIONS[0]))
-    clean = SequenceContext.logits
+    clean = SequenceContext.decode
     poisoned = {"on": False}
 
-    def logits(self: SequenceContext, index: int) -> np.ndarray:
-        values = clean(self, index)
-        return values * np.float32("nan") if poisoned["on"] else values
+    def decode(self: SequenceContext, entries: list[BatchEntry]) -> bool:
+        """The real decode, then one NaN in each row of logits llama.cpp wrote, where both
+        the native greedy read and the numpy path find it."""
+        done = clean(self, entries)
+        if done and poisoned["on"]:
+            for index, entry in enumerate(entries):
+                if entry.logits:
+                    self.logits(index)[7] = np.float32("nan")
+        return done
 
-    monkeypatch.setattr(SequenceContext, "logits", logits)
+    monkeypatch.setattr(SequenceContext, "decode", decode)
     run = Run(batched)
     corrupt = run.submit("corrupt", ask(QUESTIONS[0]))
     for _ in range(4):

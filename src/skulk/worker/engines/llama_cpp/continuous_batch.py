@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from skulk.shared.types.chunks import ErrorChunk, ErrorKind, FinishReason
+from skulk.shared.types.chunks import ErrorChunk, ErrorKind, FinishReason, TokenLogprob
 from skulk.shared.types.ids import TaskId
 from skulk.shared.types.tasks import GenerationParams
 from skulk.worker.engines.grammar.constraint import Constraint, GrammarBroken
@@ -298,36 +298,13 @@ class ContinuousBatch:
         run.pending = run.pending[portion.count:]
         if portion.logits_at is None:
             return
-        # One view of the logits per step: each Python call here runs with caches cold
-        # from the decode, and costs tens of microseconds of a ~10 ms token.
-        logits = self.context.logits(portion.logits_at)
-        # Greedy and free, the token is the first highest logit, which llama.cpp's greedy
-        # sampler also picks, without its copy of the whole vocabulary into a candidate
-        # array every token; the check below reuses it.
-        greedy = int(logits.argmax()) if run.constraint is None and run.sampler.greedy \
-            else None
-        # NaN/Inf logits (a faulty device server's activations, a broken kernel) fail the
-        # request over instead of sampling garbage; its KV is dropped so no later request
-        # reuses it.
-        if not all_finite(logits, greedy):
-            run.slot.held = []
-            self.context.forget(run.slot.index)
-            self._fail(run, "NaN/Inf in the model's logits: this instance's output cannot "
-                       "be trusted", events, kind="pipeline_corrupt")
+        drawn = self._draw(run, portion.logits_at, events)
+        if drawn is None:
             return
-        asked = run.request.params.logprobs
-        # The raw logits, before a grammar masks them in place.
-        raw = logits.copy() if asked is not None and run.constraint is not None else logits
-        try:
-            token = greedy if greedy is not None else \
-                self._choose(run, portion.logits_at, logits)
-        except GrammarBroken as broken:  # a token its mask should have forbidden
-            self._fail(run, str(broken), events)
-            return
+        token, logprob = drawn
         if self.model.ends_generation(token):
             self._finish(run, "stop", events)
             return
-        logprob = None if asked is None else token_logprob(raw, token, asked, self.model.piece)
         chunk = run.text.add(token, self.model.piece(token), logprob)
         if chunk is not None:
             events.append(TaskOutput(run.request.task_id, chunk))
@@ -337,6 +314,46 @@ class ContinuousBatch:
             self._finish(run, "length", events)
         else:
             run.pending = [token]
+
+    def _draw(self, run: Running, index: int,
+              events: list[EngineEvent]) -> tuple[int, TokenLogprob | None] | None:
+        """The request's next token, from the batch's `index`-th row of logits, and its
+        logprobs if it asked; None when the request failed instead (`events` say why).
+        NaN/Inf logits (a faulty device server's activations, a broken kernel) fail it
+        over instead of sampling garbage, and drop its KV so no later request reuses it."""
+        asked = run.request.params.logprobs
+        if run.constraint is None and run.sampler.greedy and asked is None:
+            # Greedy and plain: the first highest logit, which llama.cpp's greedy sampler
+            # also picks (without copying the vocabulary into a candidate array), the
+            # row checked finite in the same read.
+            token = self.context.greedy(index)
+            if token is None:
+                self._corrupt(run, events)
+                return None
+            return token, None
+        # One view of the logits: each Python call here runs with caches cold from the
+        # decode, and costs tens of microseconds of a ~10 ms token.
+        logits = self.context.logits(index)
+        greedy = int(logits.argmax()) if run.constraint is None and run.sampler.greedy \
+            else None
+        if not all_finite(logits, greedy):
+            self._corrupt(run, events)
+            return None
+        # The raw logits, before a grammar masks them in place.
+        raw = logits.copy() if asked is not None and run.constraint is not None else logits
+        try:
+            token = greedy if greedy is not None else self._choose(run, index, logits)
+        except GrammarBroken as broken:  # a token its mask should have forbidden
+            self._fail(run, str(broken), events)
+            return None
+        return token, None if asked is None else token_logprob(raw, token, asked,
+                                                               self.model.piece)
+
+    def _corrupt(self, run: Running, events: list[EngineEvent]) -> None:
+        run.slot.held = []
+        self.context.forget(run.slot.index)
+        self._fail(run, "NaN/Inf in the model's logits: this instance's output cannot be "
+                   "trusted", events, kind="pipeline_corrupt")
 
     def _choose(self, run: Running, index: int, logits: npt.NDArray[np.float32]) -> int:
         """The next token: the sampler's draw, under the request's grammar if it has one

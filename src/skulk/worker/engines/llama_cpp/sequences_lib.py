@@ -19,6 +19,7 @@ import numpy.typing as npt
 from llama_cpp import _internals, _logger
 from llguidance.llamacpp import lltokenizer_from_vocab
 
+from skulk._native import greedy_token
 from skulk.worker.engines.grammar.vocabulary import Vocabulary
 from skulk.worker.engines.llama_cpp.batch_plan import BatchEntry
 from skulk.worker.engines.llama_cpp.llama_lib import (
@@ -173,6 +174,15 @@ class SequenceContext:
         row: npt.NDArray[np.float32] = np.frombuffer(
             memoryview(self._row.from_address(address)), dtype=np.float32)
         return row
+
+    def greedy(self, index: int) -> int | None:
+        """The token of the first highest logit of the batch's `index`-th entry, or None
+        when its row holds a NaN or an infinity: one native read of the row, where a
+        numpy view, an argmax and a finiteness check cost three calls and three walks."""
+        address = _logits_address(self._context.ctx, index)
+        if not address:
+            raise RuntimeError(f"llama.cpp has no logits for batch entry {index}")
+        return greedy_token(address, self._model.n_vocab)
 
     def forget(self, sequence: int, start: int = 0) -> None:
         """Free the sequence's KV cells from position `start` on."""
