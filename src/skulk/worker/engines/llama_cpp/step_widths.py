@@ -30,9 +30,9 @@ WINDOW = 7
 PROBE_EVERY = 32
 """Steps between two timed pairs: the chosen width's step, then another width's."""
 FAR_WORSE = 1.5
-"""A width whose figure is this many times the best one's is far worse: it is not timed
-first while a wider one is that much better, and later only every `RETRY_FAR_WORSE`-th
-pair."""
+"""A width this many times dearer per token than the best wider one is far worse: once
+two of its steps say so, no narrower width is timed, and it is timed again only every
+`RETRY_FAR_WORSE`-th pair."""
 RETRY_FAR_WORSE = 8
 
 
