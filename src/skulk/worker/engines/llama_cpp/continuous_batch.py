@@ -214,14 +214,12 @@ class ContinuousBatch:
         ago first, then the oldest), then prefills, oldest first; the budget is the batch
         size or the free cells, whichever is less, made by emptying free sequences and,
         failing that, pausing the youngest requests."""
-        width: int | None = None
+        width = self._width(sum(1 for run in self.running if len(run.pending) == 1))
         while True:
             decoding = sorted((run for run in self.running if len(run.pending) == 1),
                               key=lambda run: (run.fed_at, run.order))
             prefilling = sorted((run for run in self.running if len(run.pending) > 1),
                                 key=lambda run: run.order)
-            if width is None:
-                width = self._width(len(decoding))
             wanted = sum(len(run.pending) for run in self.running)  # a feed starts only whole
             while self._free_cells() < wanted and self._empty_an_idle_sequence():
                 pass

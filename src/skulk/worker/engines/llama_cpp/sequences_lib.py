@@ -166,9 +166,7 @@ class SequenceContext:
     def logits(self, index: int) -> npt.NDArray[np.float32]:
         """The next-token logits of the batch's `index`-th entry (a view, valid until the
         next decode)."""
-        address = _logits_address(self._context.ctx, index)
-        if not address:
-            raise RuntimeError(f"llama.cpp has no logits for batch entry {index}")
+        address = self._row_address(index)
         # A view over the row through a ctypes array type made once (numpy's `as_array`
         # builds one per call: several times the cost, once per token).
         row: npt.NDArray[np.float32] = np.frombuffer(
@@ -179,10 +177,14 @@ class SequenceContext:
         """The token of the first highest logit of the batch's `index`-th entry, or None
         when its row holds a NaN or an infinity: one native read of the row, where a
         numpy view, an argmax and a finiteness check cost three calls and three walks."""
+        return greedy_token(self._row_address(index), self._model.n_vocab)
+
+    def _row_address(self, index: int) -> int:
+        """Where llama.cpp keeps the batch's `index`-th row of logits."""
         address = _logits_address(self._context.ctx, index)
         if not address:
             raise RuntimeError(f"llama.cpp has no logits for batch entry {index}")
-        return greedy_token(address, self._model.n_vocab)
+        return address
 
     def forget(self, sequence: int, start: int = 0) -> None:
         """Free the sequence's KV cells from position `start` on."""
