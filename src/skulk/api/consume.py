@@ -16,10 +16,12 @@ from fastapi import Request
 from fastapi.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from skulk.api.connection import connection_of
 from skulk.api.context import ApiContext
 from skulk.api.direct_stream import DirectOffer
 from skulk.api.errors import ApiError
 from skulk.api.generation import Generation, finish_generation
+from skulk.api.held_writes import hold_until_next_turn
 from skulk.api.tracing import now_us
 from skulk.shared.types.chunks import (
     Chunk,
@@ -218,10 +220,27 @@ class GenerationResponse(StreamingResponse):
         self._generation = generation
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Stream in this task, so the head and first token go out at once (Starlette
+        streams from a task it starts, a turn of the event loop later, on ASGI before 2.4,
+        which uvicorn speaks); a client that leaves still ends the stream at once."""
+        failure: Exception | None = None
+        hold_until_next_turn(connection_of(scope))
         try:
-            await super().__call__(scope, receive, send)
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(self._end_when_gone, receive, tasks.cancel_scope)
+                try:
+                    await self.stream_response(send)
+                except Exception as error:  # raised as it is, not in an exception group
+                    failure = error
+                tasks.cancel_scope.cancel()
+            if failure is not None:
+                raise failure
         finally:
             await finish_generation(self._generation.context, self._generation)
+
+    async def _end_when_gone(self, receive: Receive, scope: anyio.CancelScope) -> None:
+        await self.listen_for_disconnect(receive)
+        scope.cancel()
 
 
 def event_stream(generation: Generation, frames: AsyncIterator[bytes],

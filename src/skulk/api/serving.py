@@ -67,6 +67,8 @@ async def place_instance(context: ApiContext, command: PlaceInstance,
 
 async def ensure_serving(context: ApiContext, model_id: ModelId) -> None:
     """Return once an instance of the model serves; place one first if allowed."""
+    if has_ready_instance(context.cluster.replica.state, model_id):
+        return  # as almost always: no lock to take, nothing to wait for (each a loop turn)
     removals_before = context.cluster.replica.removed.last_seq
     lock = context.requests.placement_locks.setdefault(model_id, anyio.Lock())
     async with lock:  # concurrent first requests place the model once

@@ -1,6 +1,7 @@
 """Handing one generation to the cluster and letting go of it: the stream is registered
 before the command is sent (so no chunk is missed), and released exactly once."""
 
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -8,7 +9,7 @@ import anyio
 
 from skulk.api.context import ApiContext
 from skulk.api.errors import ApiError
-from skulk.api.resend import resend_until
+from skulk.api.resend import COMMAND_RESEND_SECONDS
 from skulk.api.streams import CommandStream
 from skulk.shared.types.chunks import Chunk
 from skulk.shared.types.commands import CancelTask, TaskFinished, TextGeneration
@@ -43,46 +44,53 @@ async def submit(context: ApiContext, params: GenerationParams,
                              params=params,
                              excluded_instances=excluded_instances or [], bounded=bounded,
                              max_queue=context.settings.max_queue if bounded else None)
-    refusal: list[ApiError] = []
     try:
         await context.requests.commands.send(command)  # a refusal here raises as it is
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(resend_until, context, command,
-                             lambda s: s.task_for_command(command_id) is not None)
-            tasks.start_soon(_queue_deadline, context, command_id, refusal, tasks.cancel_scope)
-            if client_gone is not None:
-                tasks.start_soon(_watch_client, client_gone, refusal, tasks.cancel_scope)
-            first = await stream.next_chunk()
-            tasks.cancel_scope.cancel()
+        first = await _first_chunk(context, command, stream, client_gone)
     except BaseException:
         await release(context, command_id, cancel=True)
         raise
-    if refusal:
+    if isinstance(first, ApiError):
         await release(context, command_id, cancel=True)
-        raise refusal[0]
+        raise first
     return Submitted(command_id, stream, first)
 
 
-async def _queue_deadline(context: ApiContext, command_id: CommandId, refusal: list[ApiError],
-                          scope: anyio.CancelScope) -> None:
-    """Refuse the request if its task has not started running by the queue deadline."""
-    await anyio.sleep(context.settings.queue_timeout_seconds)
-    task = context.cluster.replica.state.task_for_command(command_id)
-    if task is not None and task.status != "pending":
-        return  # running (a long prompt may take a while to its first token)
-    refusal.append(ApiError(
+async def _first_chunk(context: ApiContext, command: TextGeneration, stream: CommandStream,
+                       client_gone: Callable[[], Awaitable[bool]] | None) -> Chunk | ApiError:
+    """The stream's first chunk, or why the request ends without one. While it waits, in
+    this one coroutine (no helper tasks to start and cancel on the way to the first
+    token): the command is sent again every `COMMAND_RESEND_SECONDS` until the master
+    acted on it; at the queue deadline a task not yet running is refused; the client is
+    asked every `CLIENT_POLL_SECONDS` whether it is still there."""
+    now = anyio.current_time()
+    resend_at = now + COMMAND_RESEND_SECONDS
+    deadline = now + context.settings.queue_timeout_seconds
+    poll_at = now + CLIENT_POLL_SECONDS if client_gone is not None else math.inf
+    while True:
+        with anyio.move_on_after(min(resend_at, deadline, poll_at) - anyio.current_time()):
+            return await stream.next_chunk()  # a chunk that arrives meanwhile stays queued
+        now = anyio.current_time()
+        task = context.cluster.replica.state.task_for_command(command.command_id)
+        if now >= resend_at:
+            resend_at = math.inf if task is not None else now + COMMAND_RESEND_SECONDS
+            if task is None:
+                await context.requests.commands.send(command)
+        if now >= deadline:
+            if task is None or task.status == "pending":
+                return _queue_timeout(context)
+            deadline = math.inf  # running: a long prompt may take a while to its first token
+        if client_gone is not None and now >= poll_at:
+            if await client_gone():
+                return ApiError(499, "the client went away", code="client_disconnected")
+            poll_at = anyio.current_time() + CLIENT_POLL_SECONDS
+
+
+def _queue_timeout(context: ApiContext) -> ApiError:
+    return ApiError(
         503, f"the request waited {context.settings.queue_timeout_seconds:.0f} s in the queue "
         "without starting; the model is busy, retry later or place another instance",
-        type="server_error", code="queue_timeout"))
-    scope.cancel()
-
-
-async def _watch_client(client_gone: Callable[[], Awaitable[bool]], refusal: list[ApiError],
-                        scope: anyio.CancelScope) -> None:
-    while not await client_gone():
-        await anyio.sleep(CLIENT_POLL_SECONDS)
-    refusal.append(ApiError(499, "the client went away", code="client_disconnected"))
-    scope.cancel()
+        type="server_error", code="queue_timeout")
 
 
 async def release(context: ApiContext, command_id: CommandId, cancel: bool) -> None:
