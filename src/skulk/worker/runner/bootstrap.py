@@ -82,6 +82,7 @@ class Runner:
         self._last_step = 0.0
         self._step_tokens: list[messages.TokenPiece] = []  # this step's plain output
         self._shutdown = False
+        self._running = False  # reported `RunnerRunning` and not `RunnerReady` since
         self._exit_code = 0
 
     def serve(self) -> int:
@@ -203,6 +204,7 @@ class Runner:
         for event in events:
             self._forward(event)
         if was_busy and not self._submitted and not self._shutdown:
+            self._running = False
             self._report(RunnerReady())
 
     def _forward(self, event: EngineEvent) -> None:
@@ -212,7 +214,9 @@ class Runner:
         match event:
             case TaskJoined():
                 self._send(messages.TaskAcknowledged(task_id=task.task_id))
-                self._report(RunnerRunning())
+                if not self._running:  # a request joining others changes nothing
+                    self._running = True  # (each report is an event the master indexes)
+                    self._report(RunnerRunning())
             case TaskOutput(chunk=TokenChunk() as chunk) if packable(chunk):
                 self._step_tokens.append((task.task_id, task.command_id, chunk.text,
                                           chunk.token_ids))

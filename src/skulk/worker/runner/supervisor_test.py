@@ -249,3 +249,18 @@ async def test_a_runner_busy_loading_is_stopped_without_waiting_for_an_answer() 
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
         assert recorder.runner_statuses()[-2:] == ["loading", "shutdown"]
         tasks.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+async def test_a_runner_reports_running_once_however_many_requests_join(
+        ready_runner: tuple[RunnerSupervisor, Recorder]) -> None:
+    supervisor, recorder = ready_runner
+    warmed = len(recorder.runner_statuses())
+    supervisor.start_task(task("t1", 20))
+    await wait_until(lambda: "running" in recorder.task_statuses("t1"))
+    supervisor.start_task(task("t2", 5))  # joins while t1 still runs
+    await wait_until(lambda: "complete" in recorder.task_statuses("t1")
+                     and "complete" in recorder.task_statuses("t2"))
+    await wait_until(lambda: recorder.runner_statuses()[-1] == "ready")
+    # Each status is an event the master indexes: a second request changes nothing.
+    assert recorder.runner_statuses()[warmed:] == ["running", "ready"]
