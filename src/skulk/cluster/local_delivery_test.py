@@ -42,9 +42,18 @@ class AppliedEvents:
 
     def __init__(self, tasks: anyio.abc.TaskGroup) -> None:
         self.by_node: dict[str, list[IndexedEvent]] = {}
+        self._followed: dict[str, Node] = {}
         self._tasks = tasks
 
+    def caught_up(self, nodes: list[Node]) -> bool:
+        """Whether what was collected reaches what each of `nodes` applied (a replica
+        hands its events to a collector a loop turn or more after it applies them)."""
+        return all(self.by_node[name] and self.by_node[name][-1].index
+                   == node.replica.state.last_event_applied_idx
+                   for name, node in self._followed.items() if node in nodes)
+
     def follow(self, name: str, node: Node) -> None:
+        self._followed[name] = node
         applied = self.by_node.setdefault(name, [])
         stream = node.replica.subscribe()
 
@@ -62,15 +71,16 @@ async def start(cluster: Cluster, events: AppliedEvents, name: str, local: bool)
     return node
 
 
-async def settled(nodes: list[Node], timeout: float = 20.0) -> None:
-    """Every request finished and forgotten, and every node's replica in the master's own
-    State."""
+async def settled(nodes: list[Node], events: AppliedEvents, timeout: float = 20.0) -> None:
+    """Every request finished and forgotten, every node's replica in the master's own
+    State, and `events` holding all that each applied."""
     with anyio.fail_after(timeout):
         while True:
             masters = [n.seat.master for n in nodes
                        if n.seat is not None and n.seat.master is not None]
             if len(masters) == 1 and not masters[0].state.tasks:
-                if all(n.replica.state == masters[0].state for n in nodes):
+                if all(n.replica.state == masters[0].state for n in nodes) \
+                        and events.caught_up(nodes):
                     return
             await anyio.sleep(0.05)
 
@@ -100,7 +110,7 @@ async def test_a_lone_node_applies_the_same_events_either_way(
         await cluster.converged()
         assert await chat(a) == "hello from the cluster"
         assert await chat(a, "and once more") == "and once more"
-        await settled([a])
+        await settled([a], events)
     check_same_events_in_order(events, ["a"])
     assert a.dropped.total() == 0
     kinds = Counter(type(indexed.event).__name__ for indexed in events.by_node["a"])
@@ -126,7 +136,7 @@ async def test_three_nodes_apply_the_same_events_as_the_master_moves(
     await place(cluster.nodes[first_master], MODEL, excluded=[master_id])
     for name, node in cluster.nodes.items():
         assert await chat(node, f"asked on {name}") == f"asked on {name}"
-    await settled(list(cluster.nodes.values()))
+    await settled(list(cluster.nodes.values()), events)
     await cluster.kill(first_master)
     second_master = cluster.name_of(await cluster.converged())
     assert second_master != first_master
@@ -134,7 +144,7 @@ async def test_three_nodes_apply_the_same_events_as_the_master_moves(
     for name in survivors:
         node = cluster.nodes[name]
         assert await chat(node, f"then on {name}") == f"then on {name}"
-    await settled(list(cluster.nodes.values()))
+    await settled(list(cluster.nodes.values()), events)
     check_same_events_in_order(events, survivors)
     sessions = {indexed.session for name in survivors for indexed in events.by_node[name]}
     assert len(sessions) >= 2  # the new master's session came after the first one's
