@@ -56,11 +56,20 @@ def test_previews_predict_speeds_and_speed_places_the_fastest(
     assert heads["prediction_assumes"] == ["gigabit links"]
     placed = place(trio[0], prefer="speed")
     assert placed.status_code == 201, placed.text
-    fastest = max((p for p in previews if p["fits"]), key=lambda p: p["predicted_decode_tps"])
     instance = placed.json()
-    assert (instance["sharding"], len(instance["ranks"])) == (fastest["sharding"],
-                                                              fastest["width"])
-    delete(trio[0], instance["instance_id"])
+    try:
+        # The nodes' measurements move under load, and the master chose between the two
+        # reads (a fresh clone's run: the whole model placed, the split by layers fastest
+        # in the read before): the placed shape is the fastest in one of them.
+        fastest = {fastest_shape(previews), fastest_shape(mlx_previews(trio[0])[0])}
+        assert (instance["sharding"], len(instance["ranks"])) in fastest
+    finally:  # not left for the next test, which waits for every instance to go
+        delete(trio[0], instance["instance_id"])
+
+
+def fastest_shape(previews: list[dict[str, Any]]) -> tuple[str, int]:
+    fastest = max((p for p in previews if p["fits"]), key=lambda p: p["predicted_decode_tps"])
+    return fastest["sharding"], fastest["width"]
 
 
 def test_tensor_split_three_way_serves(trio: list[NodeProcess]) -> None:
