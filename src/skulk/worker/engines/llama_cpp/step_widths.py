@@ -55,6 +55,7 @@ class StepWidths:
 
     probe_every: int = PROBE_EVERY
     _samples: dict[int, deque[float]] = field(default_factory=dict)
+    _figures: dict[int, float] = field(default_factory=dict)  # `per_token`, kept by `record`
     _steps: int = 0
     _probes: int = 0
     _turn: int = 0  # which of the other widths a pair times next
@@ -65,7 +66,7 @@ class StepWidths:
         self._steps += 1
         self._timed = True
         widths = candidate_widths(decoding)
-        figures = self.per_token()
+        figures = self._figures  # read every step: made only when a timed step comes in
         best: float | None = None
         blocked: int | None = None  # a width whose first steps were far worse
         for width in widths:  # widest first: a fresh engine batches as it always did
@@ -114,10 +115,12 @@ class StepWidths:
         if not self._timed:
             return
         self._timed = False
-        self._samples.setdefault(width, deque(maxlen=WINDOW)).append(seconds / width)
+        samples = self._samples.setdefault(width, deque(maxlen=WINDOW))
+        samples.append(seconds / width)
+        if len(samples) >= FIRST_SAMPLES:
+            self._figures[width] = statistics.median(samples)
 
     def per_token(self) -> dict[int, float]:
         """The figure of each width timed at least `FIRST_SAMPLES` times: the median
         seconds per token of its last `WINDOW` timed steps."""
-        return {width: statistics.median(samples)
-                for width, samples in self._samples.items() if len(samples) >= FIRST_SAMPLES}
+        return dict(self._figures)
