@@ -40,7 +40,10 @@ the result apart from the CPU runs the site charts. Beside each ratio of medians
 range of Skulk / llama-server within single rounds; below the table, each row's
 round-to-round standard deviation of that ratio, and how many rounds would put the
 mean's gap from 1.0 two standard errors clear of it. Each prompt is made unique, so no
-server reuses another request's prompt beyond the chat template's shared system prompt.
+server reuses another request's prompt beyond the chat template's shared system prompt,
+and every contender is asked the same prompts (tagged by round, item and row, never by
+server: a server's name in its prompts gave each a prompt of another length and answers
+of other lengths, bench/README.md).
 `--client-cores` runs the client (this process's streaming threads) on those cores only
 and every server and the engine alone on the others (`--threads` defaulting to their
 count), as if the client were another machine: on two cores, which core the client's
@@ -217,8 +220,7 @@ def measure_round(servers: dict[str, Server], gguf: Path, round_: int,
             for name in turn_order(SERVERS + (ENGINE_ALONE,), round_, index):
                 contender = contenders[name]
                 with turn(contender), contender.meter.measuring():
-                    sample = contender.ask(f"({name} {round_}.{index}) {prompt}",
-                                           args.max_tokens)
+                    sample = contender.ask(f"({round_}.{index}) {prompt}", args.max_tokens)
                 (engine if name == ENGINE_ALONE else results[name].alone).append(sample)
         for name in SERVERS:
             tokens = sum(s.tokens for s in results[name].alone)
@@ -228,7 +230,7 @@ def measure_round(servers: dict[str, Server], gguf: Path, round_: int,
             for name in turn_order(SERVERS, round_, row):
                 contender = contenders[name]
                 with turn(contender), contender.meter.measuring():
-                    tps, tokens = aggregates[name](streams, f"{name} {round_}")
+                    tps, tokens = aggregates[name](streams, f"{round_}.{streams}")
                 results[name].aggregate[streams] = tps
                 for process, ms in contenders[name].meter.per_token(tokens).items():
                     results[name].cpu_ms_per_token[f"{process}_{streams}_streams"] = ms

@@ -18,7 +18,6 @@ alternation.
 import argparse
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -88,7 +87,8 @@ def measure(name: str, server: Server, max_tokens: int) -> dict[str, float]:
         client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=600)
         stream(client, model, "Say hello.", 8)  # warm up
         before = {process: read_threads(pid) for process, pid in pids.items()}
-        samples = [stream(client, model, f"({name} {time.time()} {index}) {prompt}",
+        # The same prompts for every server (each started fresh: nothing to reuse).
+        samples = [stream(client, model, f"({index}) {prompt}",
                           max_tokens, name in COUNTS_END_TOKEN)
                    for index, prompt in enumerate(PROMPTS)]
         after = {process: read_threads(pid) for process, pid in pids.items()}

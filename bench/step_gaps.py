@@ -223,7 +223,7 @@ def main() -> int:
     measured: dict[str, list[list[Stamp]]] = {name: [] for name in modes}
     for round_ in range(rounds):
         for name in list(modes)[round_ % 2:] + list(modes)[:round_ % 2]:
-            tagged = [f"({name} {round_}.{i}) {p}" for i, p in enumerate(prompts)]
+            tagged = [f"({round_}.{i}) {p}" for i, p in enumerate(prompts)]  # the same for both
             if name == "engine":  # in a process of its own, as the runner has
                 with multiprocessing.get_context("spawn").Pool(1) as pool:
                     requests = pool.apply(engine_steps, (tagged, max_tokens, args.threads,
