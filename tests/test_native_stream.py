@@ -8,6 +8,7 @@ import socket
 import time
 from collections.abc import Iterator
 
+import httpx
 import openai
 import pytest
 
@@ -67,6 +68,28 @@ def test_the_openai_client_reads_the_same_reply_with_the_relay_and_without(
     assert relayed_tokens(nodes["python"]) == before["python"] == 0
     # Each reply's first token and its last chunk go through Python; the rest, here.
     assert relayed_tokens(nodes["native"]) - before["native"] >= 20 * len(PROMPTS)
+
+
+def recorded(node: NodeProcess) -> list[tuple[str, str]]:
+    """The node's runner's flight recorder: what and detail, oldest first."""
+    [runner] = httpx.get(f"{node.url}/v1/diagnostics/node", timeout=10).json()["runners"]
+    return [(entry["what"], entry["detail"]) for entry in runner["flight_recorder"]]
+
+
+def test_the_runner_hears_that_each_first_token_went_out(
+        nodes: dict[str, NodeProcess]) -> None:
+    """Streamed or not, a request on the node that serves it tells its runner when its
+    first token is out (the runner may wait for that: `first_token_pause`)."""
+    node = nodes["native"]
+    before = {detail for what, detail in recorded(node) if what == "task_started"}
+    streamed(node, PROMPTS[0])
+    openai.OpenAI(base_url=f"{node.url}/v1", api_key="unused", max_retries=0) \
+        .chat.completions.create(model="smollm2-135m", max_tokens=8,
+                                 messages=[{"role": "user", "content": PROMPTS[1]}])
+    after = recorded(node)
+    started = {detail for what, detail in after if what == "task_started"} - before
+    assert len(started) == 2
+    assert started <= {detail for what, detail in after if what == "first_token_out"}
 
 
 def raw_reply(node: NodeProcess, prompt: str, max_tokens: int = 40,

@@ -18,7 +18,7 @@ from starlette.types import Receive, Scope, Send
 
 from skulk.api.connection import connection_of
 from skulk.api.context import ApiContext
-from skulk.api.direct_stream import DirectOffer
+from skulk.api.direct_stream import DirectOffer, first_token_out
 from skulk.api.errors import ApiError
 from skulk.api.generation import Generation, finish_generation
 from skulk.api.held_writes import hold_until_next_turn
@@ -139,6 +139,8 @@ async def collect(context: ApiContext, generation: Generation, request: Request,
                 measure.saw(chunk)
                 if isinstance(chunk, ErrorChunk):
                     raise ApiError.from_chunk(chunk)
+                if not parts:  # nothing to write before the end: the runner steps on
+                    first_token_out(context, generation)
                 parts.append(chunk.text)
                 if token_ids is not None:
                     token_ids += chunk.token_ids
@@ -161,9 +163,11 @@ async def token_chunks(context: ApiContext, generation: Generation,
     """The token chunks as they come; an error chunk raises `ApiError` (the stream's
     formatter writes it in its dialect). A client that goes away cancels the generation.
     With `direct`, the plain tokens after the first may be written by the native relay
-    instead (`direct_stream`): only the chunks it leaves to Python come out here."""
+    instead (`direct_stream`): only the chunks it leaves to Python come out here. Once the
+    first has gone to the transport, the runner hears so (`first_token_out`)."""
     measure = _Measure(context, generation)
     held: Chunk | None = None  # the chunk that came after the relay's unsent text
+    first = True
     try:
         chunk = generation.first
         while True:  # `Generation.chunks`, inline: one async generator less per token
@@ -179,6 +183,9 @@ async def token_chunks(context: ApiContext, generation: Generation,
                 yield chunk
                 return
             yield chunk
+            if first:
+                first = False
+                first_token_out(context, generation)
             if held is not None:
                 chunk, held = held, None
             elif direct is not None and direct.start():

@@ -15,6 +15,8 @@ reader that is behind, a runner without a relay, a connection not served by uvic
 HTTP/1.1 over plain TCP.
 """
 
+import asyncio
+
 from skulk.api.connection import Connection
 from skulk.api.context import ApiContext
 from skulk.api.generation import Generation
@@ -41,6 +43,18 @@ def direct_offer(context: ApiContext, connection: Connection | None, generation:
     if connection is None or direct is None:
         return None
     return DirectOffer(direct, connection, event.head, event.tail, generation)
+
+
+def first_token_out(context: ApiContext, generation: Generation) -> None:
+    """Tell the request's runner on this node that its first token went out (it may be
+    waiting for that: `worker/runner/first_token_pause.py`), on the event loop's next turn:
+    after the response's first bytes, held until then (`held_writes`), have left."""
+    streams = context.requests.direct
+    if streams is None:
+        return
+    task = context.cluster.replica.state.task_for_command(generation.current_command_id)
+    if task is not None:
+        asyncio.get_running_loop().call_soon(streams.first_token_out, task.task_id)
 
 
 class DirectOffer:

@@ -75,7 +75,7 @@ def test_a_full_socket_leaves_the_rest_to_python_in_order() -> None:
     onward_read, onward = os.pipe()
     relay = Relay(runner_end, onward)
     streams = direct_streams.DirectStreams()
-    streams.offer(TASK, direct_streams.TaskRelay(relay, TASK, lambda: 0))
+    streams.offer(TASK, direct_streams.TaskRelay(relay, TASK, lambda: 0, lambda: None))
     connection, generation, delivered, counted = fakes(server)
     offer = DirectOffer(streams, connection, HEAD, TAIL, generation)
     try:
@@ -126,7 +126,7 @@ def test_anything_unusual_keeps_the_python_path(unusual: str) -> None:
         generation.attempt.stream.idle = False  # type: ignore[misc]
     streams = direct_streams.DirectStreams()
     streams.offer(TASK, direct_streams.TaskRelay(
-        cast(Relay, SimpleNamespace(activate=pytest.fail)), TASK, lambda: 0))
+        cast(Relay, SimpleNamespace(activate=pytest.fail)), TASK, lambda: 0, lambda: None))
     try:
         assert not DirectOffer(streams, connection, HEAD, TAIL, generation).start()
     finally:
@@ -161,7 +161,8 @@ def test_a_stream_refused_for_a_while_tries_again_ever_more_rarely() -> None:
         return True
 
     relay = SimpleNamespace(activate=activate)
-    streams.offer(TASK, direct_streams.TaskRelay(cast(Relay, relay), TASK, lambda: 0))
+    streams.offer(TASK, direct_streams.TaskRelay(cast(Relay, relay), TASK, lambda: 0,
+                                                      lambda: None))
     offer = DirectOffer(streams, connection, HEAD, TAIL, generation)
     tried = []
     try:

@@ -42,6 +42,11 @@ from skulk.worker.engines.protocol import (
 )
 from skulk.worker.runner import messages
 from skulk.worker.runner.coalesce import packable
+from skulk.worker.runner.first_token_pause import (
+    MOST_SECONDS,
+    FirstTokenPause,
+    compute_fills_cores,
+)
 from skulk.worker.runner.messages import FromRunner, ToRunner
 from skulk.worker.runner.pipe_frames import FrameWriter
 from skulk.worker.runner.runner_inbox import RunnerInbox
@@ -77,13 +82,14 @@ class Runner:
         self._inbox = inbox
         self._outbox = outbox
         self._engine: Engine | None = None
-        self._queued: deque[TextGenerationTask] = deque()  # came before the engine
+        self._queued: deque[messages.StartTaskRequest] = deque()  # came before the engine
         self._submitted: dict[TaskId, TextGenerationTask] = {}  # not yet ended
         self._last_step = 0.0
         self._step_tokens: list[messages.TokenPiece] = []  # this step's plain output
         self._shutdown = False
         self._running = False  # reported `RunnerRunning` and not `RunnerReady` since
         self._exit_code = 0
+        self._first_tokens = FirstTokenPause(compute_fills_cores(config.n_threads))
 
     def serve(self) -> int:
         self._report(RunnerCreated())
@@ -128,7 +134,7 @@ class Runner:
         engine.load()
         self._engine = engine
         while self._queued:  # tasks that came before the engine: it takes them now
-            self._handle_while_idle(messages.StartTaskRequest(task=self._queued.popleft()))
+            self._handle_while_idle(self._queued.popleft())
 
     def _warm_up(self) -> None:
         assert self._engine is not None, "warm up before load"
@@ -138,9 +144,13 @@ class Runner:
         match message:
             case messages.StartTaskRequest(task=task) if self._engine is not None:
                 self._submitted[task.task_id] = task
+                if message.first_token_ack:
+                    self._first_tokens.expect(task.task_id)
                 self._engine.submit(task.task_id, task.params)
-            case messages.StartTaskRequest(task=task):
-                self._queued.append(task)
+            case messages.StartTaskRequest():
+                self._queued.append(message)
+            case messages.FirstTokenOut(task_id=task_id):
+                self._first_tokens.acknowledged(task_id)
             case messages.CancelTaskRequest(task_id=task_id) if self._engine is not None:
                 self._engine.cancel(task_id)
             case messages.CancelTaskRequest(task_id=task_id):
@@ -186,6 +196,23 @@ class Runner:
         finally:
             self._send_step_tokens()
             self._outbox.flush()
+        if self._first_tokens.awaiting:
+            self._await_first_tokens()
+
+    def _await_first_tokens(self) -> None:
+        """Until the node says this step's first tokens went out (`first_token_pause`),
+        or `MOST_SECONDS`; what else comes meanwhile is handled as between steps."""
+        deadline = time.monotonic() + MOST_SECONDS
+        while self._first_tokens.awaiting and not self._shutdown:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                message = self._inbox.get(timeout=left)
+            except queue.Empty:
+                break
+            self._dispatch(message)
+        self._first_tokens.give_up()
 
     def _step_and_forward(self, engine: Engine, was_busy: bool) -> None:
         try:
@@ -211,6 +238,8 @@ class Runner:
         task = self._submitted.get(event.task_id)
         if task is None:
             return  # the engine's own request (a warm-up)
+        if type(event) is TaskOutput:
+            self._first_tokens.produced(task.task_id)
         match event:
             case TaskJoined():
                 self._send(messages.TaskAcknowledged(task_id=task.task_id))
@@ -225,15 +254,16 @@ class Runner:
                                                   command_id=task.command_id, chunk=chunk))
             case TaskDone(status=status, error=error, spans=spans):
                 del self._submitted[task.task_id]
+                self._first_tokens.ended(task.task_id)
                 self._send(messages.TaskEnded(
                     task_id=task.task_id, status=status, error=error,
                     spans=list(spans) if task.params.trace else []))
 
     def _drop_queued(self, task_id: TaskId) -> None:
-        for task in list(self._queued):
-            if task.task_id == task_id:
-                self._queued.remove(task)
-                self._send(messages.TaskEnded(task_id=task.task_id, status="cancelled"))
+        for request in list(self._queued):
+            if request.task.task_id == task_id:
+                self._queued.remove(request)
+                self._send(messages.TaskEnded(task_id=task_id, status="cancelled"))
 
     def _fail(self, task: TextGenerationTask, kind: ErrorKind, message: str) -> None:
         self._send(messages.ChunkProduced(task_id=task.task_id, command_id=task.command_id,

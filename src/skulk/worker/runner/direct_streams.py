@@ -55,13 +55,16 @@ class DirectStream:
 
 
 class TaskRelay:
-    """What the supervisor offers for one task: its relay, and how many of the task's
-    pieces the supervisor has handed to the stream so far."""
+    """What the supervisor offers for one task: its relay, how many of the task's pieces
+    the supervisor has handed to the stream so far, and how to tell the runner that the
+    task's first token went out (`first_token_pause`)."""
 
-    def __init__(self, relay: Relay, task_id: TaskId, handled: Callable[[], int]) -> None:
+    def __init__(self, relay: Relay, task_id: TaskId, handled: Callable[[], int],
+                 first_token_out: Callable[[], None]) -> None:
         self.relay = relay
         self._task_id = task_id
         self._handled = handled
+        self.first_token_out = first_token_out
 
     def go_direct(self, socket_fd: int, head: bytes, tail: bytes) -> DirectStream | None:
         if self.relay.activate(self._task_id, self._handled(), socket_fd, head, tail):
@@ -82,6 +85,13 @@ class DirectStreams:
     def withdraw(self, task_id: TaskId) -> None:
         self._offered.pop(task_id, None)
 
+    def first_token_out(self, task_id: TaskId) -> None:
+        """The task's first token went out to its client: its runner, which may wait for
+        this (`first_token_pause`), steps on."""
+        task_relay = self._offered.get(task_id)
+        if task_relay is not None:
+            task_relay.first_token_out()
+
     def writing(self) -> int:
         """Streams the relays of the offered tasks' runners write now."""
         relays = {id(offered.relay): offered.relay for offered in self._offered.values()}
@@ -100,16 +110,20 @@ class DirectStreams:
 class RunnerRelay:
     """A supervisor's side of its runner's relay: offers the tasks whose streams are on
     this node to `streams`, counts each task's pieces it handed on (what `go_direct`
-    compares with the relay's), and forgets a task at its end."""
+    compares with the relay's), passes on that a task's first token went out
+    (`first_token_out`, the runner's message), and forgets a task at its end."""
 
-    def __init__(self, relay: Relay, streams: DirectStreams) -> None:
+    def __init__(self, relay: Relay, streams: DirectStreams,
+                 first_token_out: Callable[[TaskId], None]) -> None:
         self.relay = relay
         self._streams = streams
+        self._first_token_out = first_token_out
         self._pieces: dict[TaskId, int] = {}
 
     def offer(self, task_id: TaskId) -> None:
-        self._streams.offer(task_id, TaskRelay(self.relay, task_id,
-                                               lambda: self._pieces.get(task_id, 0)))
+        self._streams.offer(task_id, TaskRelay(
+            self.relay, task_id, lambda: self._pieces.get(task_id, 0),
+            lambda: self._first_token_out(task_id)))
 
     def count(self, batch: Sequence[object]) -> None:
         """Note the pieces of a batch read from the relay, as the supervisor hands it on."""

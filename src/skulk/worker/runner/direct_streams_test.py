@@ -108,9 +108,13 @@ async def test_a_direct_streams_tokens_leave_as_the_python_paths_bytes(
     output = RunnerOutput(runner_end, handle, relay=True)
     assert output.relay is not None
     streams = direct_streams.DirectStreams()
-    relay_side.append(direct_streams.RunnerRelay(output.relay, streams))
+    told: list[TaskId] = []
+    relay_side.append(direct_streams.RunnerRelay(output.relay, streams, told.append))
     relay_side[0].offer(TASK)
     try:
+        streams.first_token_out(OTHER)  # not offered: nobody to tell
+        streams.first_token_out(TASK)
+        assert told == [TASK]  # the supervisor tells the runner
         os.write(writer, encode([step((TASK, "first", [1]))], TOKENS_PLAIN))
         with anyio.fail_after(5):
             while not seen:
@@ -148,7 +152,7 @@ def test_a_stream_goes_direct_only_once_python_handled_what_was_passed_on(
     os.write(writer, encode([step((TASK, "a", [1]))], TOKENS_PLAIN))
     assert os.read(onward_read, 1 << 16)  # passed on: Python has it, not yet handled
     handled = 0
-    task_relay = direct_streams.TaskRelay(relay, TASK, lambda: handled)
+    task_relay = direct_streams.TaskRelay(relay, TASK, lambda: handled, lambda: None)
     assert task_relay.go_direct(server.fileno(), b"<", b">") is None
     handled = 1
     direct = task_relay.go_direct(server.fileno(), b"<", b">")
@@ -167,7 +171,7 @@ def test_a_client_gone_ends_the_direct_stream(
         sockets: tuple[socket.socket, socket.socket]) -> None:
     server, client = sockets
     relay, writer, onward_read = started_relay()
-    direct = direct_streams.TaskRelay(relay, TASK, lambda: 0).go_direct(
+    direct = direct_streams.TaskRelay(relay, TASK, lambda: 0, lambda: None).go_direct(
         server.fileno(), b"<", b">")
     assert direct is not None
     client.close()
@@ -187,7 +191,7 @@ def test_a_client_gone_ends_the_direct_stream(
 def test_any_text_renders_as_pythons_event(texts: list[str]) -> None:
     server, client = socket.socketpair()
     relay, writer, onward_read = started_relay()
-    direct = direct_streams.TaskRelay(relay, TASK, lambda: 0).go_direct(
+    direct = direct_streams.TaskRelay(relay, TASK, lambda: 0, lambda: None).go_direct(
         server.fileno(), CONTENT.head, CONTENT.tail)
     assert direct is not None
     try:

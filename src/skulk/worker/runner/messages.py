@@ -32,10 +32,20 @@ class WarmUpRequest(WireModel):
 class StartTaskRequest(WireModel):
     kind: Literal["start_task"] = "start_task"
     task: TextGenerationTask
+    first_token_ack: bool = False
+    """The node will say when the task's first token went out (`FirstTokenOut`): its
+    stream is on this node (`first_token_pause`)."""
 
 
 class CancelTaskRequest(WireModel):
     kind: Literal["cancel_task"] = "cancel_task"
+    task_id: TaskId
+
+
+class FirstTokenOut(WireModel):
+    """The task's first token went out to its client: its runner may step on."""
+
+    kind: Literal["first_token_out"] = "first_token_out"
     task_id: TaskId
 
 
@@ -56,7 +66,7 @@ LifecycleMessage = LoadModelRequest | WarmUpRequest | ShutdownRequest | RevokedN
 """What the worker sends through `Supervisor.send` (tasks have calls of their own)."""
 
 ToRunner = Annotated[LoadModelRequest | WarmUpRequest | StartTaskRequest | CancelTaskRequest
-                     | ShutdownRequest | RevokedNodes,
+                     | FirstTokenOut | ShutdownRequest | RevokedNodes,
                      Field(discriminator="kind")]
 
 

@@ -156,7 +156,8 @@ class RunnerSupervisor:
         output = RunnerOutput(os.dup(output_end.fileno()), self._at_once,  # ours to close
                               relay=self._direct_streams is not None)
         if output.relay is not None and self._direct_streams is not None:
-            self._relay = RunnerRelay(output.relay, self._direct_streams)
+            self._relay = RunnerRelay(output.relay, self._direct_streams,
+                                      self._first_token_out)
         output_end.close()
         printed = RunnerStdout(os.dup(stdout_end.fileno()), str(self.runner_id))
         stdout_end.close()
@@ -206,11 +207,18 @@ class RunnerSupervisor:
         if not self._in_flight:
             self._busy_since = time.monotonic()
         self._in_flight[task.task_id] = task  # before sending: its chunks may come at once
-        if self._relay is not None and self._config.rank == 0 \
-                and task.owner_node == self.node_id:  # its stream is on this node
-            self._relay.offer(task.task_id)
+        relay = self._relay if self._config.rank == 0 and task.owner_node == self.node_id \
+            else None  # the relay, when the task's stream is on this node
+        if relay is not None:
+            relay.offer(task.task_id)
         if self._inbox is not None:
-            self._inbox.send(messages.StartTaskRequest(task=task))
+            self._inbox.send(messages.StartTaskRequest(task=task,
+                                                       first_token_ack=relay is not None))
+
+    def _first_token_out(self, task_id: TaskId) -> None:
+        self.recorder.record("first_token_out", task_id)
+        if self._inbox is not None:
+            self._inbox.send(messages.FirstTokenOut(task_id=task_id))
 
     def cancel_task(self, task_id: TaskId) -> None:
         self.recorder.record("task_cancel_requested", task_id)
