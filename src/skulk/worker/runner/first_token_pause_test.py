@@ -132,14 +132,21 @@ def test_an_acknowledgement_ends_the_wait_and_what_came_with_it_is_handled(
     assert set(made._submitted) == {A, B}  # the request that came meanwhile was taken
 
 
+def waits_over_three_steps(runner: Runner) -> list[bool]:
+    """One entry for each time the runner began to wait, over its next three steps (the
+    join, the first word, the second)."""
+    waited: list[bool] = []
+    runner._await_first_tokens = lambda: waited.append(True)  # type: ignore[method-assign]
+    for _ in range(3):
+        step(runner)
+    return waited
+
+
 def test_a_runner_does_not_wait_for_a_task_nobody_acknowledges(
         runner: tuple[Runner, int]) -> None:
     made, _ = runner
     start(made, A, acknowledged=False)
-    waited: list[bool] = []
-    made._await_first_tokens = lambda: waited.append(True)  # type: ignore[method-assign]
-    for _ in range(3):
-        step(made)
+    waited = waits_over_three_steps(made)
     assert waited == []
 
 
@@ -147,8 +154,5 @@ def test_a_runner_with_a_core_to_spare_does_not_wait(runner: tuple[Runner, int])
     made, _ = runner
     made._first_tokens = FirstTokenPause(enabled=False)  # as with fewer threads than cores
     start(made, A, acknowledged=True)
-    waited: list[bool] = []
-    made._await_first_tokens = lambda: waited.append(True)  # type: ignore[method-assign]
-    for _ in range(3):
-        step(made)
+    waited = waits_over_three_steps(made)
     assert waited == []

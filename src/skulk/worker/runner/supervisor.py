@@ -6,8 +6,6 @@ request with an error chunk, so no stream is left hanging.
 """
 
 import contextlib
-import multiprocessing
-import os
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from multiprocessing.process import BaseProcess
@@ -29,9 +27,7 @@ from skulk.shared.types.tasks import TerminalTaskStatus, TextGenerationTask
 from skulk.shared.types.traces import RankSpans, Span
 from skulk.worker.engines.description import EngineDescription
 from skulk.worker.engines.protocol import EngineConfig
-from skulk.worker.engines.registry import spawn_environment
 from skulk.worker.runner import messages
-from skulk.worker.runner.bootstrap import entrypoint
 from skulk.worker.runner.chunk_envelopes import ChunkEnvelopes
 from skulk.worker.runner.coalesce import coalesce, plain_token_chunk
 from skulk.worker.runner.deadlines import Progress
@@ -40,6 +36,7 @@ from skulk.worker.runner.flight_recorder import FlightRecorder
 from skulk.worker.runner.messages import FromRunner
 from skulk.worker.runner.runner_inbox import InboxWriter
 from skulk.worker.runner.runner_output import RunnerOutput
+from skulk.worker.runner.runner_spawn import spawn_runner
 from skulk.worker.runner.runner_stdout import RunnerStdout
 
 _POLL_SECONDS = 0.2
@@ -138,29 +135,15 @@ class RunnerSupervisor:
             # nobody to stop it but the node's own exit.
             self.recorder.record("shutdown", "before it was spawned")
             return
-        context = multiprocessing.get_context("spawn")
-        inbox_end, inbox_writer = context.Pipe(duplex=False)
-        output_end, runner_end = context.Pipe(duplex=False)
-        stdout_end, runner_stdout = context.Pipe(duplex=False)
-        self._process = context.Process(
-            target=entrypoint, name=f"skulk-runner-{self.runner_id}", daemon=True,
-            args=(self._engine, self._config, inbox_end, runner_end, os.getpid(),
-                  runner_stdout))
-        with spawn_environment(self._engine, self._config):  # e.g. OpenBLAS preloaded
-            self._process.start()
-        inbox_end.close()
-        self._inbox = InboxWriter(os.dup(inbox_writer.fileno()))  # ours to close
-        inbox_writer.close()
-        runner_end.close()  # the runner holds the only write end: its exit is end of file
-        runner_stdout.close()
-        output = RunnerOutput(os.dup(output_end.fileno()), self._at_once,  # ours to close
+        spawned = spawn_runner(self._engine, self._config, self.runner_id)
+        self._process = spawned.process
+        self._inbox = InboxWriter(spawned.inbox)
+        output = RunnerOutput(spawned.output, self._at_once,
                               relay=self._direct_streams is not None)
         if output.relay is not None and self._direct_streams is not None:
             self._relay = RunnerRelay(output.relay, self._direct_streams,
                                       self._first_token_out)
-        output_end.close()
-        printed = RunnerStdout(os.dup(stdout_end.fileno()), str(self.runner_id))
-        stdout_end.close()
+        printed = RunnerStdout(spawned.stdout, str(self.runner_id))
         self.recorder.record("spawned", f"pid {self._process.pid}, engine {self._engine.name}")
         logger.info("runner {} started (pid {}, engine {})", self.runner_id,
                     self._process.pid, self._engine.name)

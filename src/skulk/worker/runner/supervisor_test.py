@@ -194,7 +194,7 @@ def _runner_sending_a_bad_frame(_engine: object, _config: object, _inbox: object
 @pytest.mark.anyio
 async def test_a_runner_sending_a_bad_frame_is_killed_and_failed_naming_it(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("skulk.worker.runner.supervisor.entrypoint",
+    monkeypatch.setattr("skulk.worker.runner.runner_spawn.entrypoint",
                         _runner_sending_a_bad_frame)
     recorder = Recorder()
     supervisor = RunnerSupervisor(
