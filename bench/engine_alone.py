@@ -1,24 +1,30 @@
 """Skulk's llama.cpp engine with no node around it: what the serving path costs.
 
     .venv/bin/python bench/engine_alone.py GGUF PROMPT... [--max-tokens 128] [--threads N]
-    .venv/bin/python bench/engine_alone.py GGUF [--threads N] < requests
+    .venv/bin/python bench/engine_alone.py GGUF --port PORT [--threads N]
 
-Loads the engine in this process as a runner does (same options, warm-up), streams each
-prompt alone, greedy, and prints one JSON line per prompt: time to first token and decode
-tokens/s. Given no PROMPT, it prints `{"ready": true}` once loaded and then answers
-requests from stdin, one JSON line `{"prompt": ..., "max_tokens": ...}` each, until
-stdin closes: `llama_server_compare.py` keeps it up that way beside the servers and
-measures it in turn with them, so the gap between the engine and the served figures is
-the node's per-token path (runner pipe, data plane, HTTP).
+Loads the engine in this process as a runner does (same options, warm-up). Given
+PROMPTs, it streams each alone, greedy, and prints one JSON line per prompt: time to
+first token and decode tokens/s, timed in this process. Given `--port`, it prints
+`{"ready": true}` once loaded and then streams OpenAI chat chunks over HTTP on
+127.0.0.1:PORT straight from the engine's loop (bench/bare_http.py) until it is stopped:
+`llama_server_compare.py` keeps it up that way beside the servers and streams from it
+with the same client, so the gap between it and Skulk is the node's serving path
+(control plane, runner pipe, relay, FastAPI), and the gap between it and the engine timed
+in-process is the client's and the socket's share, which every server pays.
 """
 
 import argparse
 import json
+import socket
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.bare_http import serve  # noqa: E402
+
 from skulk.shared.types.ids import ModelId  # noqa: E402
 from skulk.shared.types.tasks import ChatMessage, GenerationParams  # noqa: E402
 from skulk.worker.engines.llama_cpp.description import LlamaCppOptions  # noqa: E402
@@ -46,8 +52,9 @@ def generate(engine: LlamaCppEngine, prompt: str, max_tokens: int) -> dict[str, 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("gguf")
-    parser.add_argument("prompts", nargs="*",
-                        help="prompts to answer (none: read requests from stdin)")
+    parser.add_argument("prompts", nargs="*", help="prompts to answer (none: give --port)")
+    parser.add_argument("--port", type=int, default=None,
+                        help="serve streamed chat completions on 127.0.0.1:PORT instead")
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--context", type=int, default=8192)
     parser.add_argument("--threads", type=int, default=None,
@@ -55,6 +62,8 @@ def main() -> int:
     parser.add_argument("--gpu-layers", type=int, default=0,
                         help="layers on the GPU, as the master would choose (default: none)")
     args = parser.parse_args()
+    if bool(args.prompts) == (args.port is not None):
+        parser.error("give either PROMPTs or --port")
     engine = LlamaCppEngine(EngineConfig(model_path=args.gguf,
                                          context_token_limit=args.context,
                                          n_threads=args.threads,
@@ -65,11 +74,9 @@ def main() -> int:
         for prompt in args.prompts:
             print(json.dumps(generate(engine, prompt, args.max_tokens)), flush=True)
         return 0
+    listener = socket.create_server(("127.0.0.1", args.port))
     print(json.dumps({"ready": True}), flush=True)
-    for line in sys.stdin:
-        request = json.loads(line)
-        print(json.dumps(generate(engine, request["prompt"], request["max_tokens"])),
-              flush=True)
+    serve(listener, engine.generate)
     return 0
 
 

@@ -13,9 +13,12 @@ Three servers and the engine alone, `--repeats` rounds:
   skulk-unbatched  the same with `--no-batching` (one request at a time)
   llama-server     `-np 4 -t <threads> -c 8192 -kvu` (4 slots sharing one context's cells,
                    as Skulk's sequences do by default), its other defaults untouched
-  engine-alone     bench/engine_alone.py kept up in a process of its own, taking prompts
-                   on stdin (no node, no HTTP): the gap between it and `skulk` is the
-                   node's per-token path
+  engine-alone     bench/engine_alone.py kept up in a process of its own, its engine's
+                   loop writing each token's event straight to the client's socket
+                   (bench/bare_http.py: no node, no runner pipe, no framework), streamed
+                   by the same client: the gap between it and `skulk` is the node's
+                   serving path, and it shows how near llama-server any server around
+                   this engine can come
 Each round starts all four and warms each up, then measures them in alternation, item by
 item (bench/server_turns.py): each of the 4 single-stream prompts, then each aggregate
 row, is measured once per server, back to back, before the next item. Whoever is not
@@ -188,7 +191,7 @@ def served(stack: ExitStack, name: str, server: Server,
         name, lambda prompt, tokens: stream(client, model, prompt, tokens, end_token),
         [node] if node is not None else list(pids.values()),
         # The client's own CPU too (this process: the streaming threads), which every
-        # server's row pays and the engine alone does not.
+        # contender's row pays.
         CpuMeter({**pids, "client": os.getpid()}),
         idle=(lambda: wait_node_idle(url.removesuffix("/v1"))) if node is not None
         else lambda: None)
@@ -211,8 +214,12 @@ def measure_round(servers: dict[str, Server], gguf: Path, round_: int,
             # Registered after its start, so it runs before its stop.
             stack.enter_context(thawed_on_exit([contenders[name]]))
         with pinned(args.server_cores):
-            ask, pid = stack.enter_context(engine_alone(gguf, args.threads, args.gpu_layers))
-        contenders[ENGINE_ALONE] = Contender(ENGINE_ALONE, ask, [pid], CpuMeter({}))
+            url, model, pids = stack.enter_context(
+                engine_alone(gguf, args.threads, args.gpu_layers))
+        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=600)
+        contenders[ENGINE_ALONE] = Contender(
+            ENGINE_ALONE, lambda prompt, tokens: stream(client, model, prompt, tokens),
+            list(pids.values()), CpuMeter({}))
         stack.enter_context(thawed_on_exit([contenders[ENGINE_ALONE]]))
         for contender in contenders.values():
             contender.freeze()

@@ -76,7 +76,8 @@ def report(figures: dict[str, dict[str, float]], spread: dict[str, list[float]],
         print(f"  {label:32} sd {sd:.3f}   rounds to resolve {needed}")
     alone = figures[ENGINE_ALONE]
     served = figures["skulk"]["decode_tps"]
-    print(f"\nthe engine alone (no node, no HTTP): time to first token "
+    print(f"\nthe engine alone (its loop writing to a bare socket, the same client): "
+          f"time to first token "
           f"{alone['ttft_ms']:.1f} ms, decode {alone['decode_tps']:.1f} tok/s "
           f"({alone['decode_tps'] / figures['llama-server']['decode_tps']:.2f}x llama-server); "
           f"served, Skulk keeps {served / alone['decode_tps']:.2f} of it")
@@ -105,6 +106,9 @@ def write(figures: dict[str, dict[str, float]], spread: dict[str, list[float]],
         # The servers took turns item by item, the idle ones frozen (server_turns.py);
         # runs without this key measured each server in a window of its own.
         "interleaved": True, "figures": figures,
+        # The engine alone streamed by the same client from a bare socket (bare_http.py);
+        # runs without this key timed it in its own process, with no client at all.
+        "engine_alone_over": "bare_http",
         "ratios": {key: figures["skulk"][key] / figures["llama-server"][key]
                    for key, _ in rows(args.streams)},
         "round_ratios": spread,

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import httpx
 import psutil
+from bench.bare_http import MODEL
 from bench.chat_latency import Sample
 from tests.node_process import NodeProcess
 
@@ -250,35 +251,26 @@ def pinned(cores: set[int] | None) -> Iterator[None]:
 
 @contextmanager
 def engine_alone(gguf: Path, threads: int | None = None, gpu_layers: int | None = None,
-                 ) -> Iterator[tuple[Callable[[str, int], Sample], int]]:
-    """bench/engine_alone.py kept up, taking prompts on stdin: how to ask it for one
-    completion, and its pid. Loaded and warmed up when this yields."""
+                 ) -> Iterator[tuple[str, str, dict[str, int]]]:
+    """bench/engine_alone.py kept up, streaming chat completions over a bare HTTP socket
+    (bench/bare_http.py): its base URL, model name and pid, as the servers give theirs.
+    Loaded and warmed up when this yields."""
     script = Path(__file__).resolve().parent / "engine_alone.py"
+    port = free_port()
     process = subprocess.Popen(
-        [sys.executable, str(script), str(gguf), "--context", str(CONTEXT),
+        [sys.executable, str(script), str(gguf), "--port", str(port),
+         "--context", str(CONTEXT),
          *([] if threads is None else ["--threads", str(threads)]),
          *([] if gpu_layers is None else ["--gpu-layers", str(gpu_layers)])],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert process.stdin is not None and process.stdout is not None
-    requests, answers = process.stdin, process.stdout
-
-    def ask(prompt: str, max_tokens: int) -> Sample:
-        requests.write(json.dumps({"prompt": prompt, "max_tokens": max_tokens}) + "\n")
-        requests.flush()
-        return Sample(**json.loads(answer()))
-
-    def answer() -> str:
-        line = answers.readline()
-        if not line:
-            raise RuntimeError(f"the engine alone exited ({process.wait(30)})")
-        return line
-
+        stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
     try:
-        if not json.loads(answer()).get("ready"):
-            raise RuntimeError("the engine alone did not say it was ready")
-        yield ask, process.pid
+        line = process.stdout.readline()
+        if not line or not json.loads(line).get("ready"):
+            raise RuntimeError(f"the engine alone did not start ({process.poll()})")
+        yield f"http://127.0.0.1:{port}/v1", MODEL, {"engine": process.pid}
     finally:
-        requests.close()  # its loop ends with stdin
+        process.terminate()
         try:
             process.wait(30)
         except subprocess.TimeoutExpired:

@@ -1,7 +1,8 @@
 """The llama-server comparison's turns on real processes: a Skulk node and its runner,
 frozen with SIGSTOP for longer than any of the node's deadlines on a running request,
-serve the next request on the same runner once continued; the engine alone, kept up on
-stdin, answers prompt after prompt across a freeze."""
+serve the next request on the same runner once continued; the engine alone, kept up
+behind a bare HTTP socket, streams to the `openai` client prompt after prompt across a
+freeze, and refuses what it does not serve without stopping."""
 
 import os
 import subprocess
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import openai
 import psutil
+import pytest
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPOSITORY))
@@ -75,18 +77,27 @@ def test_a_skulk_node_frozen_past_its_stall_deadline_serves_on_with_the_same_run
         assert runners(pids["node"]) == before == [pids["runner"]]  # none replaced
 
 
-def test_the_engine_alone_answers_prompts_from_stdin_across_a_freeze() -> None:
-    with engine_alone(bundled_gguf(), threads=1) as (ask, pid):
-        engine = Contender("engine-alone", ask, [pid], CpuMeter({}))
+def test_the_engine_alone_streams_to_the_openai_client_across_a_freeze() -> None:
+    with engine_alone(bundled_gguf(), threads=1) as (url, model, pids):
+        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=120)
+        engine = Contender("engine-alone",
+                           lambda prompt, tokens: stream(client, model, prompt, tokens),
+                           list(pids.values()), CpuMeter({}))
         with thawed_on_exit([engine]):
-            first = ask("Say hello.", 8)
+            first = engine.ask("Say hello.", 8)
             engine.freeze()
-            assert engine.held == [pid] and stopped([pid])
+            assert engine.held == list(pids.values()) and stopped(engine.held)
             time.sleep(SETTLE_SECONDS)
             with turn(engine):
                 second = engine.ask("Describe a bicycle.", 16)
+                with pytest.raises(openai.BadRequestError, match="only streams"):
+                    client.chat.completions.create(
+                        model=model, messages=[{"role": "user", "content": "Hi"}],
+                        max_tokens=4)
+                third = engine.ask("Name a colour.", 8)  # a refusal leaves it serving
     assert first.tokens > 0 and first.ttft > 0
     assert 1 < second.tokens <= 16 and second.decode_tps > 0
+    assert third.tokens > 0
 
 
 def test_processes_started_while_pinned_keep_the_cores_and_the_thread_gets_its_own_back(
