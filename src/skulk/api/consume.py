@@ -21,7 +21,7 @@ from skulk.api.context import ApiContext
 from skulk.api.direct_stream import DirectOffer, first_token_out
 from skulk.api.errors import ApiError
 from skulk.api.generation import Generation, finish_generation
-from skulk.api.held_writes import hold_until_next_turn
+from skulk.api.held_writes import hold_writes
 from skulk.api.tracing import now_us
 from skulk.shared.types.chunks import (
     Chunk,
@@ -164,7 +164,8 @@ async def token_chunks(context: ApiContext, generation: Generation,
     formatter writes it in its dialect). A client that goes away cancels the generation.
     With `direct`, the plain tokens after the first may be written by the native relay
     instead (`direct_stream`): only the chunks it leaves to Python come out here. Once the
-    first has gone to the transport, the runner hears so (`first_token_out`)."""
+    first has gone to the transport, the response's held first bytes leave (`held_writes`)
+    and the runner hears so (`first_token_out`)."""
     measure = _Measure(context, generation)
     held: Chunk | None = None  # the chunk that came after the relay's unsent text
     first = True
@@ -183,8 +184,10 @@ async def token_chunks(context: ApiContext, generation: Generation,
                 yield chunk
                 return
             yield chunk
-            if first:
+            if first:  # its events are written: out they go, and its runner hears so
                 first = False
+                if generation.held is not None:
+                    generation.held.release()
                 first_token_out(context, generation)
             if held is not None:
                 chunk, held = held, None
@@ -231,7 +234,7 @@ class GenerationResponse(StreamingResponse):
         streams from a task it starts, a turn of the event loop later, on ASGI before 2.4,
         which uvicorn speaks); a client that leaves still ends the stream at once."""
         failure: Exception | None = None
-        hold_until_next_turn(connection_of(scope))
+        self._generation.held = hold_writes(connection_of(scope))
         try:
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(self._end_when_gone, receive, tasks.cancel_scope)

@@ -15,8 +15,6 @@ reader that is behind, a runner without a relay, a connection not served by uvic
 HTTP/1.1 over plain TCP.
 """
 
-import asyncio
-
 from skulk.api.connection import Connection
 from skulk.api.context import ApiContext
 from skulk.api.generation import Generation
@@ -47,14 +45,15 @@ def direct_offer(context: ApiContext, connection: Connection | None, generation:
 
 def first_token_out(context: ApiContext, generation: Generation) -> None:
     """Tell the request's runner on this node that its first token went out (it may be
-    waiting for that: `worker/runner/first_token_pause.py`), on the event loop's next turn:
-    after the response's first bytes, held until then (`held_writes`), have left."""
+    waiting for that: `worker/runner/first_token_pause.py`). A stream calls this once the
+    response's first bytes, held until its first token's were written (`held_writes`),
+    have been released to the socket."""
     streams = context.requests.direct
     if streams is None:
         return
     task = context.cluster.replica.state.task_for_command(generation.current_command_id)
     if task is not None:
-        asyncio.get_running_loop().call_soon(streams.first_token_out, task.task_id)
+        streams.first_token_out(task.task_id)
 
 
 class DirectOffer:

@@ -19,6 +19,7 @@ from fastapi import Request
 from skulk.api.context import ApiContext
 from skulk.api.errors import ApiError
 from skulk.api.failover import Failover
+from skulk.api.held_writes import HeldWrites
 from skulk.api.serving import ensure_serving
 from skulk.api.streams import CommandStream
 from skulk.api.submit import Submitted, release, submit
@@ -42,6 +43,8 @@ class Generation:
     done: bool = False
     trace: RequestTrace | None = None
     released: bool = False
+    # A streamed response's first bytes, held until its first token's are written too.
+    held: HeldWrites | None = None
 
     @property
     def stream(self) -> CommandStream:

@@ -7,7 +7,7 @@ from typing import cast
 import pytest
 
 from skulk.api.connection import Connection
-from skulk.api.held_writes import hold_until_next_turn
+from skulk.api.held_writes import hold_writes
 
 
 def readable(sock: socket.socket) -> bool:
@@ -25,7 +25,7 @@ async def test_what_one_turn_writes_leaves_together_at_the_next() -> None:
     client = socket.create_connection(server.sockets[0].getsockname()[:2])
     try:
         writer = await accepted
-        hold_until_next_turn(cast(Connection, SimpleNamespace(transport=writer.transport)))
+        assert hold_writes(cast(Connection, SimpleNamespace(transport=writer.transport)))
         writer.write(b"HTTP/1.1 200 OK\r\n\r\n")
         writer.write(b"data: first token\n\n")
         assert not readable(client)  # held: nothing has left yet
@@ -40,10 +40,37 @@ async def test_what_one_turn_writes_leaves_together_at_the_next() -> None:
 
 
 @pytest.mark.anyio
+async def test_released_once_the_first_token_is_written_it_leaves_at_once() -> None:
+    accepted: asyncio.Future[asyncio.StreamWriter] = asyncio.get_running_loop().create_future()
+
+    async def serve(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.set_result(writer)
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    client = socket.create_connection(server.sockets[0].getsockname()[:2])
+    try:
+        writer = await accepted
+        held = hold_writes(cast(Connection, SimpleNamespace(transport=writer.transport)))
+        assert held is not None
+        writer.write(b"HTTP/1.1 200 OK\r\n\r\n")
+        writer.write(b"data: first token\n\n")
+        held.release()  # no turn of the loop
+        assert readable(client)
+        assert client.recv(1024) == b"HTTP/1.1 200 OK\r\n\r\ndata: first token\n\n"
+        held.release()  # again: nothing
+        await asyncio.sleep(0)  # the turn that would have released it: nothing either
+        writer.write(b"data: second\n\n")
+        assert readable(client) and client.recv(1024) == b"data: second\n\n"
+    finally:
+        client.close()
+        server.close()
+
+
+@pytest.mark.anyio
 async def test_no_connection_or_a_socket_gone_holds_nothing() -> None:
-    hold_until_next_turn(None)  # served without uvicorn's cycle (a test's ASGI transport)
+    assert hold_writes(None) is None  # served without uvicorn's cycle (an ASGI transport)
     closed = socket.socket()
     closed.close()
     transport = SimpleNamespace(get_extra_info=lambda name: closed)
-    hold_until_next_turn(cast(Connection, SimpleNamespace(transport=transport)))
+    assert hold_writes(cast(Connection, SimpleNamespace(transport=transport))) is None
     await asyncio.sleep(0)  # nothing scheduled that could fail
