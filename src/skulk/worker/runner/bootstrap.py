@@ -49,6 +49,7 @@ from skulk.worker.runner.first_token_pause import (
 )
 from skulk.worker.runner.messages import FromRunner, ToRunner
 from skulk.worker.runner.pipe_frames import FrameWriter
+from skulk.worker.runner.ready_report import ReadyReport
 from skulk.worker.runner.runner_inbox import RunnerInbox
 from skulk.worker.runner.runner_stdout import point_stdout_at
 
@@ -87,13 +88,15 @@ class Runner:
         self._last_step = 0.0
         self._step_tokens: list[messages.TokenPiece] = []  # this step's plain output
         self._shutdown = False
-        self._running = False  # reported `RunnerRunning` and not `RunnerReady` since
+        self._ready = ReadyReport()  # when to say `running` and `ready` again
         self._exit_code = 0
         self._first_tokens = FirstTokenPause(compute_fills_cores(config.n_threads))
 
     def serve(self) -> int:
         self._report(RunnerCreated())
         while not self._shutdown:
+            if self._ready.due(time.monotonic()):
+                self._report(RunnerReady())
             if self._engine is not None and self._step_due(self._engine):
                 self._drain_inbox()
                 if not self._shutdown:
@@ -163,11 +166,14 @@ class Runner:
                 rpc_channel.set_revoked(frozenset(nodes))
 
     def _idle_wait(self) -> float | None:
-        """How long to block on the inbox: forever, unless the engine wants idle steps."""
+        """How long to block on the inbox: forever, unless the engine wants idle steps or
+        `RunnerReady` falls due."""
+        now = time.monotonic()
+        ready = self._ready.wait(now)
         if self._engine is None or self._engine.idle_step_seconds is None:
-            return None
-        return max(self._engine.idle_step_seconds - (time.monotonic() - self._last_step),
-                   0.001)
+            return ready
+        step = max(self._engine.idle_step_seconds - (now - self._last_step), 0.001)
+        return step if ready is None else min(step, ready)
 
     def _step_due(self, engine: Engine) -> bool:
         """Step while there is work; a split engine also steps now and then when idle, so
@@ -231,8 +237,7 @@ class Runner:
         for event in events:
             self._forward(event)
         if was_busy and not self._submitted and not self._shutdown:
-            self._running = False
-            self._report(RunnerReady())
+            self._ready.drained(time.monotonic())  # `ready` if none comes for a moment
 
     def _forward(self, event: EngineEvent) -> None:
         task = self._submitted.get(event.task_id)
@@ -243,9 +248,8 @@ class Runner:
         match event:
             case TaskJoined():
                 self._send(messages.TaskAcknowledged(task_id=task.task_id))
-                if not self._running:  # a request joining others changes nothing
-                    self._running = True  # (each report is an event the master indexes)
-                    self._report(RunnerRunning())
+                if self._ready.joined():  # a request joining others changes nothing
+                    self._report(RunnerRunning())  # (each report is an event indexed)
             case TaskOutput(chunk=TokenChunk() as chunk) if packable(chunk):
                 self._step_tokens.append((task.task_id, task.command_id, chunk.text,
                                           chunk.token_ids))
