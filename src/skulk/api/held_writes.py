@@ -7,8 +7,9 @@ with TCP_CORK, everything the response writes up to its first token (which it al
 has when it starts) leaves together: released by the stream as soon as its first token's
 events are written (`HeldWrites.release`), and at the event loop's next turn at the
 latest (a response that ends with its first chunk, an error). Waiting for that turn
-made the first token wait for whatever else the loop had to do first (a task's
-"running" status on its way to the master, 0.1-0.2 ms).
+made the first token wait for whatever else the loop had to do first, above all the
+task's "running" status on its way through the master, the log and the replica: 1.5 ms
+of the first token in an interleaved A/B (bench/README.md).
 """
 
 import asyncio
