@@ -36,6 +36,7 @@ class StateReplica:
         self._buffer: dict[int, IndexedEvent] = {}
         self._listeners: list[ListenerStream[IndexedEvent]] = []
         self._listeners_with_before: list[ListenerStream[tuple[State, IndexedEvent]]] = []
+        self._wakers: list[Callable[[], None]] = []
         self._changed = anyio.Event()
         self._gap_from: int | None = None  # the first index missing behind a later one
         self._expected_master: NodeId | None = None
@@ -87,6 +88,13 @@ class StateReplica:
         """How many events of the session this replica applied (the election's measure of
         how much a node has seen)."""
         return self._state.last_event_applied_idx + 1
+
+    def wake_on_apply(self, waker: Callable[[], None]) -> None:
+        """Call `waker` each time events are applied, before any subscriber is fed: for a
+        reader that only needs to know that the State moved (the worker's plan), a task's
+        hop sooner than a subscription, and no task woken per event. It must not block or
+        raise."""
+        self._wakers.append(waker)
 
     def subscribe(self) -> ListenerStream[IndexedEvent]:
         """A stream of every event applied from now on, in order (listener_stream.py)."""
@@ -165,6 +173,8 @@ class StateReplica:
         return applied
 
     def _notify(self, applied: list[tuple[State, IndexedEvent]]) -> None:
+        for waker in self._wakers:
+            waker()
         for _, indexed in applied:
             self.recent.record(indexed)
         for listener in list(self._listeners):

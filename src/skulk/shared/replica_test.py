@@ -56,6 +56,28 @@ def test_duplicates_and_foreign_sessions_are_dropped() -> None:
     assert replica.state.last_event_applied_idx == 1
 
 
+def test_a_waker_hears_each_application_before_any_subscriber_is_fed() -> None:
+    replica = StateReplica()
+    stream = replica.subscribe()
+    woken: list[list[int]] = []  # at each wake, what the subscriber had been fed before
+
+    def drained() -> list[int]:
+        indexes = []
+        while True:
+            try:
+                indexes.append(stream.receive_nowait().index)
+            except anyio.WouldBlock:
+                return indexes
+
+    replica.wake_on_apply(lambda: woken.append(drained()))
+    replica.receive(seed())
+    replica.receive(noop(2))  # beyond a gap: nothing applied, nobody woken
+    replica.receive(noop(1))  # applies 1 and 2 together: one wake
+    replica.receive(noop(1))  # a duplicate: none
+    assert woken == [[], [0]]  # never this application's own events
+    assert drained() == [1, 2]
+
+
 def test_a_new_session_seed_switches_sessions() -> None:
     replica = StateReplica()
     replica.receive(seed())

@@ -14,7 +14,7 @@ from skulk.shared.types.commands import (
     RefusePlacement,
     ReplaceInstance,
 )
-from skulk.shared.types.events import Event, RunnerStatusUpdated, StateSnapshotHydrated
+from skulk.shared.types.events import Event, RunnerStatusUpdated
 from skulk.shared.types.ids import (
     InstanceId,
     NodeId,
@@ -63,6 +63,9 @@ from skulk.worker.weights_fetch import (
     stage_layers,
 )
 from skulk.worker.wiring import WorkerOutbox, WorkerReach, WorkerSettings
+
+# The plan runs again at least this often (its deadlines), woken or not.
+PLAN_BACKSTOP_SECONDS = 1.0
 
 
 class Worker:
@@ -143,7 +146,8 @@ class Worker:
     async def run(self) -> None:
         try:
             async with anyio.create_task_group() as tasks:
-                tasks.start_soon(self._watch_replica)
+                self._replica.wake_on_apply(self.wake)
+                tasks.start_soon(self._backstop)
                 await self._plan_loop(tasks)
         finally:
             with anyio.CancelScope(shield=True):
@@ -154,17 +158,16 @@ class Worker:
     def wake(self) -> None:
         self._wake.set()
 
-    async def _watch_replica(self) -> None:
-        async with self._replica.subscribe() as applied:
-            async for indexed in applied:
-                if isinstance(indexed.event, StateSnapshotHydrated) and (
-                        indexed.session != self._reported_session):
-                    self._reported_session = indexed.session
-                    await self._report_runner_statuses()
-                self.wake()
+    async def _backstop(self) -> None:
+        """A plan pass at least every `PLAN_BACKSTOP_SECONDS`, for the deadlines: the
+        replica (`wake_on_apply`) and the supervisors wake the plan on everything else."""
+        while True:
+            await anyio.sleep(PLAN_BACKSTOP_SECONDS)
+            self.wake()
 
     async def _report_runner_statuses(self) -> None:
         """A new master session may lack our runners' latest statuses: report them again."""
+        self._reported_session = self._replica.session
         for runner_id, runner in self._runners.items():
             status = runner.supervisor.status
             if status is not None:
@@ -174,6 +177,8 @@ class Worker:
     async def _plan_loop(self, tasks: TaskGroup) -> None:
         while True:
             self._wake = anyio.Event()
+            if self._replica.session != self._reported_session:
+                await self._report_runner_statuses()
             state = self._replica.state
             self._dispatched &= set(state.tasks)
             fetcher = self._fetcher
@@ -183,9 +188,7 @@ class Worker:
                                          if fetcher else frozenset()),
                         fetching=fetcher.fetching if fetcher else frozenset())
             if step is None:
-                # Supervisors wake us on every report; the timeout is only a backstop.
-                with anyio.move_on_after(1.0):
-                    await self._wake.wait()
+                await self._wake.wait()  # no cancel scope a pass: `_backstop` ticks
                 continue
             logger.debug("worker step: {}", step)
             await self._execute(step, tasks)
