@@ -14,9 +14,11 @@ Only what the benchmark sends is understood: `POST /v1/chat/completions` with
 JSON error. One request at a time, over any number of kept-alive connections.
 """
 
+import contextlib
 import json
 import selectors
 import socket
+import sys
 import time
 from collections.abc import Callable, Iterator
 
@@ -164,7 +166,11 @@ def _answer(connection: socket.socket, generate: Generate,
         stream(connection, generate, params_of(target, body))
         return True
     except BadRequest as why:
-        refuse(connection, str(why))
+        with contextlib.suppress(OSError):  # the client may be gone already
+            refuse(connection, str(why))
         return False
-    except OSError:  # the client went away mid-answer
+    except OSError:  # the client went away mid-answer (its request is cancelled)
+        return False
+    except Exception as failed:  # the engine failed mid-answer: the stream just ends
+        print(f"bare_http: a request failed: {failed}", file=sys.stderr, flush=True)
         return False

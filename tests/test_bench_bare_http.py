@@ -1,11 +1,15 @@
-"""bench/bare_http.py's request reading and refusals, over a real socket pair (the
-engine behind it streams to the `openai` client in test_bench_server_turns.py)."""
+"""bench/bare_http.py's request reading and refusals, over a real socket pair, and its
+server with a stand-in engine that fails mid-answer (the real engine behind it streams
+to the `openai` client in test_bench_server_turns.py)."""
 
 import json
 import socket
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -16,7 +20,11 @@ from bench.bare_http import (  # noqa: E402
     event,
     params_of,
     read_request,
+    serve,
 )
+
+from skulk.shared.types.chunks import TokenChunk  # noqa: E402
+from skulk.shared.types.tasks import GenerationParams  # noqa: E402
 
 
 def request(body: dict[str, object], target: bytes = ROUTE) -> bytes:
@@ -71,3 +79,21 @@ def test_an_event_is_one_chunk_of_an_openai_chat_chunk() -> None:
     body = json.loads(payload.removeprefix(b"data: "))
     assert body["object"] == "chat.completion.chunk"
     assert body["choices"] == [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": None}]
+
+
+def test_an_engine_that_fails_mid_answer_ends_that_stream_and_serves_the_next() -> None:
+    def generate(params: GenerationParams) -> Iterator[TokenChunk]:
+        yield TokenChunk(text="a", token_ids=[1])
+        if params.max_tokens == 1:
+            raise RuntimeError("the engine broke")
+        yield TokenChunk(text="b", token_ids=[2], finish_reason="length")
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    threading.Thread(target=serve, args=(listener, generate), daemon=True).start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}{ROUTE.decode()}"
+    with httpx.Client(timeout=10) as client:
+        with pytest.raises(httpx.RemoteProtocolError):  # the body ends unfinished
+            with client.stream("POST", url, json={**CHAT, "max_tokens": 1}) as broken:
+                list(broken.iter_lines())
+        whole = client.post(url, json=CHAT).text
+    assert whole.count('"content":') == 3 and whole.endswith("data: [DONE]\n\n")
