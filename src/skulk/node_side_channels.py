@@ -46,7 +46,6 @@ async def runners_follow_revocations(replica: StateReplica, links: DeviceLinks) 
     """Each revocation the replica applies (or a snapshot, which may bring some) reaches
     the runners of split instances at once: they end the open links to and from the
     revoked node."""
-    async with replica.subscribe() as applied:
-        async for indexed in applied:
-            if isinstance(indexed.event, NodeRevoked | StateSnapshotHydrated):
-                links.revocations_changed()
+    async with replica.subscribe(kinds=(NodeRevoked, StateSnapshotHydrated)) as applied:
+        async for _ in applied:
+            links.revocations_changed()

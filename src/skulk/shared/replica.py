@@ -27,6 +27,9 @@ _MAX_BUFFERED_EVENTS = 10_000
 _EVENTS_PER_STEP = 16
 
 
+# The classes of event a subscriber takes (None: every kind).
+Kinds = tuple[type, ...] | None
+
 class StateReplica:
     """Applies indexed events in order and tells listeners what was applied."""
 
@@ -34,8 +37,10 @@ class StateReplica:
         self._state = State()
         self._session: SessionId | None = None
         self._buffer: dict[int, IndexedEvent] = {}
-        self._listeners: list[ListenerStream[IndexedEvent]] = []
-        self._listeners_with_before: list[ListenerStream[tuple[State, IndexedEvent]]] = []
+        # Each subscriber's stream and the kinds of event it takes (None: every kind).
+        self._listeners: list[tuple[ListenerStream[IndexedEvent], Kinds]] = []
+        self._listeners_with_before: list[
+            tuple[ListenerStream[tuple[State, IndexedEvent]], Kinds]] = []
         self._wakers: list[Callable[[], None]] = []
         self._changed = anyio.Event()
         self._gap_from: int | None = None  # the first index missing behind a later one
@@ -96,17 +101,20 @@ class StateReplica:
         raise."""
         self._wakers.append(waker)
 
-    def subscribe(self) -> ListenerStream[IndexedEvent]:
-        """A stream of every event applied from now on, in order (listener_stream.py)."""
+    def subscribe(self, kinds: Kinds = None) -> ListenerStream[IndexedEvent]:
+        """A stream of every event applied from now on, in order (listener_stream.py); with
+        `kinds`, only the events of those classes: a reader of a few kinds is not woken
+        for the others (every request makes several events)."""
         stream = ListenerStream[IndexedEvent]()
-        self._listeners.append(stream)
+        self._listeners.append((stream, kinds))
         return stream
 
-    def subscribe_with_before(self) -> ListenerStream[tuple[State, IndexedEvent]]:
+    def subscribe_with_before(self, kinds: Kinds = None
+                              ) -> ListenerStream[tuple[State, IndexedEvent]]:
         """Like `subscribe`, each event with the State it was applied to (for readers that
         compare before and after, which would otherwise apply every event again)."""
         stream = ListenerStream[tuple[State, IndexedEvent]]()
-        self._listeners_with_before.append(stream)
+        self._listeners_with_before.append((stream, kinds))
         return stream
 
     async def run(self, batches: AsyncIterable[IndexedBatch]) -> None:
@@ -178,15 +186,19 @@ class StateReplica:
         for _, indexed in applied:
             self.recent.record(indexed)
         for listener in list(self._listeners):
+            stream, kinds = listener
             try:
                 for _, indexed in applied:
-                    listener.send_nowait(indexed)
+                    if kinds is None or isinstance(indexed.event, kinds):
+                        stream.send_nowait(indexed)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 self._listeners.remove(listener)  # its reader has gone
         for paired in list(self._listeners_with_before):
+            stream_with_before, kinds = paired
             try:
                 for pair in applied:
-                    paired.send_nowait(pair)
+                    if kinds is None or isinstance(pair[1].event, kinds):
+                        stream_with_before.send_nowait(pair)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 self._listeners_with_before.remove(paired)
         self._changed.set()

@@ -78,6 +78,21 @@ def test_a_waker_hears_each_application_before_any_subscriber_is_fed() -> None:
     assert drained() == [1, 2]
 
 
+def test_a_subscriber_of_some_kinds_gets_only_those() -> None:
+    replica = StateReplica()
+    snapshots = replica.subscribe(kinds=(StateSnapshotHydrated,))
+    with_before = replica.subscribe_with_before(kinds=(StateSnapshotHydrated,))
+    every = replica.subscribe()
+    replica.receive(seed())
+    replica.receive(noop(1))
+    replica.receive(ev(2, StateSnapshotHydrated(state=State())))
+    assert [snapshots.receive_nowait().index for _ in range(2)] == [0, 2]
+    assert [with_before.receive_nowait()[1].index for _ in range(2)] == [0, 2]
+    with pytest.raises(anyio.WouldBlock):
+        snapshots.receive_nowait()
+    assert [every.receive_nowait().index for _ in range(3)] == [0, 1, 2]
+
+
 def test_a_new_session_seed_switches_sessions() -> None:
     replica = StateReplica()
     replica.receive(seed())

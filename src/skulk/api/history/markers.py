@@ -19,6 +19,9 @@ from skulk.shared.types.runners import RunnerFailed
 from skulk.shared.types.state import State
 
 TEXT_CHARS = 240
+# The only kinds of event that make markers (the history's subscription takes these).
+MARKING_KINDS = (InstanceCreated, InstanceDeleted, RunnerStatusUpdated, NodeFailureNoted,
+                 MembershipAgreed, StateSnapshotHydrated)
 
 
 def _short(text: str) -> str:

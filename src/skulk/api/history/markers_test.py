@@ -1,4 +1,4 @@
-from skulk.api.history.markers import markers_of
+from skulk.api.history.markers import MARKING_KINDS, markers_of
 from skulk.shared.types.events import (
     Event,
     IndexedEvent,
@@ -65,3 +65,23 @@ def test_a_new_master_is_marked_but_not_a_catch_up() -> None:
     assert kinds(State(), snapshot, previous_master="b", master="b") == []
     assert kinds(State(), snapshot, previous_master=None, master="b") == []
     assert kinds(State(), TaskDeleted(task_id=TaskId("t"))) == []
+
+
+def test_every_event_that_makes_a_marker_is_of_a_kind_the_history_subscribes_to() -> None:
+    placed = instance()
+    with_it = state_with(InstanceCreated(instance=placed))
+    two = state_with(MembershipAgreed(members=[NodeId("a"), NodeId("b")]))
+    marking: list[tuple[State, Event]] = [
+        (State(), InstanceCreated(instance=placed)),
+        (with_it, InstanceDeleted(instance_id=InstanceId("inst-1"), reason="idle")),
+        (with_it, RunnerStatusUpdated(runner_id=RunnerId("run-1"),
+                                      status=RunnerFailed(error="died"))),
+        (State(), NodeFailureNoted(node_id=NodeId("b"), reason="silent", until=99.0)),
+        (two, MembershipAgreed(members=[NodeId("a"), NodeId("c")])),
+        (State(), StateSnapshotHydrated(state=State())),
+    ]
+    for before, event in marking:
+        assert kinds(before, event, previous_master="a", master="b"), event
+        assert isinstance(event, MARKING_KINDS), event
+    # The events every request makes are not among them: the history is not woken by them.
+    assert not isinstance(TaskDeleted(task_id=TaskId("t")), MARKING_KINDS)

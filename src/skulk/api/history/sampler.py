@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import anyio
 
-from skulk.api.history.markers import markers_of
+from skulk.api.history.markers import MARKING_KINDS, markers_of
 from skulk.api.history.recorder import MetricsHistory, NodeGauges
 from skulk.api.history.samples import SAMPLE_INTERVAL_SECONDS
 from skulk.api.history.totals import read_totals
@@ -38,9 +38,11 @@ def _next_tick(now: float, interval: float) -> float:
 async def mark_forever(history: MetricsHistory, replica: StateReplica, *,
                        clock: Callable[[], float] = time.time) -> None:
     """Note a marker for each applied event that makes one, read against the State the
-    replica applied it to (a copy kept here applied every event a second time)."""
+    replica applied it to (a copy kept here applied every event a second time). Only the
+    kinds that can make one come (`MARKING_KINDS`); a session's master changes only with
+    its snapshot, which is one of them, so `master` is the master of every event since."""
     master = replica.master_node
-    events = replica.subscribe_with_before()
+    events = replica.subscribe_with_before(kinds=MARKING_KINDS)
     async with events:
         async for before, indexed in events:
             for marker in markers_of(before, master, indexed, clock()):
