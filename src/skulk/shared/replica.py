@@ -30,6 +30,7 @@ _EVENTS_PER_STEP = 16
 # The classes of event a subscriber takes (None: every kind).
 Kinds = tuple[type, ...] | None
 
+
 class StateReplica:
     """Applies indexed events in order and tells listeners what was applied."""
 
