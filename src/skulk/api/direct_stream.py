@@ -51,9 +51,16 @@ def first_token_out(context: ApiContext, generation: Generation) -> None:
     streams = context.requests.direct
     if streams is None:
         return
-    task = context.cluster.replica.state.task_for_command(generation.current_command_id)
-    if task is not None:
-        streams.first_token_out(task.task_id)
+    task_id = _task_now(generation)
+    if task_id is not None:
+        streams.first_token_out(task_id)
+
+
+def _task_now(generation: Generation) -> TaskId | None:
+    """The task serving the generation's current command, as this node's State has it."""
+    task = generation.context.cluster.replica.state.task_for_command(
+        generation.current_command_id)
+    return None if task is None else task.task_id
 
 
 class DirectOffer:
@@ -114,10 +121,10 @@ class DirectOffer:
     def _task_of(self, generation: Generation) -> TaskId | None:
         command_id = generation.current_command_id
         if self._task is None or self._task[0] != command_id:
-            task = generation.context.cluster.replica.state.task_for_command(command_id)
-            if task is None:
+            task_id = _task_now(generation)
+            if task_id is None:
                 return None
-            self._task = (command_id, task.task_id)
+            self._task = (command_id, task_id)
         return self._task[1]
 
     def take_back(self) -> tuple[list[float], TokenChunk | None]:

@@ -1,6 +1,8 @@
 import asyncio
 import select
 import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from types import SimpleNamespace
 from typing import cast
 
@@ -14,8 +16,9 @@ def readable(sock: socket.socket) -> bool:
     return bool(select.select([sock], [], [], 0.05)[0])
 
 
-@pytest.mark.anyio
-async def test_what_one_turn_writes_leaves_together_at_the_next() -> None:
+@asynccontextmanager
+async def connected() -> AsyncIterator[tuple[Connection, socket.socket]]:
+    """A server-side connection (its transport, as the API holds it) and its client."""
     accepted: asyncio.Future[asyncio.StreamWriter] = asyncio.get_running_loop().create_future()
 
     async def serve(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -25,45 +28,40 @@ async def test_what_one_turn_writes_leaves_together_at_the_next() -> None:
     client = socket.create_connection(server.sockets[0].getsockname()[:2])
     try:
         writer = await accepted
-        assert hold_writes(cast(Connection, SimpleNamespace(transport=writer.transport)))
-        writer.write(b"HTTP/1.1 200 OK\r\n\r\n")
-        writer.write(b"data: first token\n\n")
-        assert not readable(client)  # held: nothing has left yet
-        await asyncio.sleep(0)  # the loop's next turn
-        assert readable(client)
-        assert client.recv(1024) == b"HTTP/1.1 200 OK\r\n\r\ndata: first token\n\n"
-        writer.write(b"data: second\n\n")  # later writes go as they come
-        assert readable(client) and client.recv(1024) == b"data: second\n\n"
+        yield cast(Connection, SimpleNamespace(transport=writer.transport)), client
     finally:
         client.close()
         server.close()
 
 
 @pytest.mark.anyio
+async def test_what_one_turn_writes_leaves_together_at_the_next() -> None:
+    async with connected() as (connection, client):
+        assert hold_writes(connection)
+        connection.transport.write(b"HTTP/1.1 200 OK\r\n\r\n")
+        connection.transport.write(b"data: first token\n\n")
+        assert not readable(client)  # held: nothing has left yet
+        await asyncio.sleep(0)  # the loop's next turn
+        assert readable(client)
+        assert client.recv(1024) == b"HTTP/1.1 200 OK\r\n\r\ndata: first token\n\n"
+        connection.transport.write(b"data: second\n\n")  # later writes go as they come
+        assert readable(client) and client.recv(1024) == b"data: second\n\n"
+
+
+@pytest.mark.anyio
 async def test_released_once_the_first_token_is_written_it_leaves_at_once() -> None:
-    accepted: asyncio.Future[asyncio.StreamWriter] = asyncio.get_running_loop().create_future()
-
-    async def serve(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        accepted.set_result(writer)
-
-    server = await asyncio.start_server(serve, "127.0.0.1", 0)
-    client = socket.create_connection(server.sockets[0].getsockname()[:2])
-    try:
-        writer = await accepted
-        held = hold_writes(cast(Connection, SimpleNamespace(transport=writer.transport)))
+    async with connected() as (connection, client):
+        held = hold_writes(connection)
         assert held is not None
-        writer.write(b"HTTP/1.1 200 OK\r\n\r\n")
-        writer.write(b"data: first token\n\n")
+        connection.transport.write(b"HTTP/1.1 200 OK\r\n\r\n")
+        connection.transport.write(b"data: first token\n\n")
         held.release()  # no turn of the loop
         assert readable(client)
         assert client.recv(1024) == b"HTTP/1.1 200 OK\r\n\r\ndata: first token\n\n"
         held.release()  # again: nothing
         await asyncio.sleep(0)  # the turn that would have released it: nothing either
-        writer.write(b"data: second\n\n")
+        connection.transport.write(b"data: second\n\n")
         assert readable(client) and client.recv(1024) == b"data: second\n\n"
-    finally:
-        client.close()
-        server.close()
 
 
 @pytest.mark.anyio

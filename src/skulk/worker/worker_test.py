@@ -193,37 +193,6 @@ async def test_runner_is_created_loaded_warmed_and_given_the_task() -> None:
 
 
 @pytest.mark.anyio
-async def test_a_new_master_session_hears_each_runners_status_again() -> None:
-    cluster = Cluster()
-    published: list[Event] = []
-
-    async def publish(event: Event) -> None:
-        published.append(event)
-        cluster.apply(event)
-
-    cluster.publish_event = publish  # type: ignore[method-assign]
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(worker(cluster).run)
-        cluster.apply(InstanceCreated(instance=f.instance()))
-        with anyio.fail_after(5):
-            while not any(isinstance(e, RunnerStatusUpdated) for e in published):
-                await anyio.sleep(0.01)
-        [runner_id] = cluster.replica.state.runners
-        published.clear()
-        # Another master's session, whose State has never heard of the runner.
-        cluster.replica.receive(IndexedEvent(master_node=NodeId("m2"), index=0,
-                                             session=SessionId("s2"),
-                                             event=StateSnapshotHydrated(state=State())))
-        with anyio.fail_after(5):
-            while not published:
-                await anyio.sleep(0.01)
-        tasks.cancel_scope.cancel()
-    [fake] = FakeSupervisor.created
-    assert fake.status is not None
-    assert published == [RunnerStatusUpdated(runner_id=runner_id, status=fake.status)]
-
-
-@pytest.mark.anyio
 async def test_three_crashes_within_a_minute_give_the_instance_up() -> None:
     FakeSupervisor.crash = True
     cluster = Cluster()
