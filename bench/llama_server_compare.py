@@ -46,11 +46,12 @@ mean's gap from 1.0 two standard errors clear of it. Each prompt is made unique,
 server reuses another request's prompt beyond the chat template's shared system prompt,
 and every contender is asked the same prompts (tagged by round, item and row, never by
 server: a server's name in its prompts gave each a prompt of another length and answers
-of other lengths, bench/README.md).
+of other lengths, bench/history/serving-path.md).
 `--client-cores` runs the client (this process's streaming threads) on those cores only
 and every server and the engine alone on the others (`--threads` defaulting to their
 count), as if the client were another machine: on two cores, which core the client's
-Python lands on otherwise moves a server's round by several per cent (bench/README.md).
+Python lands on otherwise moves a server's round by several per cent
+(bench/history/serving-path.md).
 """
 
 import argparse

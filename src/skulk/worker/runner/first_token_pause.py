@@ -9,7 +9,7 @@ token, the runner waits until the node says that token went out (`FirstTokenOut`
 the tasks whose `StartTaskRequest` said one would come: their streams are on this node),
 or `MOST_SECONDS` at the longest, before it steps on. It costs the other requests in the
 batch that wait once per request that starts; on a machine with cores to spare nothing
-waits (bench/README.md, "The first token's way out").
+waits (bench/history/serving-path.md, "The first token's way out").
 """
 
 import os

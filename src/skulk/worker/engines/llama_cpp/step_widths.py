@@ -4,8 +4,8 @@ by this machine's own measured steps.
 Batching is not always cheaper per token. On a GPU, or on a CPU with several compute
 threads, a step of 8 tokens costs little more than a step of one. On one CPU thread a step
 of 2 to 4 tokens costs more per token than a step of one: llama.cpp takes other matrix
-kernels for more than one column, slower per column here (bench/README.md, "Batching on
-one thread"). So the width of a decode step is measured, not assumed.
+kernels for more than one column, slower per column here (bench/history/serving-path.md,
+"Batching on one thread"). So the width of a decode step is measured, not assumed.
 
 Each candidate width (all the decoding requests, and each power of two below) is first
 timed over a few decode-only steps, widest first. From then on, every `PROBE_EVERY` steps

@@ -9,7 +9,7 @@ from skulk.worker.engines.llama_cpp.step_widths import (
 )
 
 # Seconds per token of a decode step by width, as measured on these 2-core machines
-# (bench/README.md, "Batching on one thread"): one thread, and two.
+# (bench/history/serving-path.md, "Batching on one thread"): one thread, and two.
 ONE_THREAD = {4: 0.0075, 3: 0.0083, 2: 0.0095, 1: 0.0070}
 TWO_THREADS = {4: 0.0047, 3: 0.0053, 2: 0.0066, 1: 0.0064}
 FIRST = 3 * FIRST_SAMPLES  # steps that first time widths 4, 2 and 1
