@@ -17,6 +17,7 @@ import anyio
 import anyio.lowlevel
 from loguru import logger
 
+from skulk.master.local_event_rules import moot_local_event
 from skulk.shared.channels import Sender
 from skulk.shared.types.events import (
     MAX_PROPOSALS_TOGETHER,
@@ -131,16 +132,21 @@ class LocalEventSender:
                 return
 
     def acknowledge(self, state: State) -> None:
-        """Stop resending what the State shows indexed (a snapshot counts too)."""
+        """Stop resending what the State shows indexed (a snapshot counts too), and a
+        task's status once the State no longer holds the task: the master does not index
+        a deleted task's status (`moot_local_event`)."""
         mark = state.producer_marks.get(self._node_id)
-        if mark is None:
-            return
         now = self._clock()
-        for seq in [s for s in self._pending if mark.covers(self._epoch, s)]:
+        for seq in [s for s in self._pending if mark is not None
+                    and mark.covers(self._epoch, s)]:
             pending = self._pending.pop(seq)
             self._outbox.pop(seq, None)
             if not pending.resent:
                 self.indexing_time.sample(now - pending.first_sent)
+        for seq in [s for s, pending in self._pending.items()
+                    if moot_local_event(state, pending.local)]:
+            del self._pending[seq]
+            self._outbox.pop(seq, None)
 
     async def resend_due(self) -> None:
         """Send again, together, every pending event whose next send is due."""

@@ -8,11 +8,17 @@ from skulk.cluster.local_events import GIVE_UP_SECONDS, LocalEventSender
 from skulk.shared.types.event_source import EventSource
 from skulk.shared.types.events import (
     MAX_PROPOSALS_TOGETHER,
+    InstanceCreated,
     LocalEventBatch,
+    RunnerStatusUpdated,
+    TaskCreated,
     TaskDeleted,
+    TaskStatusUpdated,
 )
-from skulk.shared.types.ids import NodeId, TaskId
+from skulk.shared.types.ids import NodeId, RunnerId, TaskId
+from skulk.shared.types.runners import RunnerReady
 from skulk.shared.types.state import State
+from skulk.testing import factories as f
 from skulk.testing.channels import Collected
 
 
@@ -156,3 +162,24 @@ async def test_resends_due_together_leave_as_one_batch_without_the_indexed() -> 
         await settled(sender)
     assert [batch.events[0].origin_seq for batch in published.items] == [2]
     assert sent(published) == [2, 3]
+
+
+@pytest.mark.anyio
+async def test_a_status_for_a_task_the_state_no_longer_holds_is_not_resent() -> None:
+    now = [0.0]
+    published: Collected[LocalEventBatch] = Collected()
+    holding = f.state_with(InstanceCreated(instance=f.instance()), TaskCreated(task=f.task()))
+    async with running(published, now) as sender:
+        await sender.send(TaskStatusUpdated(task_id=TaskId("task-1"), status="complete"))
+        await sender.send(RunnerStatusUpdated(runner_id=RunnerId("run-1"),
+                                              status=RunnerReady()))
+        await settled(sender)
+        sender.acknowledge(holding)  # the task is still there: both wait to be indexed
+        assert sender.pending == 2
+        deleted = f.state_with(TaskDeleted(task_id=TaskId("task-1")), start=holding)
+        sender.acknowledge(deleted)  # gone: the master will never index its status
+        assert sender.pending == 1
+        now[0] = 10.0
+        await sender.resend_due()
+        await settled(sender)
+        assert sent(published) == [0, 1, 1]  # only the runner's status again

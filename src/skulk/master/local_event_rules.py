@@ -1,7 +1,12 @@
 """What a node may propose about the cluster: only its own runners and the tasks its
 runners serve. Workers propose nothing else, so anything else is a forgery by a member and
 is refused before it reaches the order (a forged status for another node's runner or
-task would change what every replica believes)."""
+task would change what every replica believes).
+
+And what is moot: a task's status that comes after the task was deleted (the client's
+`TaskFinished` reached the master before the runner's `complete` did, which on one node is
+the usual order). Applied, it would change nothing; the master does not index it, and its
+producer stops resending it once its own replica no longer holds the task."""
 
 from skulk.shared.types.events import (
     LocalEvent,
@@ -29,3 +34,11 @@ def refused_local_event(state: State, local: LocalEvent) -> str | None:
             return "another_nodes_task"
         return None
     return "not_a_worker_event"
+
+
+def moot_local_event(state: State, local: LocalEvent) -> bool:
+    """Whether `local` speaks of a task `state` no longer holds (so applying it is a no-op).
+    A worker only runs tasks its replica was told of, so a task it reports on and the
+    master's State lacks was deleted."""
+    event = local.event
+    return isinstance(event, TaskStatusUpdated) and event.task_id not in state.tasks

@@ -1,4 +1,4 @@
-from skulk.master.local_event_rules import refused_local_event
+from skulk.master.local_event_rules import moot_local_event, refused_local_event
 from skulk.shared.types.events import (
     Event,
     InstanceCreated,
@@ -6,6 +6,7 @@ from skulk.shared.types.events import (
     LocalEvent,
     RunnerStatusUpdated,
     TaskCreated,
+    TaskDeleted,
     TaskStatusUpdated,
     WeightsFetchProgress,
 )
@@ -38,3 +39,12 @@ def test_a_node_speaks_for_its_own_runners_and_tasks_only() -> None:
 def test_unknown_runners_and_tasks_pass_and_change_nothing_when_applied() -> None:
     gone = RunnerStatusUpdated(runner_id=RunnerId("run-gone"), status=RunnerReady())
     assert refused_local_event(STATE, proposal("node-x", gone)) is None
+
+
+def test_a_status_is_moot_once_its_task_is_deleted_and_only_a_status() -> None:
+    status = TaskStatusUpdated(task_id=TaskId("task-1"), status="complete")
+    runner = RunnerStatusUpdated(runner_id=RunnerId("run-1"), status=RunnerReady())
+    deleted = f.state_with(TaskDeleted(task_id=TaskId("task-1")), start=STATE)
+    assert not moot_local_event(STATE, proposal(f.NODE, status))
+    assert moot_local_event(deleted, proposal(f.NODE, status))
+    assert not moot_local_event(deleted, proposal(f.NODE, runner))

@@ -21,7 +21,7 @@ from skulk.master.commands import CommandContext, delete_instance_events, events
 from skulk.master.event_log import EventLog
 from skulk.master.idle import IdleTracker
 from skulk.master.local_event_order import LocalEventOrder
-from skulk.master.local_event_rules import refused_local_event
+from skulk.master.local_event_rules import moot_local_event, refused_local_event
 from skulk.master.model_card_commands import refused_card_sender
 from skulk.master.ready_batches import handle_ready
 from skulk.master.reconcile import lost_past_grace, reconcile, replacement_for
@@ -101,6 +101,7 @@ class Master:
         self._settings = settings
         self._idle = IdleTracker(default_keep_alive=settings.keep_alive_seconds)
         self.refused_local_events: Counter[str] = Counter()
+        self.moot_local_events = 0
         self.refused_commands: Counter[str] = Counter()
         # Lasting commands this master accepted while its side lacked a majority.
         self.carried: list[Command] = []
@@ -196,7 +197,8 @@ class Master:
 
     def _track_terminal(self, event: Event) -> None:
         if isinstance(event, TaskStatusUpdated) and event.status in TERMINAL_TASK_STATUSES:
-            self._terminal_since.setdefault(event.task_id, self._clock())
+            if event.task_id in self._state.tasks:  # not one already deleted: never pruned
+                self._terminal_since.setdefault(event.task_id, self._clock())
         elif isinstance(event, TaskDeleted):
             self._terminal_since.pop(event.task_id, None)
 
@@ -278,6 +280,9 @@ class Master:
         if refused is not None:
             self.refused_local_events[refused] += 1
             logger.warning("refused a local event from {}: {}", local.origin, refused)
+            return
+        if moot_local_event(self._state, local):
+            self.moot_local_events += 1  # a finished task's status: nothing to index
             return
         source = EventSource(origin=local.origin, epoch=local.epoch,
                              origin_seq=local.origin_seq)

@@ -10,7 +10,7 @@ from skulk.master.settings import MasterInbox, MasterSettings
 from skulk.models.catalog import ModelCatalog
 from skulk.shared.partition import Quorum
 from skulk.shared.telemetry_view import TelemetryView
-from skulk.shared.types.commands import CommandEnvelope, TextGeneration
+from skulk.shared.types.commands import CommandEnvelope, TaskFinished, TextGeneration
 from skulk.shared.types.events import (
     CommandRejected,
     IndexedEvent,
@@ -19,8 +19,10 @@ from skulk.shared.types.events import (
     LocalEventBatch,
     StateSnapshotHydrated,
     TaskCreated,
+    TaskDeleted,
+    TaskStatusUpdated,
 )
-from skulk.shared.types.ids import CommandId, NodeId
+from skulk.shared.types.ids import CommandId, NodeId, TaskId
 from skulk.testing import factories as f
 from skulk.testing.channels import Collected, each_indexed_event
 
@@ -98,6 +100,31 @@ async def test_resent_local_events_and_commands_are_indexed_once() -> None:
     assert kinds == ["StateSnapshotHydrated", "InstanceCreated", "InstanceCreated",
                      "CommandRejected"]
     assert isinstance(published[-1].event, CommandRejected)
+
+
+@pytest.mark.anyio
+async def test_a_status_for_a_task_already_deleted_is_not_indexed_nor_remembered() -> None:
+    """The client's `TaskFinished` often reaches the master before the runner's
+    `complete`: that status would change nothing, so it takes no index, no log entry and
+    no place among the finished tasks to forget (which only tasks still held leave)."""
+    log = ListLog()
+    published: list[IndexedEvent] = []
+    m = master(log, published)
+    worker = NodeId("node-b")  # the runner's node, not the master's
+    await m.index([StateSnapshotHydrated(state=m.state),
+                   InstanceCreated(instance=f.instance(node=worker)),
+                   TaskCreated(task=f.task())])
+    await m.handle_command(CommandEnvelope(origin=f.NODE, command=TaskFinished(
+        command_id=CommandId("fin"), target_command_id=f.task().command_id)))
+    assert isinstance(published[-1].event, TaskDeleted)
+    for seq, status in enumerate([TaskStatusUpdated(task_id=TaskId("task-1"), status="running"),
+                                  TaskStatusUpdated(task_id=TaskId("task-1"), status="complete")]):
+        await m.handle_local_event(LocalEvent(origin=worker, epoch="e", origin_seq=seq,
+                                              event=status))
+    assert isinstance(published[-1].event, TaskDeleted) and log.events == published
+    assert m.moot_local_events == 2 and m.refused_local_events.total() == 0
+    await m.reconcile_once()
+    assert not m._terminal_since  # noqa: SLF001 - the leak this guards against
 
 
 @pytest.mark.anyio
