@@ -24,7 +24,12 @@ from skulk.master.local_event_order import LocalEventOrder
 from skulk.master.local_event_rules import moot_local_event, refused_local_event
 from skulk.master.model_card_commands import refused_card_sender
 from skulk.master.ready_batches import handle_ready
-from skulk.master.reconcile import lost_past_grace, reconcile, replacement_for
+from skulk.master.reconcile import (
+    lost_past_grace,
+    note_finished,
+    reconcile,
+    replacement_for,
+)
 from skulk.master.settings import MasterInbox, MasterSettings, MembersView
 from skulk.master.sync_requests import SyncRequests, WantedSync
 from skulk.models.catalog import ModelCatalog
@@ -45,8 +50,6 @@ from skulk.shared.types.events import (
     LocalEventBatch,
     MembershipAgreed,
     StateSnapshotHydrated,
-    TaskDeleted,
-    TaskStatusUpdated,
 )
 from skulk.shared.types.ids import (
     CommandId,
@@ -58,7 +61,6 @@ from skulk.shared.types.ids import (
     new_task_id,
 )
 from skulk.shared.types.state import State
-from skulk.shared.types.tasks import TERMINAL_TASK_STATUSES
 
 # Commands are deduplicated by id over this many recent commands (resends after a retry).
 _SEEN_COMMANDS_CAP = 10_000
@@ -169,7 +171,7 @@ class Master:
             if self._applied_ahead is not None:
                 self._applied_ahead.offer(indexed, self._state)
             self._next_index += 1
-            self._track_terminal(event)
+            note_finished(self._terminal_since, event, self._state, self._clock())
             self._idle.note(event, self._state, self._clock())
             self._log.append(indexed)
             self._staged.append(indexed)
@@ -194,13 +196,6 @@ class Master:
         return IndexedEvent(index=self._next_index - 1, session=self.session_id,
                             master_node=self.node_id,
                             event=StateSnapshotHydrated(state=self._state))
-
-    def _track_terminal(self, event: Event) -> None:
-        if isinstance(event, TaskStatusUpdated) and event.status in TERMINAL_TASK_STATUSES:
-            if event.task_id in self._state.tasks:  # not one already deleted: never pruned
-                self._terminal_since.setdefault(event.task_id, self._clock())
-        elif isinstance(event, TaskDeleted):
-            self._terminal_since.pop(event.task_id, None)
 
     def standing(self) -> Standing:
         """This master's side of any partition, against the last agreed membership."""

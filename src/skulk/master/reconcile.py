@@ -14,6 +14,18 @@ from skulk.shared.types.tasks import TERMINAL_TASK_STATUSES
 FINISHED_TASK_RETENTION_SECONDS = 300.0
 
 
+def note_finished(terminal_since: MutableMapping[TaskId, float], event: Event,
+                  state: State, now: float) -> None:
+    """Keep `terminal_since` (when each task still held finished) up to date with `event`,
+    just applied to `state`. A terminal status for a task already deleted is not entered:
+    nothing would ever remove it (only `TaskDeleted` does, and it came first)."""
+    if isinstance(event, TaskStatusUpdated) and event.status in TERMINAL_TASK_STATUSES:
+        if event.task_id in state.tasks:
+            terminal_since.setdefault(event.task_id, now)
+    elif isinstance(event, TaskDeleted):
+        terminal_since.pop(event.task_id, None)
+
+
 def reconcile(
     state: State, terminal_since: MutableMapping[TaskId, float], now: float
 ) -> list[Event]:
