@@ -33,6 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import openai  # noqa: E402
+from bench.llama_server_compare import stream  # noqa: E402
 from bench.results import write_result  # noqa: E402
 from bench.server_turns import skulk_server  # noqa: E402
 
@@ -64,16 +65,6 @@ def growth(requests: Sequence[int], rss: Sequence[float]) -> dict[str, float]:
     return {"baseline_mib": round(rss[0], 1), "last_mib": round(rss[-1], 1),
             "mib_per_1000_requests": round(1000 * slope(requests, rss), 3),
             "last_over_baseline": round(rss[-1] / rss[0], 4)}
-
-
-def stream(client: openai.OpenAI, model: str, prompt: str, max_tokens: int) -> None:
-    pieces = 0
-    for chunk in client.chat.completions.create(
-            model=model, messages=[{"role": "user", "content": prompt}], temperature=0,
-            max_tokens=max_tokens, stream=True):
-        pieces += bool(chunk.choices and chunk.choices[0].delta.content)
-    if pieces == 0:
-        raise RuntimeError("a request came back without a token")
 
 
 def soak(windows: int, per_window: int, tokens: Sequence[int]) -> dict[str, Any]:

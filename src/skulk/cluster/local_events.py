@@ -137,14 +137,12 @@ class LocalEventSender:
         a deleted task's status (`moot_local_event`)."""
         mark = state.producer_marks.get(self._node_id)
         now = self._clock()
-        for seq in [s for s in self._pending if mark is not None
-                    and mark.covers(self._epoch, s)]:
-            pending = self._pending.pop(seq)
-            self._outbox.pop(seq, None)
-            if not pending.resent:
-                self.indexing_time.sample(now - pending.first_sent)
-        for seq in [s for s, pending in self._pending.items()
-                    if moot_local_event(state, pending.local)]:
+        for seq, pending in list(self._pending.items()):
+            if mark is not None and mark.covers(self._epoch, seq):
+                if not pending.resent:
+                    self.indexing_time.sample(now - pending.first_sent)
+            elif not moot_local_event(state, pending.local):
+                continue
             del self._pending[seq]
             self._outbox.pop(seq, None)
 

@@ -7,6 +7,8 @@ or catches a lagging replica up.
 """
 
 from collections.abc import AsyncIterable, Callable
+from dataclasses import dataclass
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -31,6 +33,21 @@ _EVENTS_PER_STEP = 16
 Kinds = tuple[type, ...] | None
 
 
+@dataclass(frozen=True)
+class _Subscriber:
+    """A subscriber's stream, the kinds of event it takes, and whether each comes with
+    the State it was applied to."""
+
+    stream: ListenerStream[Any]
+    kinds: Kinds
+    with_before: bool
+
+    def feed(self, applied: list[tuple[State, IndexedEvent]]) -> None:
+        for pair in applied:
+            if self.kinds is None or isinstance(pair[1].event, self.kinds):
+                self.stream.send_nowait(pair if self.with_before else pair[1])
+
+
 class StateReplica:
     """Applies indexed events in order and tells listeners what was applied."""
 
@@ -38,10 +55,7 @@ class StateReplica:
         self._state = State()
         self._session: SessionId | None = None
         self._buffer: dict[int, IndexedEvent] = {}
-        # Each subscriber's stream and the kinds of event it takes (None: every kind).
-        self._listeners: list[tuple[ListenerStream[IndexedEvent], Kinds]] = []
-        self._listeners_with_before: list[
-            tuple[ListenerStream[tuple[State, IndexedEvent]], Kinds]] = []
+        self._subscribers: list[_Subscriber] = []
         self._wakers: list[Callable[[], None]] = []
         self._changed = anyio.Event()
         self._gap_from: int | None = None  # the first index missing behind a later one
@@ -107,7 +121,7 @@ class StateReplica:
         `kinds`, only the events of those classes: a reader of a few kinds is not woken
         for the others (every request makes several events)."""
         stream = ListenerStream[IndexedEvent]()
-        self._listeners.append((stream, kinds))
+        self._subscribers.append(_Subscriber(stream, kinds, with_before=False))
         return stream
 
     def subscribe_with_before(self, kinds: Kinds = None
@@ -115,7 +129,7 @@ class StateReplica:
         """Like `subscribe`, each event with the State it was applied to (for readers that
         compare before and after, which would otherwise apply every event again)."""
         stream = ListenerStream[tuple[State, IndexedEvent]]()
-        self._listeners_with_before.append((stream, kinds))
+        self._subscribers.append(_Subscriber(stream, kinds, with_before=True))
         return stream
 
     async def run(self, batches: AsyncIterable[IndexedBatch]) -> None:
@@ -186,22 +200,11 @@ class StateReplica:
             waker()
         for _, indexed in applied:
             self.recent.record(indexed)
-        for listener in list(self._listeners):
-            stream, kinds = listener
+        for subscriber in list(self._subscribers):
             try:
-                for _, indexed in applied:
-                    if kinds is None or isinstance(indexed.event, kinds):
-                        stream.send_nowait(indexed)
+                subscriber.feed(applied)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                self._listeners.remove(listener)  # its reader has gone
-        for paired in list(self._listeners_with_before):
-            stream_with_before, kinds = paired
-            try:
-                for pair in applied:
-                    if kinds is None or isinstance(pair[1].event, kinds):
-                        stream_with_before.send_nowait(pair)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                self._listeners_with_before.remove(paired)
+                self._subscribers.remove(subscriber)  # its reader has gone
         self._changed.set()
         self._changed = anyio.Event()
 
